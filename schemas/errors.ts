@@ -1,0 +1,55 @@
+/**
+ * The one registry of Berth's error codes: every typed error inside and every error body on the wire comes from here
+ * (DESIGN §8). The README's error table is checked against `errorCodes` by a test.
+ */
+export const errorCodes = {
+  invalid_request: { status: 400, retryable: false, meaning: 'The request body, query or path is malformed.' },
+  environment_invalid: { status: 400, retryable: false, meaning: 'An environment name, path or archive member is not acceptable.' },
+  unauthorized: { status: 401, retryable: false, meaning: 'No bearer token, or an unknown one.' },
+  forbidden: { status: 403, retryable: false, meaning: 'The token is known but its role may not do this.' },
+  not_found: { status: 404, retryable: false, meaning: 'The resource does not exist in the caller\'s scope.' },
+  environment_not_found: { status: 404, retryable: false, meaning: 'The environment does not exist in the caller\'s scope.' },
+  environment_exists: { status: 409, retryable: false, meaning: 'Another environment of the scope has that slug.' },
+  environment_busy: { status: 409, retryable: true, meaning: 'An overlapping operation (build, provider call, release with uses) is under way.' },
+  environment_not_ready: { status: 409, retryable: true, meaning: 'The environment has no active version, or the version is unfinished.' },
+  operation_conflict: { status: 409, retryable: false, meaning: 'The operationId is taken by a different input.' },
+  stale_target: { status: 409, retryable: true, meaning: 'The allocation generation named is no longer current.' },
+  invalid_state: { status: 409, retryable: false, meaning: 'The resource is not in a state that accepts this request.' },
+  wrong_expected_version: { status: 409, retryable: true, meaning: 'A concurrent writer changed the stream first.' },
+  workspace_busy: { status: 409, retryable: true, meaning: 'Another holder owns the workspace storage.' },
+  file_too_large: { status: 413, retryable: false, meaning: 'The file is over the limit given in detail.max_bytes.' },
+  provider_missing: { status: 422, retryable: false, meaning: 'The profile names a provider that is not registered.' },
+  corrupt_event: { status: 500, retryable: false, meaning: 'A stored event cannot be decoded; detail names its stream and revision.' },
+  internal: { status: 500, retryable: false, meaning: 'An unexpected fault; the server keeps serving.' },
+  unavailable: { status: 503, retryable: true, meaning: 'A dependency (Docker daemon, event store) cannot be reached.' },
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; detail: Record<string, unknown> };
+}
+
+/** A typed Berth error: stable code, human message, structured detail. */
+export class BerthError extends Error {
+  readonly code: ErrorCode;
+  readonly detail: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, detail: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BerthError';
+    this.code = code;
+    this.detail = detail;
+  }
+
+  get status(): number {
+    return errorCodes[this.code].status;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, detail: this.detail } };
+  }
+}
+
+export const isBerthError = (e: unknown, code?: ErrorCode): e is BerthError =>
+  e instanceof BerthError && (code === undefined || e.code === code);

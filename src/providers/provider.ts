@@ -1,0 +1,121 @@
+/**
+ * The provider port (DESIGN §6): a provider turns an allocation intent into one physical resource and gives an
+ * Executor for it. Every call is idempotent per request id, so recovery can inspect instead of repeating.
+ */
+import type { Profile } from '../../schemas/profile.ts';
+
+export interface AllocationIntent {
+  environmentId: string;
+  allocationId: string;
+  /** The original request identity: labels the physical resource, and is how `inspect` finds it again. */
+  requestId: string;
+  generation: number;
+  profile: Profile;
+}
+
+/** The physical identity of an allocation. `incarnation` (container id + start time) fences it. */
+export interface PhysicalIdentity {
+  provider: 'native' | 'docker';
+  /** native: the host name; docker: the container id. */
+  resourceId: string;
+  incarnation?: string;
+  networkId?: string;
+  volume?: string;
+}
+
+export type AllocationReport =
+  | { status: 'ready'; identity: PhysicalIdentity }
+  /** Partly created (e.g. container created, not started): may be resumed under the same intent. */
+  | { status: 'pending'; identity?: PhysicalIdentity; reason: string }
+  /** Confirmed absent: nothing carries this request id. */
+  | { status: 'absent' }
+  /** Cannot tell (daemon unreachable, timeout): never treated as absent. */
+  | { status: 'unknown'; reason: string }
+  /** Present, but not the incarnation Berth recorded (restarted behind its back): reported, not adopted. */
+  | { status: 'fenced'; identity: PhysicalIdentity; reason: string };
+
+export interface AllocationRef {
+  requestId: string;
+  allocationId: string;
+  environmentId: string;
+  identity?: PhysicalIdentity;
+}
+
+export interface Provider {
+  readonly kind: 'native' | 'docker';
+  /** Never destroyed by Berth (the host) vs created and reclaimed by Berth (containers). */
+  readonly ownership: 'borrowed' | 'managed';
+  /** Create (or adopt/resume what already carries `intent.requestId`) and start. */
+  allocate(intent: AllocationIntent): Promise<AllocationReport>;
+  inspect(ref: AllocationRef): Promise<AllocationReport>;
+  /** Remove every physical part (container, network, volume) and confirm absence. */
+  deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'>;
+  executor(ref: AllocationRef, profile: Profile): Executor;
+  /** Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. */
+  available(): Promise<boolean>;
+  close?(): Promise<void>;
+}
+
+/** A read-only directory shown to the command at `target` (the active content version at /env/<slug>). */
+export interface ReadOnlyMount {
+  source: string;
+  target: string;
+}
+
+export interface ExecSpec {
+  operationId: string;
+  /** argv; a string command is run as ['/bin/sh', '-c', command] by the caller. */
+  command: string[];
+  cwd?: string;
+  /** The command's whole environment: callers pass a filtered one, nothing of Berth's own leaks in. */
+  env: Record<string, string>;
+  stdin: boolean;
+  pty?: { cols: number; rows: number };
+  timeoutMs?: number;
+  mounts?: ReadOnlyMount[];
+}
+
+export type OutputStream = 'stdout' | 'stderr' | 'pty';
+
+/** What the executor's on-disk receipt proves about an operation. */
+export interface Receipt {
+  protocolVersion: 1;
+  operationId: string;
+  /** absent: no receipt and the operation can never start now; running; exited: status known, output complete. */
+  state: 'absent' | 'running' | 'exited';
+  pid?: number;
+  exitCode?: number | null;
+  signal?: string | null;
+  cancelled?: boolean;
+  timedOut?: boolean;
+  startedAt?: string;
+  exitedAt?: string;
+  /** Bytes written so far per stream. */
+  sizes?: Partial<Record<OutputStream, number>>;
+}
+
+export interface OutputChunk {
+  data: Buffer;
+  /** Cursor after `data`. */
+  next: number;
+  /** True once the stream is closed and every byte up to `next` is final. */
+  closed: boolean;
+}
+
+export interface Executor {
+  readonly protocolVersion: 1;
+  /** Idempotent per operationId: an operation with any receipt is never started again. */
+  submit(spec: ExecSpec): Promise<Receipt>;
+  /** Reads the receipt. For an operation with no receipt this fences it (it can never start later) and says absent. */
+  status(operationId: string): Promise<Receipt>;
+  read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputChunk>;
+  /** Resolves when the receipt or output changes, or after `timeoutMs`. */
+  waitForChange(operationId: string, timeoutMs: number): Promise<void>;
+  writeStdin(operationId: string, bytes: Buffer): Promise<void>;
+  endStdin(operationId: string): Promise<void>;
+  resize(operationId: string, cols: number, rows: number): Promise<void>;
+  /** Kills the whole process tree; resolves once the executor confirms it is gone. */
+  cancel(operationId: string): Promise<Receipt>;
+  /** Drops the spool once output is saved elsewhere. */
+  release(operationId: string): Promise<void>;
+}

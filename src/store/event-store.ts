@@ -1,0 +1,115 @@
+/**
+ * The event store port (DESIGN §3): EventStoreDB semantics, so the embedded SQLite adapter and the EventStoreDB
+ * adapter pass one conformance suite. Revisions are zero-based per stream; positions are global and increasing.
+ */
+import { BerthError } from '../../schemas/errors.ts';
+
+export type ExpectedRevision = 'no_stream' | 'stream_exists' | 'any' | bigint;
+
+/** An event to append. `id` is a uuid; re-appending the same ids at the same position is a no-op. */
+export interface EventData {
+  id: string;
+  type: string;
+  data: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface RecordedEvent {
+  id: string;
+  stream: string;
+  revision: bigint;
+  position: bigint;
+  type: string;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  /** ISO-8601 time the store recorded the event. */
+  createdAt: string;
+}
+
+export interface AppendResult {
+  /** Revision of the stream's last event after the append. */
+  nextRevision: bigint;
+  /** Global position of the last appended event. */
+  position: bigint;
+}
+
+export interface AppendOptions {
+  expectedRevision: ExpectedRevision;
+}
+
+export interface ReadStreamOptions {
+  /** Inclusive start revision, or 'start' / 'end'. Default: 'start' forwards, 'end' backwards. */
+  from?: bigint | 'start' | 'end';
+  direction?: 'forwards' | 'backwards';
+  maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events strictly after this position. Default: from the beginning. */
+  fromPosition?: bigint | 'start';
+  maxCount?: number;
+}
+
+export interface SubscriptionFilter {
+  streamPrefixes?: string[];
+  eventTypePrefixes?: string[];
+}
+
+export interface SubscribeOptions {
+  /** Exclusive: the subscription yields events strictly after this position. Default: from the beginning. */
+  fromPosition?: bigint | 'start';
+  filter?: SubscriptionFilter;
+}
+
+/** Catch-up then live, in global order, with backpressure: the next event is read when the consumer asks. */
+export interface Subscription extends AsyncIterable<RecordedEvent> {
+  close(): Promise<void>;
+}
+
+export interface EventStore {
+  readonly kind: 'sqlite' | 'eventstoredb';
+  append(stream: string, events: EventData[], options: AppendOptions): Promise<AppendResult>;
+  /** Throws `not_found` (BerthError) for an absent stream, like EventStoreDB's StreamNotFound. */
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  subscribeToAll(options?: SubscribeOptions): Subscription;
+  /** The stream's current revision, or 'no_stream'. */
+  streamRevision(stream: string): Promise<bigint | 'no_stream'>;
+  /** The position of the newest event in the store, or -1n when empty. */
+  headPosition(): Promise<bigint>;
+  close(): Promise<void>;
+}
+
+/** The stream was not at the expected revision. `actual` is its current revision or 'no_stream'. */
+export class WrongExpectedVersion extends BerthError {
+  readonly stream: string;
+  readonly expected: ExpectedRevision;
+  readonly actual: bigint | 'no_stream';
+
+  constructor(stream: string, expected: ExpectedRevision, actual: bigint | 'no_stream') {
+    super('wrong_expected_version', `stream ${stream} is at ${String(actual)}, expected ${String(expected)}`, {
+      stream,
+      expected: String(expected),
+      actual: String(actual),
+    });
+    this.stream = stream;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export const isWrongExpectedVersion = (e: unknown): e is WrongExpectedVersion => e instanceof WrongExpectedVersion;
+
+/** A stored event that cannot be decoded; never skipped silently. */
+export class CorruptEvent extends BerthError {
+  constructor(stream: string, revision: bigint, reason: string) {
+    super('corrupt_event', `event ${stream}@${revision} cannot be decoded: ${reason}`, {
+      stream,
+      revision: revision.toString(),
+    });
+  }
+}
+
+export const matchesFilter = (e: { stream: string; type: string }, filter?: SubscriptionFilter): boolean =>
+  (!filter?.streamPrefixes?.length || filter.streamPrefixes.some((p) => e.stream.startsWith(p))) &&
+  (!filter?.eventTypePrefixes?.length || filter.eventTypePrefixes.some((p) => e.type.startsWith(p)));
