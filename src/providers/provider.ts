@@ -106,8 +106,13 @@ export interface Executor {
   readonly protocolVersion: 1;
   /** Idempotent per operationId: an operation with any receipt is never started again. */
   submit(spec: ExecSpec): Promise<Receipt>;
-  /** Reads the receipt. For an operation with no receipt this fences it (it can never start later) and says absent. */
+  /** Reads the receipt; 'absent' when none exists (yet). */
   status(operationId: string): Promise<Receipt>;
+  /**
+   * Recovery only: if the operation has no receipt, fence it so a submit still in flight can never start it, and
+   * say absent; if a receipt won the race, return it. Never starts anything.
+   */
+  abandon(operationId: string): Promise<Receipt>;
   read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputChunk>;
   /** Resolves when the receipt or output changes, or after `timeoutMs`. */
   waitForChange(operationId: string, timeoutMs: number): Promise<void>;
