@@ -1,0 +1,155 @@
+/**
+ * The runtime's public API: what the gateway, the CLI and embedders call. Every method takes the caller, whose scope
+ * (tenant) bounds what it sees: a resource of another scope is `not_found` / `environment_not_found`, never forbidden.
+ * Errors are BerthError with codes from schemas/errors.ts.
+ */
+import type { Profile } from '../../schemas/profile.ts';
+import type { RecordedEvent } from '../store/event-store.ts';
+import type { OutputStream } from '../providers/provider.ts';
+
+export interface Caller {
+  scope: string;
+  role: 'admin' | 'member';
+}
+
+export interface Target {
+  environmentId: string;
+  allocationId: string;
+  generation: number;
+}
+
+/** The environment object of seed 001 §2 plus Berth's profile; content fields are filled once issue 6 lands. */
+export interface EnvironmentView {
+  id: string;
+  object: 'environment';
+  name: string;
+  slug: string;
+  description: string;
+  entry: string;
+  status: string;
+  mount: string;
+  version: number | null;
+  latestVersion: number | null;
+  profile: Profile;
+  /** unavailable when the provider's backend (Docker daemon) cannot be reached. */
+  availability: 'available' | 'unavailable';
+  allocation: { allocationId: string; generation: number; state: string } | null;
+  createdAt: number;
+  updatedAt: number;
+  [extra: string]: unknown;
+}
+
+export interface CreateEnvironmentInput {
+  name: string;
+  description?: string;
+  entry?: string;
+  profile?: Partial<Profile>;
+}
+
+export interface AllocationView {
+  allocationId: string;
+  environmentId: string;
+  generation: number;
+  state: string;
+  provider: 'native' | 'docker';
+  ownership: 'borrowed' | 'managed';
+  identity?: { resourceId: string; incarnation?: string };
+  uses: { useId: string; kind: string }[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface SessionView {
+  id: string;
+  environmentId: string | null;
+  workspaceId: string | null;
+  parentId: string | null;
+  createdAt: number;
+}
+
+export interface SubmitExecutionInput {
+  operationId: string;
+  environment?: string;
+  session?: string;
+  command: string[] | string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: boolean;
+  pty?: { cols: number; rows: number };
+  timeoutMs?: number;
+}
+
+export type ExecutionStatus = 'accepted' | 'running' | 'exited' | 'cancelled' | 'failed' | 'unknown';
+
+/** DESIGN §8 execution record (fixed shape). */
+export interface ExecutionRecord {
+  id: string;
+  operationId: string;
+  environment: string;
+  target: Target;
+  command: string[];
+  status: ExecutionStatus;
+  exitCode?: number | null;
+  signal?: string | null;
+  failure?: { code: string; message: string };
+  version?: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface OutputRead {
+  data: Buffer;
+  next: number;
+  /** true once the stream is closed and saved. */
+  complete: boolean;
+}
+
+export interface ReplayStep {
+  event: RecordedEvent;
+  stateBefore: unknown;
+  stateAfter: unknown;
+}
+
+export interface RuntimeApi {
+  capabilities(): Record<string, boolean>;
+
+  createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView>;
+  listEnvironments(caller: Caller): Promise<EnvironmentView[]>;
+  getEnvironment(caller: Caller, id: string): Promise<EnvironmentView>;
+  updateEnvironment(caller: Caller, id: string, patch: Partial<CreateEnvironmentInput>): Promise<EnvironmentView>;
+  deleteEnvironment(caller: Caller, id: string): Promise<void>;
+
+  acquire(caller: Caller, environmentId: string): Promise<AllocationView>;
+  listAllocations(caller: Caller, environmentId: string): Promise<AllocationView[]>;
+  release(caller: Caller, environmentId: string, allocationId: string): Promise<AllocationView>;
+  /** The active-allocation index. */
+  activeAllocations(caller: Caller): Promise<AllocationView[]>;
+  catalog(caller: Caller): Promise<EnvironmentView[]>;
+
+  createSession(
+    caller: Caller,
+    input: { environmentId?: string | null; workspaceId?: string; parentId?: string },
+  ): Promise<SessionView>;
+  getSession(caller: Caller, id: string): Promise<SessionView>;
+
+  submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord>;
+  getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord>;
+  listExecutions(
+    caller: Caller,
+    query: { operationId?: string; environment?: string; status?: ExecutionStatus },
+  ): Promise<ExecutionRecord[]>;
+  cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord>;
+  readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputRead>;
+  /** Resolves when output beyond the cursors or a status change may be available, or after timeoutMs. */
+  waitForOutput(caller: Caller, id: string, timeoutMs: number): Promise<void>;
+  writeStdin(caller: Caller, id: string, bytes: Buffer): Promise<void>;
+  endStdin(caller: Caller, id: string): Promise<void>;
+  resize(caller: Caller, id: string, cols: number, rows: number): Promise<void>;
+
+  /** Executions and operations with status and structured failure, never payloads. */
+  activity(caller: Caller): Promise<unknown[]>;
+  replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]>;
+  /** The audit feed of the caller's scope, from an exclusive global position. */
+  events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> };
+  metrics(): Promise<string>;
+}
