@@ -1,0 +1,343 @@
+/**
+ * The embedded event store (DESIGN §3): one SQLite file (better-sqlite3, WAL, synchronous=FULL) with EventStoreDB
+ * semantics. Appends issued together are group-committed in one transaction; several OS processes may share the file.
+ */
+import { EventEmitter } from 'node:events';
+import Database from 'better-sqlite3';
+import { BerthError } from '../../schemas/errors.ts';
+import {
+  WrongExpectedVersion,
+  type AppendOptions,
+  type AppendResult,
+  type EventData,
+  type EventStore,
+  type ExpectedRevision,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from './event-store.ts';
+import { decodeRow, type EventRow } from './sqlite-event-row.ts';
+import { SqliteSubscription } from './sqlite-subscription.ts';
+
+export interface SqliteEventStoreOptions {
+  /** How long a writer waits for another process holding the write lock, in ms. */
+  busyTimeoutMs?: number;
+  /** How often live subscriptions look for events appended by other processes, in ms. */
+  pollIntervalMs?: number;
+  /** Events a subscription reads per page. */
+  pageSize?: number;
+}
+
+interface SerializedEvent {
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+interface PendingAppend {
+  stream: string;
+  events: SerializedEvent[];
+  expected: ExpectedRevision;
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+type Outcome = { ok: true; result: AppendResult; wrote: boolean } | { ok: false; error: unknown };
+
+const schema = `
+  CREATE TABLE IF NOT EXISTS events (
+    position   INTEGER PRIMARY KEY AUTOINCREMENT,
+    stream     TEXT    NOT NULL,
+    revision   INTEGER NOT NULL,
+    id         TEXT    NOT NULL UNIQUE,
+    type       TEXT    NOT NULL,
+    data       TEXT    NOT NULL,
+    metadata   TEXT    NOT NULL,
+    created_at TEXT    NOT NULL,
+    UNIQUE (stream, revision)
+  );
+`;
+
+function serialize(stream: string, events: EventData[]): SerializedEvent[] {
+  const ids = new Set<string>();
+  return events.map((e) => {
+    if (typeof e.id !== 'string' || e.id === '' || typeof e.type !== 'string' || e.type === '') {
+      throw new BerthError('invalid_request', `an event appended to ${stream} has no id or type`, { stream });
+    }
+    if (ids.has(e.id)) {
+      throw new BerthError('invalid_request', `event id ${e.id} appears twice in one append to ${stream}`, { stream });
+    }
+    ids.add(e.id);
+    return { id: e.id, type: e.type, data: JSON.stringify(e.data ?? null), metadata: JSON.stringify(e.metadata ?? {}) };
+  });
+}
+
+const isUniqueViolation = (e: unknown): boolean =>
+  e instanceof Database.SqliteError && e.code.startsWith('SQLITE_CONSTRAINT');
+
+export class SqliteEventStore implements EventStore {
+  readonly kind = 'sqlite' as const;
+  /** Counters for tests and benchmarks: `commits` is the number of write transactions (one fsync each). */
+  readonly stats = { commits: 0, appends: 0 };
+
+  private readonly db: Database.Database;
+  private readonly notifier = new EventEmitter();
+  private readonly subscriptions = new Set<SqliteSubscription>();
+  private queue: PendingAppend[] = [];
+  private flushScheduled = false;
+  private closed = false;
+  private readonly pollIntervalMs: number;
+  private readonly pageSize: number;
+
+  private readonly stmts: {
+    revision: Database.Statement<[string], { revision: bigint | null }>;
+    byId: Database.Statement<[string], { stream: string; revision: bigint }>;
+    idsFrom: Database.Statement<[string, bigint, number], { id: string; revision: bigint; position: bigint }>;
+    insert: Database.Statement<[string, bigint, string, string, string, string, string]>;
+    lastOfStream: Database.Statement<[string], { revision: bigint; position: bigint }>;
+    forwards: Database.Statement<[string, bigint, number], EventRow>;
+    backwards: Database.Statement<[string, bigint, number], EventRow>;
+    all: Database.Statement<[bigint, number], EventRow>;
+    head: Database.Statement<[], { head: bigint | null }>;
+  };
+
+  private readonly commitBatch: Database.Transaction<(batch: PendingAppend[]) => Outcome[]>;
+
+  private constructor(db: Database.Database, opts: SqliteEventStoreOptions) {
+    this.db = db;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 50;
+    this.pageSize = opts.pageSize ?? 256;
+    this.notifier.setMaxListeners(0);
+    const cols = 'position, stream, revision, id, type, data, metadata, created_at';
+    this.stmts = {
+      revision: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?'),
+      byId: db.prepare('SELECT stream, revision FROM events WHERE id = ?'),
+      idsFrom: db.prepare(
+        'SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?',
+      ),
+      insert: db.prepare(
+        'INSERT INTO events (stream, revision, id, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      lastOfStream: db.prepare(
+        'SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1',
+      ),
+      forwards: db.prepare(
+        `SELECT ${cols} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
+      ),
+      backwards: db.prepare(
+        `SELECT ${cols} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+      ),
+      all: db.prepare(`SELECT ${cols} FROM events WHERE position > ? ORDER BY position ASC LIMIT ?`),
+      head: db.prepare('SELECT MAX(position) AS head FROM events'),
+    };
+    // A nested better-sqlite3 transaction is a savepoint: a failing append rolls back alone.
+    const appendOne = db.transaction((p: PendingAppend) => this.appendOne(p));
+    this.commitBatch = db.transaction((batch: PendingAppend[]): Outcome[] =>
+      batch.map((p) => {
+        try {
+          return appendOne(p);
+        } catch (error) {
+          return { ok: false, error };
+        }
+      }),
+    );
+  }
+
+  /** Opens (creating if needed) the store in `file`. Several processes may open the same file. */
+  static open(file: string, opts: SqliteEventStoreOptions = {}): SqliteEventStore {
+    const db = new Database(file);
+    try {
+      db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
+      db.pragma('journal_mode = WAL');
+      // FULL: an acknowledged append survives power loss (WAL + NORMAL would only survive a process crash).
+      db.pragma('synchronous = FULL');
+      db.defaultSafeIntegers(true);
+      db.exec(schema);
+      return new SqliteEventStore(db, opts);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+  }
+
+  append(stream: string, events: EventData[], options: AppendOptions): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new BerthError('unavailable', 'the event store is closed'));
+    let serialized: SerializedEvent[];
+    try {
+      serialized = serialize(stream, events);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ stream, events: serialized, expected: options.expectedRevision, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        // Everything appended before the event loop's next check phase shares one transaction (group commit).
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const direction = options.direction ?? 'forwards';
+    const limit = options.maxCount ?? -1;
+    const from = options.from ?? (direction === 'forwards' ? 'start' : 'end');
+    let rows: EventRow[];
+    if (direction === 'forwards') {
+      const start = from === 'start' ? 0n : from === 'end' ? this.currentRevision(stream) + 1n : from;
+      rows = this.stmts.forwards.all(stream, start, limit);
+    } else {
+      const start = from === 'end' ? this.currentRevision(stream) : from === 'start' ? 0n : from;
+      rows = this.stmts.backwards.all(stream, start, limit);
+    }
+    if (rows.length === 0 && this.currentRevision(stream) < 0n) {
+      throw new BerthError('not_found', `stream ${stream} does not exist`, { stream });
+    }
+    return rows.map(decodeRow);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    return this.readPage(options.fromPosition ?? 'start', options.maxCount ?? -1).map(decodeRow);
+  }
+
+  subscribeToAll(options: SubscribeOptions = {}): Subscription {
+    this.assertOpen();
+    const sub = new SqliteSubscription({
+      fromPosition: options.fromPosition === undefined || options.fromPosition === 'start' ? 0n : options.fromPosition,
+      filter: options.filter,
+      pageSize: this.pageSize,
+      pollIntervalMs: this.pollIntervalMs,
+      readPage: (after, max) => this.readPage(after, max),
+      notifier: this.notifier,
+      onClose: () => this.subscriptions.delete(sub),
+    });
+    this.subscriptions.add(sub);
+    return sub;
+  }
+
+  async streamRevision(stream: string): Promise<bigint | 'no_stream'> {
+    this.assertOpen();
+    const revision = this.currentRevision(stream);
+    return revision < 0n ? 'no_stream' : revision;
+  }
+
+  async headPosition(): Promise<bigint> {
+    this.assertOpen();
+    return this.stmts.head.get()?.head ?? -1n;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.queue.length > 0) this.flush();
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    this.db.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new BerthError('unavailable', 'the event store is closed');
+  }
+
+  private readPage(after: bigint | 'start', max: number): EventRow[] {
+    if (this.closed) throw new BerthError('unavailable', 'the event store is closed');
+    return this.stmts.all.all(after === 'start' ? 0n : after, max);
+  }
+
+  /** The stream's last revision, -1n when absent. */
+  private currentRevision(stream: string): bigint {
+    return this.stmts.revision.get(stream)?.revision ?? -1n;
+  }
+
+  /** Commits every queued append in one IMMEDIATE transaction; each append in its own savepoint. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    let outcomes: Outcome[];
+    try {
+      outcomes = this.commitBatch.immediate(batch);
+      this.stats.commits++;
+    } catch (e) {
+      const error = new BerthError('unavailable', `the event store could not commit: ${(e as Error).message}`, {}, {
+        cause: e,
+      });
+      for (const p of batch) p.reject(error);
+      return;
+    }
+    this.stats.appends += batch.length;
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o.ok) p.resolve(o.result);
+      else p.reject(o.error);
+    });
+    if (outcomes.some((o) => o.ok && o.wrote)) this.notifier.emit('appended');
+  }
+
+  /** EventStoreDB's rules: check the expected revision, recognise a retried append by its ids, else insert. */
+  private appendOne(p: PendingAppend): Outcome {
+    const current = this.currentRevision(p.stream);
+    const actual = current < 0n ? ('no_stream' as const) : current;
+    const wrong = () => new WrongExpectedVersion(p.stream, p.expected, actual);
+    if (p.events.length === 0) {
+      if (!this.expectationHolds(p.expected, current)) throw wrong();
+      const last = this.stmts.lastOfStream.get(p.stream);
+      return { ok: true, result: { nextRevision: current, position: last?.position ?? -1n }, wrote: false };
+    }
+
+    if (typeof p.expected === 'bigint' || p.expected === 'no_stream') {
+      const expected = p.expected === 'no_stream' ? -1n : p.expected;
+      if (current > expected) {
+        // Already past the expected revision: a retry of an append that succeeded, or a real conflict.
+        const original = this.existingBatchAt(p.stream, expected + 1n, p.events);
+        if (original) return { ok: true, result: original, wrote: false };
+        throw wrong();
+      }
+      if (current < expected) throw wrong();
+    } else {
+      const first = this.stmts.byId.get(p.events[0].id);
+      if (first) {
+        const original = first.stream === p.stream ? this.existingBatchAt(p.stream, first.revision, p.events) : undefined;
+        if (original) return { ok: true, result: original, wrote: false };
+        throw wrong();
+      }
+      if (p.expected === 'stream_exists' && current < 0n) throw wrong();
+    }
+
+    const createdAt = new Date().toISOString();
+    let position = -1n;
+    let revision = current;
+    try {
+      for (const e of p.events) {
+        revision++;
+        const info = this.stmts.insert.run(p.stream, revision, e.id, e.type, e.data, e.metadata, createdAt);
+        position = BigInt(info.lastInsertRowid);
+      }
+    } catch (e) {
+      // An id already stored elsewhere: ids are unique in this store, so the batch cannot be written as it is.
+      if (isUniqueViolation(e)) throw wrong();
+      throw e;
+    }
+    return { ok: true, result: { nextRevision: revision, position }, wrote: true };
+  }
+
+  private expectationHolds(expected: ExpectedRevision, current: bigint): boolean {
+    if (expected === 'any') return true;
+    if (expected === 'no_stream') return current < 0n;
+    if (expected === 'stream_exists') return current >= 0n;
+    return current === expected;
+  }
+
+  /** The original result when the stream holds exactly these ids from revision `from` on, else undefined. */
+  private existingBatchAt(stream: string, from: bigint, events: SerializedEvent[]): AppendResult | undefined {
+    const stored = this.stmts.idsFrom.all(stream, from, events.length);
+    if (stored.length !== events.length || stored.some((s, i) => s.id !== events[i].id)) return undefined;
+    const last = stored[stored.length - 1];
+    return { nextRevision: last.revision, position: last.position };
+  }
+}
