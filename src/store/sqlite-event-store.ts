@@ -52,12 +52,14 @@ const schema = `
     position   INTEGER PRIMARY KEY AUTOINCREMENT,
     stream     TEXT    NOT NULL,
     revision   INTEGER NOT NULL,
-    id         TEXT    NOT NULL UNIQUE,
+    id         TEXT    NOT NULL,
     type       TEXT    NOT NULL,
     data       TEXT    NOT NULL,
     metadata   TEXT    NOT NULL,
     created_at TEXT    NOT NULL,
-    UNIQUE (stream, revision)
+    UNIQUE (stream, revision),
+    -- As in EventStoreDB, an id is unique within its stream (idempotence is per stream); other streams may reuse it.
+    UNIQUE (stream, id)
   );
 `;
 
@@ -94,7 +96,7 @@ export class SqliteEventStore implements EventStore {
 
   private readonly stmts: {
     revision: Database.Statement<[string], { revision: bigint | null }>;
-    byId: Database.Statement<[string], { stream: string; revision: bigint }>;
+    byId: Database.Statement<[string, string], { revision: bigint }>;
     idsFrom: Database.Statement<[string, bigint, number], { id: string; revision: bigint; position: bigint }>;
     insert: Database.Statement<[string, bigint, string, string, string, string, string]>;
     lastOfStream: Database.Statement<[string], { revision: bigint; position: bigint }>;
@@ -114,7 +116,7 @@ export class SqliteEventStore implements EventStore {
     const cols = 'position, stream, revision, id, type, data, metadata, created_at';
     this.stmts = {
       revision: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?'),
-      byId: db.prepare('SELECT stream, revision FROM events WHERE id = ?'),
+      byId: db.prepare('SELECT revision FROM events WHERE stream = ? AND id = ?'),
       idsFrom: db.prepare(
         'SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?',
       ),
@@ -300,9 +302,9 @@ export class SqliteEventStore implements EventStore {
       }
       if (current < expected) throw wrong();
     } else {
-      const first = this.stmts.byId.get(p.events[0].id);
+      const first = this.stmts.byId.get(p.stream, p.events[0].id);
       if (first) {
-        const original = first.stream === p.stream ? this.existingBatchAt(p.stream, first.revision, p.events) : undefined;
+        const original = this.existingBatchAt(p.stream, first.revision, p.events);
         if (original) return { ok: true, result: original, wrote: false };
         throw wrong();
       }
@@ -319,7 +321,7 @@ export class SqliteEventStore implements EventStore {
         position = BigInt(info.lastInsertRowid);
       }
     } catch (e) {
-      // An id already stored elsewhere: ids are unique in this store, so the batch cannot be written as it is.
+      // An id already in this stream at another position: a partly repeated batch, which EventStoreDB refuses too.
       if (isUniqueViolation(e)) throw wrong();
       throw e;
     }
