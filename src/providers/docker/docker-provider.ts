@@ -1,0 +1,271 @@
+/**
+ * The managed Docker provider (DESIGN §6): one identity-labelled container per allocation, on its own bridge network,
+ * with its own spool volume. Every call finds its resources again by the request-id label, so allocate is idempotent
+ * (adopts a running container, resumes a created one) and inspect/deallocate need no memory of earlier calls.
+ *
+ * Inspection rules (the recorded incarnation, `<containerId>@<StartedAt>`, is the allocation's receipt):
+ * - no container: `absent`. If the allocation was never acknowledged (no recorded incarnation) and a network or
+ *   volume of the request remains, `pending` (creation stopped half-way; allocate resumes it). Once acknowledged,
+ *   leftovers never turn a lost container into `pending`: inspect ignores them (it never mutates) and deallocate
+ *   removes them.
+ * - created, never started: `pending` (allocate starts it).
+ * - running with the recorded incarnation, or running and nothing recorded yet: `ready`.
+ * - started again behind Berth's back (another StartedAt), exited, paused, restarting, dead: `fenced`. An exited
+ *   container of ours was stopped or killed by someone else; Berth never restarts an allocation that may have uses.
+ * - engine unreachable or timing out: `unknown`, never absent.
+ */
+import type Docker from 'dockerode';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { Profile } from '../../../schemas/profile.ts';
+import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import { containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
+import {
+  createDockerClient,
+  describeError,
+  type DockerEndpoint,
+  endpointFromEnv,
+  engineStatus,
+  isDefiniteRefusal,
+} from './docker-client.ts';
+import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
+import { prepareSpool } from './spool-volume.ts';
+
+export interface DockerProviderOptions {
+  /** Default: DOCKER_HOST etc., as the docker CLI reads them. */
+  endpoint?: DockerEndpoint;
+  /** Image for profiles that name none. */
+  defaultImage?: string;
+  /** Added to everything created (tests put a unique one on their resources). */
+  extraLabels?: Labels;
+  /** Idle timeout of each engine call (ms). */
+  timeoutMs?: number;
+  pingTimeoutMs?: number;
+}
+
+/** Docker's StartedAt for a container that never ran. */
+const NEVER_STARTED = '0001-01-01T00:00:00Z';
+
+export class DockerProvider implements Provider {
+  readonly kind = 'docker' as const;
+  readonly ownership = 'managed' as const;
+  readonly endpoint: DockerEndpoint;
+  private readonly docker: Docker;
+  private readonly defaultImage: string;
+  private readonly extraLabels: Labels;
+  private readonly pingTimeoutMs: number;
+
+  constructor(options: DockerProviderOptions = {}) {
+    this.endpoint = options.endpoint ?? endpointFromEnv();
+    this.docker = createDockerClient(this.endpoint, options.timeoutMs ?? 30_000);
+    this.defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
+    this.extraLabels = options.extraLabels ?? {};
+    this.pingTimeoutMs = options.pingTimeoutMs ?? 2_000;
+  }
+
+  async available(): Promise<boolean> {
+    try {
+      // dockerode honours abortSignal on ping; its typings only know the callback form.
+      const ping = this.docker.ping.bind(this.docker) as unknown as (o: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await ping({ abortSignal: AbortSignal.timeout(this.pingTimeoutMs) });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async allocate(intent: AllocationIntent): Promise<AllocationReport> {
+    try {
+      const found = await this.containersOf(LABEL.requestId, intent.requestId);
+      if (found.length > 1) return ambiguous(intent.requestId, found.length);
+      if (found.length === 1) return await this.bringUp(found[0].Id);
+      return await this.create(intent);
+    } catch (error) {
+      if (error instanceof BerthError || !isDefiniteRefusal(error)) return this.uncertain(error);
+      // The engine refused the configuration itself (bad limits, unusable image): retrying cannot help.
+      await this.removeParts(intent.requestId, intent.allocationId).catch(() => undefined);
+      throw new BerthError('environment_invalid', `Docker refused the allocation: ${describeError(error)}`, {
+        requestId: intent.requestId,
+        dockerStatus: engineStatus(error),
+      });
+    }
+  }
+
+  async inspect(ref: AllocationRef): Promise<AllocationReport> {
+    try {
+      const found = await this.containersOf(LABEL.requestId, ref.requestId);
+      if (found.length > 1) return ambiguous(ref.requestId, found.length);
+      const recorded = ref.identity?.incarnation;
+      if (found.length === 0) {
+        if (recorded) return { status: 'absent' };
+        const parts = await this.partsOf(LABEL.requestId, ref.requestId);
+        return parts.networks.length + parts.volumes.length > 0
+          ? { status: 'pending', reason: 'network or volume created, container not yet created' }
+          : { status: 'absent' };
+      }
+      const info = await this.docker.getContainer(found[0].Id).inspect();
+      const identity = identityOf(info);
+      if (info.State.StartedAt === NEVER_STARTED) {
+        return recorded
+          ? { status: 'fenced', identity, reason: `container ${info.Id} is not the acknowledged incarnation ${recorded}` }
+          : { status: 'pending', identity, reason: 'container created, never started' };
+      }
+      if (recorded && identity.incarnation !== recorded) {
+        return {
+          status: 'fenced',
+          identity,
+          reason: `incarnation changed behind Berth's back: ${identity.incarnation}, recorded ${recorded}`,
+        };
+      }
+      if (isServing(info)) return { status: 'ready', identity };
+      return { status: 'fenced', identity, reason: `container ${describeState(info)} behind Berth's back` };
+    } catch (error) {
+      return this.uncertain(error);
+    }
+  }
+
+  async deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'> {
+    try {
+      await this.removeParts(ref.requestId, ref.allocationId);
+      for (const [key, value] of [[LABEL.requestId, ref.requestId], [LABEL.allocationId, ref.allocationId]]) {
+        const containers = await this.containersOf(key, value);
+        const { networks, volumes } = await this.partsOf(key, value);
+        if (containers.length + networks.length + volumes.length > 0) return 'unknown';
+      }
+      return 'terminated';
+    } catch {
+      return 'unknown';
+    }
+  }
+
+  executor(_ref: AllocationRef, _profile: Profile): Executor {
+    // Placeholder until the shared in-container supervisor (src/providers/supervisor.sh, spool.ts) lands.
+    throw new BerthError('unavailable', 'The Docker executor is not available yet.', { provider: 'docker' });
+  }
+
+  private async create(intent: AllocationIntent): Promise<AllocationReport> {
+    const image = intent.profile.image ?? this.defaultImage;
+    await this.requireImage(image);
+    const names = resourceNames(intent.requestId);
+    const labels = allocationLabels(intent, this.extraLabels);
+    if (intent.profile.network !== 'none') await this.ensureNetwork(networkSpec(names, labels));
+    await this.docker.createVolume(volumeSpec(names, labels));
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer(containerSpec(intent, names, labels, this.defaultImage));
+    } catch (error) {
+      // The name is derived from the request id: a conflict means a racing allocate of this request created it.
+      if (engineStatus(error) !== 409) throw error;
+      const found = await this.containersOf(LABEL.requestId, intent.requestId);
+      if (found.length !== 1) throw error;
+      return this.bringUp(found[0].Id);
+    }
+    return this.bringUp(container.id);
+  }
+
+  /** Adopts a running container, starts a created one (after laying out its spool), refuses anything else. */
+  private async bringUp(id: string): Promise<AllocationReport> {
+    const container = this.docker.getContainer(id);
+    let info = await container.inspect();
+    if (info.State.StartedAt === NEVER_STARTED && info.State.Status === 'created') {
+      await prepareSpool(container);
+      try {
+        await container.start();
+      } catch (error) {
+        if (engineStatus(error) !== 304) throw error; // 304: a racing allocate started it first
+      }
+      info = await container.inspect();
+    }
+    const identity = identityOf(info);
+    if (isServing(info)) return { status: 'ready', identity };
+    return { status: 'fenced', identity, reason: `container ${describeState(info)}; Berth does not restart it` };
+  }
+
+  private async requireImage(image: string): Promise<void> {
+    try {
+      await this.docker.getImage(image).inspect();
+    } catch (error) {
+      if (engineStatus(error) !== 404) throw error;
+      throw new BerthError('environment_invalid', `Image ${image} is not present on the Docker host (Berth never pulls).`, {
+        image,
+      });
+    }
+  }
+
+  private async ensureNetwork(spec: Docker.NetworkCreateOptions): Promise<void> {
+    const existing = await this.docker.listNetworks({ filters: { name: [spec.Name] } });
+    if (existing.some((n) => n.Name === spec.Name)) return;
+    try {
+      await this.docker.createNetwork(spec);
+    } catch (error) {
+      if (engineStatus(error) !== 409) throw error; // created meanwhile by a racing allocate of this request
+    }
+  }
+
+  /** Removes every container, network and volume of the request or the allocation; absent ones are fine. */
+  private async removeParts(requestId: string, allocationId: string): Promise<void> {
+    const selectors: Array<[string, string]> = [[LABEL.requestId, requestId], [LABEL.allocationId, allocationId]];
+    for (const [key, value] of selectors) {
+      for (const c of await this.containersOf(key, value)) {
+        await ignoreMissing(this.docker.getContainer(c.Id).remove({ force: true }));
+      }
+    }
+    for (const [key, value] of selectors) {
+      const { networks, volumes } = await this.partsOf(key, value);
+      for (const n of networks) await ignoreMissing(this.docker.getNetwork(n.Id).remove());
+      for (const v of volumes) await ignoreMissing(this.docker.getVolume(v.Name).remove());
+    }
+  }
+
+  private containersOf(key: string, value: string): Promise<Docker.ContainerInfo[]> {
+    return this.docker.listContainers({ all: true, filters: ownedBy(key, value) });
+  }
+
+  private async partsOf(key: string, value: string) {
+    const filters = ownedBy(key, value);
+    const [networks, volumes] = await Promise.all([
+      this.docker.listNetworks({ filters }),
+      this.docker.listVolumes({ filters }),
+    ]);
+    return { networks, volumes: volumes.Volumes ?? [] };
+  }
+
+  private uncertain(error: unknown): AllocationReport {
+    if (error instanceof BerthError) throw error;
+    return { status: 'unknown', reason: `Docker engine: ${describeError(error)}` };
+  }
+}
+
+function identityOf(info: Docker.ContainerInspectInfo): PhysicalIdentity {
+  const networkMode = info.HostConfig.NetworkMode;
+  const networkId = networkMode ? info.NetworkSettings.Networks?.[networkMode]?.NetworkID : undefined;
+  const volume = info.Mounts.find((m) => m.Destination === SPOOL_PATH)?.Name;
+  return {
+    provider: 'docker',
+    resourceId: info.Id,
+    incarnation: `${info.Id}@${info.State.StartedAt}`,
+    ...(networkId ? { networkId } : {}),
+    ...(volume ? { volume } : {}),
+  };
+}
+
+const isServing = (info: Docker.ContainerInspectInfo) =>
+  info.State.Running && !info.State.Paused && !info.State.Restarting;
+
+function describeState(info: Docker.ContainerInspectInfo): string {
+  const s = info.State;
+  if (s.Status === 'exited') return `exited (code ${s.ExitCode}${s.OOMKilled ? ', out of memory' : ''})`;
+  return s.Status;
+}
+
+const ambiguous = (requestId: string, count: number): AllocationReport => ({
+  status: 'unknown',
+  reason: `${count} containers carry request id ${requestId}`,
+});
+
+async function ignoreMissing(removal: Promise<unknown>): Promise<void> {
+  try {
+    await removal;
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw error;
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * How Berth marks and names what it creates on a Docker engine: every container, network and volume of an
+ * allocation carries the same identity labels, and `inspect`/`deallocate` find them again by label, never by memory.
+ */
+import { createHash } from 'node:crypto';
+import type { AllocationIntent } from '../provider.ts';
+
+export const LABEL = {
+  managed: 'berth.managed',
+  environmentId: 'berth.environment-id',
+  allocationId: 'berth.allocation-id',
+  requestId: 'berth.request-id',
+  generation: 'berth.generation',
+} as const;
+
+export type Labels = Record<string, string>;
+
+export function allocationLabels(intent: AllocationIntent, extra: Labels = {}): Labels {
+  return {
+    ...extra,
+    [LABEL.managed]: 'true',
+    [LABEL.environmentId]: intent.environmentId,
+    [LABEL.allocationId]: intent.allocationId,
+    [LABEL.requestId]: intent.requestId,
+    [LABEL.generation]: String(intent.generation),
+  };
+}
+
+/** The engine's `filters` query for resources Berth made that carry `key=value` (both labels must match). */
+export const ownedBy = (key: string, value: string) => ({ label: [`${LABEL.managed}=true`, `${key}=${value}`] });
+
+/**
+ * Names derived from the request id: the same request always names the same container (the engine refuses a second
+ * one with that name, so two racing allocations cannot both create), network and volume. The hash keeps names unique
+ * when sanitising or truncating the request id made two of them look alike.
+ */
+export function resourceNames(requestId: string): { container: string; network: string; volume: string } {
+  const readable = requestId.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 48);
+  const digest = createHash('sha256').update(requestId).digest('hex').slice(0, 10);
+  const base = `berth-${readable}-${digest}`;
+  return { container: base, network: `${base}-net`, volume: `${base}-spool` };
+}
