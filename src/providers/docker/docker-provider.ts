@@ -236,8 +236,9 @@ export class DockerProvider implements Provider {
 }
 
 function identityOf(info: Docker.ContainerInspectInfo): PhysicalIdentity {
+  // NetworkMode 'none' is the engine's built-in network, not one of the allocation's.
   const networkMode = info.HostConfig.NetworkMode;
-  const networkId = networkMode ? info.NetworkSettings.Networks?.[networkMode]?.NetworkID : undefined;
+  const networkId = networkMode && networkMode !== 'none' ? info.NetworkSettings.Networks?.[networkMode]?.NetworkID : undefined;
   const volume = info.Mounts.find((m) => m.Destination === SPOOL_PATH)?.Name;
   return {
     provider: 'docker',
