@@ -1,0 +1,122 @@
+/**
+ * A read model: the in-memory state of one projection, the global position it reflects, and `waitFor` for
+ * read-your-writes (a writer that appended at position P waits until the model has scanned P). Only the projection
+ * engine changes it.
+ */
+import { BerthError } from '../../schemas/errors.ts';
+import type { BoundQueries, Projection, Queries } from './projection.ts';
+
+interface Waiter {
+  position: bigint;
+  resolve(reached: boolean): void;
+  reject(error: unknown): void;
+  timer: NodeJS.Timeout;
+}
+
+export class ReadModel<S = any, Q extends Queries<S> = Queries<S>> {
+  readonly projection: Projection<S, Q>;
+  readonly query: BoundQueries<S, Q>;
+  private current: S;
+  private at = -1n;
+  private failure?: BerthError;
+  private waiters: Waiter[] = [];
+
+  constructor(projection: Projection<S, Q>) {
+    this.projection = projection;
+    this.current = projection.init();
+    const bound: Record<string, (...args: unknown[]) => unknown> = {};
+    for (const [name, fn] of Object.entries(projection.queries ?? {})) {
+      bound[name] = (...args) => fn(this.current, ...args);
+    }
+    this.query = bound as BoundQueries<S, Q>;
+  }
+
+  get name(): string {
+    return this.projection.name;
+  }
+
+  get state(): S {
+    return this.current;
+  }
+
+  /** The global position of the last event this model has scanned (-1n: none). Events outside its filter count. */
+  get position(): bigint {
+    return this.at;
+  }
+
+  /** Set when the reducer threw: the model stops at the event before, until it is rebuilt. */
+  get error(): BerthError | undefined {
+    return this.failure;
+  }
+
+  /**
+   * Resolves true once the model reflects every event up to `position`, false after `timeoutMs`. Rejects with
+   * `internal` if the model has failed (it would never get there).
+   */
+  waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
+    if (this.at >= position) return Promise.resolve(true);
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        position,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== waiter);
+          resolve(false);
+        }, timeoutMs),
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** @internal engine only: replace state and position together (snapshot load, rebuild swap). */
+  reset(state: S, position: bigint): void {
+    this.current = state;
+    this.at = position;
+    this.failure = undefined;
+    this.release();
+  }
+
+  /** @internal engine only: the reducer produced `state` for the event at `position` (or skipped it). */
+  advance(state: S, position: bigint): void {
+    this.current = state;
+    this.at = position;
+    if (this.waiters.length > 0) this.release();
+  }
+
+  /** @internal engine only. */
+  fail(cause: unknown, position: bigint): void {
+    this.failure = new BerthError(
+      'internal',
+      `projection ${this.name} failed on the event at position ${position}: ${(cause as Error)?.message ?? cause}`,
+      { projection: this.name, position: position.toString() },
+      { cause },
+    );
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(this.failure);
+    }
+    this.waiters = [];
+  }
+
+  /** @internal engine only: the engine stopped, so pending waits end now with false. */
+  abandonWaiters(): void {
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.resolve(false);
+    }
+    this.waiters = [];
+  }
+
+  private release(): void {
+    const pending: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (w.position <= this.at) {
+        clearTimeout(w.timer);
+        w.resolve(true);
+      } else pending.push(w);
+    }
+    this.waiters = pending;
+  }
+}
