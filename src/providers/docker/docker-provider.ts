@@ -159,25 +159,26 @@ export class DockerProvider implements Provider {
       if (found.length !== 1) throw error;
       return this.bringUp(found[0].Id);
     }
-    return this.bringUp(container.id);
+    return this.startCreated(container);
   }
 
-  /** Adopts a running container, starts a created one (after laying out its spool), refuses anything else. */
+  /** Adopts a running container, starts a created one, refuses anything else. */
   private async bringUp(id: string): Promise<AllocationReport> {
     const container = this.docker.getContainer(id);
-    let info = await container.inspect();
-    if (info.State.StartedAt === NEVER_STARTED && info.State.Status === 'created') {
-      await prepareSpool(container);
-      try {
-        await container.start();
-      } catch (error) {
-        if (engineStatus(error) !== 304) throw error; // 304: a racing allocate started it first
-      }
-      info = await container.inspect();
+    const info = await container.inspect();
+    if (info.State.StartedAt === NEVER_STARTED && info.State.Status === 'created') return this.startCreated(container);
+    return serving(info);
+  }
+
+  /** Lays out the spool (again, if resuming), starts, and reports what actually runs. */
+  private async startCreated(container: Docker.Container): Promise<AllocationReport> {
+    await prepareSpool(container);
+    try {
+      await container.start();
+    } catch (error) {
+      if (engineStatus(error) !== 304) throw error; // 304: a racing allocate started it first
     }
-    const identity = identityOf(info);
-    if (isServing(info)) return { status: 'ready', identity };
-    return { status: 'fenced', identity, reason: `container ${describeState(info)}; Berth does not restart it` };
+    return serving(await container.inspect());
   }
 
   private async requireImage(image: string): Promise<void> {
@@ -191,13 +192,12 @@ export class DockerProvider implements Provider {
     }
   }
 
+  /** The spec asks the engine to refuse a duplicate name: 409 means a resumed or racing allocate made it already. */
   private async ensureNetwork(spec: Docker.NetworkCreateOptions): Promise<void> {
-    const existing = await this.docker.listNetworks({ filters: { name: [spec.Name] } });
-    if (existing.some((n) => n.Name === spec.Name)) return;
     try {
       await this.docker.createNetwork(spec);
     } catch (error) {
-      if (engineStatus(error) !== 409) throw error; // created meanwhile by a racing allocate of this request
+      if (engineStatus(error) !== 409) throw error;
     }
   }
 
@@ -251,6 +251,12 @@ function identityOf(info: Docker.ContainerInspectInfo): PhysicalIdentity {
 
 const isServing = (info: Docker.ContainerInspectInfo) =>
   info.State.Running && !info.State.Paused && !info.State.Restarting;
+
+function serving(info: Docker.ContainerInspectInfo): AllocationReport {
+  const identity = identityOf(info);
+  if (isServing(info)) return { status: 'ready', identity };
+  return { status: 'fenced', identity, reason: `container ${describeState(info)}; Berth does not restart it` };
+}
 
 function describeState(info: Docker.ContainerInspectInfo): string {
   const s = info.State;
