@@ -1,0 +1,404 @@
+/**
+ * The event-sourced actor runtime (DESIGN §4): per-actor mailboxes; load (cache, else latest snapshot + later
+ * events); validate; decide with the pure transition; append one event at the revision decided on; then run the
+ * yielded actions as effects whose outcomes come back as events. Also epoch fencing, snapshots and recovery.
+ *
+ * Effects run outside the mailbox, after their event is durable. An effect must turn its own failures into events
+ * (`…failed`, or `…unknown` when it cannot tell whether it happened): an effect that throws is only logged, and
+ * nothing is sent for it.
+ */
+import type { AnyMachineSnapshot, StateValue } from 'xstate';
+import { pino } from 'pino';
+import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import {
+  isWrongExpectedVersion,
+  type AppendResult,
+  type EventData,
+  type EventStore,
+  type ExpectedRevision,
+} from '../store/event-store.ts';
+import { ActorCache } from './actor-cache.ts';
+import { RUNTIME_RECOVERED, type ActorType, type DomainEvent, type EffectContext, type RuntimeIdentity } from './actor-type.ts';
+import { decide, isFinished } from './decide.ts';
+import { fenceEpoch } from './epoch-fence.ts';
+import { decisionEventId } from './event-id.ts';
+import { schemaVersionOf, splitEvent, validateIncoming } from './event-codec.ts';
+import { persist, stateLabel, type YieldedAction } from './machine-step.ts';
+import { Mailboxes } from './mailbox.ts';
+import { catchUp, rehydrate, streamOf, type LoadedActor } from './rehydrate.ts';
+import { scanUnfinished } from './recovery-scan.ts';
+import { writeSnapshot } from './snapshot-stream.ts';
+
+/** The pino methods the runtime uses; any pino logger fits. */
+export interface ActorLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ActorRuntimeOptions<S = unknown> {
+  store: EventStore;
+  /** Stable identity of this runtime; its epochs are fenced in `runtime-<runtimeId>`. */
+  runtimeId: string;
+  /** Write a snapshot after every N events of an actor (default 50; 0 never). */
+  snapshotEvery?: number;
+  /** Handed to every effect as `ctx.services` (providers, artifact store, ...). */
+  services?: S;
+  logger?: ActorLogger;
+  /** How many times a command is re-decided after losing a concurrent append (default 5). */
+  maxAttempts?: number;
+  /** How many loaded actors stay in memory (default 20,000). */
+  cacheSize?: number;
+}
+
+export interface SendOptions {
+  /** Default: the new event's own id (it starts a chain). */
+  correlationId?: string;
+  /** Default: the new event's own id. Effects set it to the id of the event that caused them. */
+  causationId?: string;
+}
+
+/** What `send` resolves with, once the event is appended (effects may still be running). */
+export interface SendResult<C = any> {
+  eventId: string;
+  revision: bigint;
+  position: bigint;
+  state: StateValue;
+  context: C;
+  snapshot: AnyMachineSnapshot;
+}
+
+export interface ActorView<C = any> {
+  state: StateValue;
+  context: C;
+  /** The revision of the stream's last event. */
+  revision: bigint;
+  status: string;
+  finished: boolean;
+}
+
+export interface RecoveryReport {
+  /** Unfinished actors found and rehydrated. */
+  actors: number;
+  /** Those whose state accepted `runtime.recovered` (and so got it). */
+  recovered: number;
+  /** Those whose `runtime.recovered` failed (logged). */
+  failed: number;
+  ms: number;
+}
+
+const RESERVED_TYPES = new Set(['runtime', 'snapshot']);
+
+export class ActorRuntime<S = unknown> {
+  readonly runtimeId: string;
+  /** Counters for tests, benchmarks and metrics. */
+  readonly stats = { appended: 0, rejected: 0, wrongExpectedVersion: 0, effectsFailed: 0, snapshots: 0 };
+
+  private readonly store: EventStore;
+  private readonly snapshotEvery: number;
+  private readonly services: S;
+  private readonly logger: ActorLogger;
+  private readonly maxAttempts: number;
+  private readonly types = new Map<string, ActorType>();
+  private readonly cache: ActorCache;
+  private readonly mailboxes = new Mailboxes();
+  /** Mailbox jobs, effects and snapshot writes under way: what `whenIdle` waits for. */
+  private readonly inflight = new Set<Promise<unknown>>();
+  private identity: RuntimeIdentity | undefined;
+
+  constructor(opts: ActorRuntimeOptions<S>) {
+    this.store = opts.store;
+    this.runtimeId = opts.runtimeId;
+    this.snapshotEvery = opts.snapshotEvery ?? 50;
+    this.services = opts.services as S;
+    this.logger = opts.logger ?? pino({ name: 'berth-actors', level: 'warn' }, pino.destination(2));
+    this.maxAttempts = opts.maxAttempts ?? 5;
+    this.cache = new ActorCache(opts.cacheSize ?? 20_000);
+  }
+
+  register(actorType: ActorType<any, S>): this {
+    if (!/^[a-z][a-z0-9-]*$/.test(actorType.type) || RESERVED_TYPES.has(actorType.type)) {
+      throw new BerthError('internal', `"${actorType.type}" cannot name an actor type`, { actorType: actorType.type });
+    }
+    if (this.types.has(actorType.type)) {
+      throw new BerthError('internal', `actor type ${actorType.type} is registered twice`, { actorType: actorType.type });
+    }
+    this.types.set(actorType.type, actorType);
+    return this;
+  }
+
+  /** Fences a new epoch for this runtimeId; rejects with WrongExpectedVersion when another start won. */
+  async start(): Promise<RuntimeIdentity> {
+    const epoch = await fenceEpoch(this.store, this.runtimeId);
+    this.identity = { runtimeId: this.runtimeId, epoch };
+    return this.identity;
+  }
+
+  get epoch(): number {
+    return this.started().epoch;
+  }
+
+  /**
+   * Sends an event to an actor through its mailbox. Resolves once the event is appended; rejects with
+   * `invalid_request` (schema), the actor type's rejection (state does not accept it; default `invalid_state`),
+   * `wrong_expected_version` (lost every re-decision) or a store error. A refused event writes nothing.
+   */
+  send<C = any>(type: string, id: string, event: DomainEvent, opts: SendOptions = {}): Promise<SendResult<C>> {
+    return this.enqueue(type, id, event, opts, 'throw') as Promise<SendResult<C>>;
+  }
+
+  /** The actor's current state (caught up with its stream), or undefined when its stream does not exist. */
+  async get<C = any>(type: string, id: string): Promise<ActorView<C> | undefined> {
+    const actorType = this.typeOf(type);
+    const stream = this.streamFor(actorType, id);
+    const loaded = await this.track(
+      this.mailboxes.post(stream, async () => {
+        const actor = await catchUp(this.store, actorType, stream, await this.load(actorType, id, stream));
+        this.cache.put(stream, actor);
+        return actor;
+      }),
+    );
+    if (loaded.revision < 0n) return undefined;
+    const { snapshot } = loaded;
+    return {
+      state: snapshot.value,
+      context: snapshot.context,
+      revision: loaded.revision,
+      status: snapshot.status,
+      finished: isFinished(actorType, snapshot),
+    };
+  }
+
+  /**
+   * Rehydrates every unfinished actor of every registered type (one scan of the log) and sends `runtime.recovered`
+   * to each one whose state accepts it; the machines answer with inspection effects. Call after `start`, before
+   * admitting work.
+   */
+  async recover(): Promise<RecoveryReport> {
+    const t0 = performance.now();
+    const identity = this.started();
+    const unfinished = (await scanUnfinished(this.store, this.types.values())).filter((a) => {
+      this.cache.put(a.stream, a.loaded);
+      return !isFinished(a.actorType, a.loaded.snapshot);
+    });
+    const recovered: DomainEvent = {
+      type: RUNTIME_RECOVERED,
+      runtimeId: identity.runtimeId,
+      epoch: identity.epoch,
+      at: Date.now(),
+    };
+    let accepted = 0;
+    let failed = 0;
+    // A bounded window keeps memory flat; the store still group-commits each window's appends together.
+    const window = 1024;
+    for (let i = 0; i < unfinished.length; i += window) {
+      await Promise.all(
+        unfinished.slice(i, i + window).map(async (a) => {
+          try {
+            if (await this.enqueue(a.actorType.type, a.id, recovered, {}, 'skip')) accepted++;
+          } catch (err) {
+            failed++;
+            this.logger.error({ err, stream: a.stream }, 'runtime.recovered could not be delivered');
+          }
+        }),
+      );
+    }
+    return { actors: unfinished.length, recovered: accepted, failed, ms: performance.now() - t0 };
+  }
+
+  /** Resolves when no mailbox job, effect or snapshot write is under way (including ones started meanwhile). */
+  async whenIdle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private enqueue(
+    type: string,
+    id: string,
+    raw: DomainEvent,
+    opts: SendOptions,
+    onReject: 'throw' | 'skip',
+  ): Promise<SendResult | undefined> {
+    try {
+      const actorType = this.typeOf(type);
+      const stream = this.streamFor(actorType, id);
+      this.started();
+      const event = validateIncoming(actorType, raw);
+      return this.track(this.mailboxes.post(stream, () => this.decideAndAppend(actorType, id, stream, event, opts, onReject)));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  private async decideAndAppend(
+    actorType: ActorType,
+    id: string,
+    stream: string,
+    event: DomainEvent,
+    opts: SendOptions,
+    onReject: 'throw' | 'skip',
+  ): Promise<SendResult | undefined> {
+    const identity = this.started();
+    let actor = await this.load(actorType, id, stream);
+    let lastConflict: unknown;
+    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+      const decision = decide(actorType, actor.snapshot, event);
+      if (!decision.accepted) {
+        if (onReject === 'skip') return undefined;
+        this.stats.rejected++;
+        throw decision.error;
+      }
+      const revision = actor.revision + 1n;
+      const { type, data } = splitEvent(event);
+      const eventId = decisionEventId(stream, revision, identity, type, data);
+      const stored: EventData = {
+        id: eventId,
+        type,
+        data,
+        metadata: {
+          runtimeId: identity.runtimeId,
+          epoch: identity.epoch,
+          correlationId: opts.correlationId ?? eventId,
+          causationId: opts.causationId ?? eventId,
+          actorType: actorType.type,
+          from: stateLabel(actor.snapshot.value),
+          to: stateLabel(decision.next.value),
+          at: Date.now(),
+          schemaVersion: schemaVersionOf(actorType, type),
+          finished: isFinished(actorType, decision.next),
+        },
+      };
+      let result: AppendResult;
+      try {
+        result = await this.appendRetryingUnknown(stream, stored, actor.revision < 0n ? 'no_stream' : actor.revision);
+      } catch (e) {
+        this.cache.drop(stream);
+        if (!isWrongExpectedVersion(e)) throw e;
+        // Another writer got there first: fold what it wrote and decide again on the new state.
+        this.stats.wrongExpectedVersion++;
+        lastConflict = e;
+        actor = await catchUp(this.store, actorType, stream, actor);
+        continue;
+      }
+      this.stats.appended++;
+      const next: LoadedActor = { snapshot: decision.next, revision };
+      this.cache.put(stream, next);
+      const cause = { id: eventId, type, revision, correlationId: String(stored.metadata!.correlationId) };
+      this.runEffects(actorType, id, stream, cause, decision.actions);
+      this.maybeSnapshot(actorType, stream, next);
+      return {
+        eventId,
+        revision,
+        position: result.position,
+        state: decision.next.value,
+        context: decision.next.context,
+        snapshot: decision.next,
+      };
+    }
+    throw lastConflict;
+  }
+
+  /**
+   * An `unavailable` append may or may not have been written: it is retried with the same id and the same exact
+   * expected revision, which the store recognises as already written if it was (DESIGN §3).
+   */
+  private async appendRetryingUnknown(stream: string, event: EventData, expected: ExpectedRevision) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.append(stream, [event], { expectedRevision: expected });
+      } catch (e) {
+        if (!isBerthError(e, 'unavailable') || attempt >= this.maxAttempts) throw e;
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+  }
+
+  private async load(actorType: ActorType, id: string, stream: string): Promise<LoadedActor> {
+    const cached = this.cache.get(stream);
+    if (cached) return cached;
+    const loaded = await rehydrate(this.store, actorType, id);
+    this.cache.put(stream, loaded);
+    return loaded;
+  }
+
+  private runEffects(
+    actorType: ActorType,
+    id: string,
+    stream: string,
+    cause: EffectContext['cause'],
+    actions: YieldedAction[],
+  ): void {
+    const runnable = actions.filter((a) => Object.hasOwn(actorType.effects, a.type));
+    if (runnable.length === 0) return;
+    const ctx: EffectContext<S> = {
+      actorType: actorType.type,
+      actorId: id,
+      stream,
+      runtime: this.started(),
+      cause,
+      services: this.services,
+      send: async (type, actorId, event) => {
+        await this.send(type, actorId, event, { correlationId: cause.correlationId, causationId: cause.id });
+      },
+    };
+    const run = async () => {
+      // Start after the caller's `send` has resolved: the effect never runs inside the mailbox job.
+      await new Promise<void>((r) => setImmediate(r));
+      for (const action of runnable) {
+        let outcome: DomainEvent | DomainEvent[] | void;
+        try {
+          outcome = await actorType.effects[action.type](action.params, ctx);
+        } catch (err) {
+          this.stats.effectsFailed++;
+          this.logger.error({ err, stream, action: action.type, cause: cause.id }, 'effect threw; nothing is sent for it');
+          continue;
+        }
+        for (const event of outcome ? [outcome].flat() : []) {
+          try {
+            await ctx.send(actorType.type, id, event);
+          } catch (err) {
+            this.logger.warn({ err, stream, action: action.type, event: event.type }, 'an effect outcome was refused');
+          }
+        }
+      }
+    };
+    void this.track(run());
+  }
+
+  private maybeSnapshot(actorType: ActorType, stream: string, actor: LoadedActor): void {
+    if (this.snapshotEvery <= 0 || (actor.revision + 1n) % BigInt(this.snapshotEvery) !== 0n) return;
+    const write = writeSnapshot(this.store, stream, {
+      revision: actor.revision,
+      persisted: persist(actorType.machine, actor.snapshot),
+    }).then(
+      () => void this.stats.snapshots++,
+      (err) => this.logger.warn({ err, stream }, 'snapshot not written (rehydration will fold more events)'),
+    );
+    void this.track(write);
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    const forget = () => void this.inflight.delete(p);
+    p.then(forget, forget);
+    return p;
+  }
+
+  private typeOf(type: string): ActorType {
+    const t = this.types.get(type);
+    if (!t) throw new BerthError('internal', `actor type ${type} is not registered`, { actorType: type });
+    return t;
+  }
+
+  private streamFor(actorType: ActorType, id: string): string {
+    if (typeof id !== 'string' || id === '') {
+      throw new BerthError('invalid_request', `"${id}" is not a valid ${actorType.type} id`, { actorType: actorType.type });
+    }
+    return streamOf(actorType, id);
+  }
+
+  private started(): RuntimeIdentity {
+    if (!this.identity) throw new BerthError('unavailable', `runtime ${this.runtimeId} has not started`);
+    return this.identity;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Actor snapshots (DESIGN §4 rule 9): every N events the runtime appends the persisted XState snapshot and the
+ * revision it reflects to `snapshot-<type>-<id>`. A stream, not a table, so it works on every store adapter.
+ * Snapshots are a cache: losing one only costs a longer fold.
+ */
+import { z } from 'zod';
+import { CorruptEvent, type EventData, type EventStore, type RecordedEvent } from '../store/event-store.ts';
+import { isBerthError } from '../../schemas/errors.ts';
+import { nameUuid } from './event-id.ts';
+import type { PersistedSnapshot } from './machine-step.ts';
+
+export const SNAPSHOT_PREFIX = 'snapshot-';
+export const SNAPSHOT_TAKEN = 'snapshot.taken';
+
+export const snapshotStreamOf = (actorStream: string): string => SNAPSHOT_PREFIX + actorStream;
+
+export interface StoredSnapshot {
+  /** The actor stream revision the snapshot reflects (its events 0..revision folded). */
+  revision: bigint;
+  persisted: PersistedSnapshot;
+}
+
+const snapshotData = z.object({
+  revision: z.string().regex(/^\d+$/),
+  snapshot: z.looseObject({ value: z.union([z.string(), z.record(z.string(), z.unknown())]), context: z.unknown() }),
+});
+
+export function snapshotEvent(actorStream: string, s: StoredSnapshot): EventData {
+  return {
+    // One id per (actor stream, revision): two runtimes writing the same snapshot write it once.
+    id: nameUuid(`${snapshotStreamOf(actorStream)}@${s.revision}`),
+    type: SNAPSHOT_TAKEN,
+    data: { revision: s.revision.toString(), snapshot: s.persisted },
+  };
+}
+
+export function decodeSnapshot(recorded: RecordedEvent): StoredSnapshot {
+  const parsed = snapshotData.safeParse(recorded.data);
+  if (recorded.type !== SNAPSHOT_TAKEN || !parsed.success) {
+    throw new CorruptEvent(recorded.stream, recorded.revision, 'not a snapshot.taken event');
+  }
+  return { revision: BigInt(parsed.data.revision), persisted: parsed.data.snapshot as PersistedSnapshot };
+}
+
+export async function readLatestSnapshot(store: EventStore, actorStream: string): Promise<StoredSnapshot | undefined> {
+  try {
+    const [last] = await store.readStream(snapshotStreamOf(actorStream), { direction: 'backwards', maxCount: 1 });
+    return last ? decodeSnapshot(last) : undefined;
+  } catch (e) {
+    if (isBerthError(e, 'not_found')) return undefined;
+    throw e;
+  }
+}
+
+export const writeSnapshot = (store: EventStore, actorStream: string, s: StoredSnapshot) =>
+  store.append(snapshotStreamOf(actorStream), [snapshotEvent(actorStream, s)], { expectedRevision: 'any' });
