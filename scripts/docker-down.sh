@@ -22,7 +22,7 @@ rm -f "$PIDFILE" "$DIR/docker.sock" "$DIR/env"
 
 if [ "${1:-}" = --purge ]; then
   # Mounts left by a killed dockerd would make rm fail halfway: unmount what lives under the folder first.
-  grep -o " $DIR/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+  { grep -o " $DIR/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
   rm -rf "$DIR"
   say "removed $DIR"
 fi
