@@ -21,7 +21,8 @@ export interface Projection<S = any, Q extends Queries<S> = Queries<S>> {
    * States are snapshotted with v8.serialize, so Maps, Sets, bigints and Dates are fine; functions are not.
    */
   reduce(state: S, event: RecordedEvent): S;
-  queries?: Q;
+  /** (`& Queries<S>` gives each helper's state argument its type without an annotation.) */
+  queries?: Q & Queries<S>;
 }
 
 /** A query helper with its state argument bound. */

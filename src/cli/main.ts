@@ -1,0 +1,42 @@
+/**
+ * The `berth` command: dispatches to one subcommand and turns its failure into a one-line message and an exit code
+ * (1 for an error, 2 for a bad command line). bin/berth.js loads this file through tsx.
+ */
+import { isBerthError } from '../../schemas/errors.ts';
+import { UsageError } from './command-args.ts';
+import { eventsCommand } from './events.ts';
+import { helpCommand, overview } from './help.ts';
+import { replayCommand } from './replay.ts';
+import { serveCommand } from './serve.ts';
+import { StdoutClosed } from './stdout-lines.ts';
+
+const commands: Record<string, (argv: string[]) => Promise<number>> = {
+  serve: serveCommand,
+  events: eventsCommand,
+  replay: replayCommand,
+  help: helpCommand,
+  '--help': helpCommand,
+  '-h': helpCommand,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const command = name === undefined ? helpCommand : commands[name];
+  if (!command) {
+    process.stderr.write(`berth: unknown command "${name}"\n\n${overview}\n`);
+    return 2;
+  }
+  try {
+    return await command(rest);
+  } catch (e) {
+    if (e instanceof StdoutClosed) return 0;
+    if (e instanceof UsageError) {
+      process.stderr.write(`berth: ${e.message}\n${e.usage}\n`);
+      return 2;
+    }
+    process.stderr.write(`berth: ${isBerthError(e) ? e.message : ((e as Error)?.stack ?? String(e))}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,21 @@
+/**
+ * Writing command output to stdout line by line, waiting when the pipe is full (so `berth events` over a large log
+ * keeps memory flat). A reader that goes away (`berth events | head`) ends the command quietly.
+ */
+import { once } from 'node:events';
+
+export class StdoutClosed extends Error {}
+
+let closed = false;
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') closed = true;
+  else throw e;
+});
+
+export async function writeLine(line: string): Promise<void> {
+  if (closed) throw new StdoutClosed('stdout closed');
+  if (!process.stdout.write(`${line}\n`)) {
+    await Promise.race([once(process.stdout, 'drain'), once(process.stdout, 'close')]);
+    if (closed) throw new StdoutClosed('stdout closed');
+  }
+}

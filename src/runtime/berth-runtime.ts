@@ -1,0 +1,123 @@
+/**
+ * The composition root (DESIGN §11): opens the event store, starts the actor runtime (fencing a new epoch), catches
+ * the projections up, rehydrates and reconciles every unfinished actor, and starts the maintenance loop. Only then
+ * is the runtime ready to admit work. `stop` drains the maintenance loop and in-flight effects before closing.
+ */
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import { ActorRuntime, type RecoveryReport } from '../actors/index.ts';
+import type { ActorType, RuntimeIdentity } from '../actors/actor-type.ts';
+import { CheckpointStore } from '../projections/checkpoint-store.ts';
+import type { Projection } from '../projections/projection.ts';
+import { ProjectionEngine } from '../projections/projection-engine.ts';
+import type { EventStore } from '../store/event-store.ts';
+import type { Settings } from './config.ts';
+import { MaintenanceLoop, type MaintenanceTask } from './maintenance-loop.ts';
+import { openConfiguredStore } from './open-configured-store.ts';
+import * as registry from './registry.ts';
+
+export interface BerthRuntimeOptions<S = unknown> {
+  settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
+  runtimeId: string;
+  logger?: Logger;
+  /** Default: the registry's. */
+  actorTypes?: ActorType<any, S>[];
+  projections?: Projection[];
+  maintenanceTasks?: MaintenanceTask[];
+  /** Handed to effects (providers, artifact store, ...). */
+  services?: S;
+}
+
+export class BerthRuntime<S = unknown> {
+  readonly store: EventStore;
+  readonly actors: ActorRuntime<S>;
+  readonly projections: ProjectionEngine;
+  readonly maintenance: MaintenanceLoop;
+  readonly identity: RuntimeIdentity;
+  readonly recovery: RecoveryReport;
+  private readonly checkpoints: CheckpointStore;
+  private readonly log: Logger;
+  private stopping?: Promise<void>;
+
+  private constructor(parts: {
+    store: EventStore;
+    actors: ActorRuntime<S>;
+    projections: ProjectionEngine;
+    checkpoints: CheckpointStore;
+    maintenance: MaintenanceLoop;
+    identity: RuntimeIdentity;
+    recovery: RecoveryReport;
+    log: Logger;
+  }) {
+    this.store = parts.store;
+    this.actors = parts.actors;
+    this.projections = parts.projections;
+    this.checkpoints = parts.checkpoints;
+    this.maintenance = parts.maintenance;
+    this.identity = parts.identity;
+    this.recovery = parts.recovery;
+    this.log = parts.log;
+  }
+
+  /** Resolves once the runtime may admit work; on failure everything opened so far is closed again. */
+  static async start<S = unknown>(opts: BerthRuntimeOptions<S>): Promise<BerthRuntime<S>> {
+    const log = opts.logger ?? pino({ level: 'silent' });
+    const { settings } = opts;
+    const store = await openConfiguredStore(settings);
+    const undo: (() => Promise<unknown> | unknown)[] = [() => store.close()];
+    try {
+      const actors = new ActorRuntime<S>({ store, runtimeId: opts.runtimeId, services: opts.services, logger: log });
+      for (const t of opts.actorTypes ?? (registry.actorTypes as ActorType<any, S>[])) actors.register(t);
+      const identity = await fence(actors);
+      log.info({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }, 'epoch fenced');
+
+      const checkpoints = CheckpointStore.open(join(settings.dataDir, 'projections.sqlite3'));
+      undo.unshift(() => checkpoints.close());
+      const projections = new ProjectionEngine({ store, checkpoints, logger: log });
+      for (const p of opts.projections ?? registry.projections) projections.register(p);
+      await projections.start();
+      undo.unshift(() => projections.stop());
+      await projections.catchUp();
+      log.info({ models: projections.models.length }, 'projections caught up');
+
+      const recovery = await actors.recover();
+      log.info({ ...recovery }, 'recovery done');
+
+      const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
+      for (const task of opts.maintenanceTasks ?? []) maintenance.add(task);
+      maintenance.start();
+      return new BerthRuntime({ store, actors, projections, checkpoints, maintenance, identity, recovery, log });
+    } catch (e) {
+      for (const close of undo) await Promise.resolve().then(close).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /** Drains the maintenance loop, then in-flight commands and effects, then saves projections and closes the store. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.maintenance.stop();
+      await this.actors.whenIdle();
+      await this.projections.stop();
+      this.checkpoints.close();
+      await this.store.close();
+      this.log.info({ runtimeId: this.identity.runtimeId, epoch: this.identity.epoch }, 'runtime stopped');
+    })();
+    return this.stopping;
+  }
+}
+
+async function fence(actors: ActorRuntime<any>): Promise<RuntimeIdentity> {
+  try {
+    return await actors.start();
+  } catch (e) {
+    if (!isBerthError(e, 'wrong_expected_version')) throw e;
+    throw new BerthError(
+      'unavailable',
+      `another process started runtime ${actors.runtimeId} at the same moment; this one stands down`,
+      { runtimeId: actors.runtimeId },
+      { cause: e },
+    );
+  }
+}

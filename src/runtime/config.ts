@@ -1,0 +1,128 @@
+/**
+ * The runtime's configuration (DESIGN §8 fixed shapes): flags first, then environment variables, then defaults,
+ * validated with zod. Also the two identities kept in the data directory: the admin token (`token`, mode 0600,
+ * generated when BERTH_TOKEN is unset) and the runtime id (`runtime-id`, so a restart keeps its runtimeId and
+ * fences the next epoch).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { BerthError } from '../../schemas/errors.ts';
+
+/** Values given on the command line; absent ones fall back to the environment. */
+export interface ConfigFlags {
+  dataDir?: string;
+  host?: string;
+  port?: string | number;
+  store?: string;
+}
+
+const storeSpec = z
+  .string()
+  .trim()
+  .refine((s) => s === 'sqlite' || /^(esdb|eventstoredb)(\+discover)?:\/\/.+/.test(s), {
+    message: 'must be "sqlite" or an esdb:// / eventstoredb:// URL',
+  });
+
+const settingsSchema = z.object({
+  dataDir: z.string().trim().min(1, 'must not be empty'),
+  host: z.string().trim().min(1, 'must not be empty'),
+  port: z.coerce.number().int('must be an integer').min(0).max(65535),
+  store: storeSpec,
+  maintenanceMs: z.coerce.number().int('must be an integer').min(10, 'must be at least 10 ms'),
+  token: z.string().min(16, 'must be at least 16 characters').optional(),
+});
+
+/** Where each setting comes from, for error messages. */
+const sources: Record<keyof z.infer<typeof settingsSchema>, string> = {
+  dataDir: '--data-dir / BERTH_DATA_DIR',
+  host: '--host / BERTH_HOST',
+  port: '--port / BERTH_PORT',
+  store: '--store / BERTH_EVENTSTORE_URL',
+  maintenanceMs: 'BERTH_MAINTENANCE_MS',
+  token: 'BERTH_TOKEN',
+};
+
+export interface Settings {
+  /** Absolute path of the data directory. */
+  dataDir: string;
+  host: string;
+  port: number;
+  /** 'sqlite' or an EventStoreDB URL. */
+  store: string;
+  maintenanceMs: number;
+  /** BERTH_TOKEN, when set. */
+  token?: string;
+}
+
+export interface BerthConfig extends Settings {
+  /** The admin token (BERTH_TOKEN, or the one kept in `<dataDir>/token`). Never log it. */
+  token: string;
+  /** True when this start generated the token: the caller prints it, once. */
+  tokenGenerated: boolean;
+  runtimeId: string;
+}
+
+/** Merges flags, environment and defaults; throws `invalid_request` naming every bad setting. No file is touched. */
+export function resolveSettings(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Settings {
+  const blank = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
+  const parsed = settingsSchema.safeParse({
+    dataDir: flags.dataDir ?? blank(env.BERTH_DATA_DIR) ?? './.berth',
+    host: flags.host ?? blank(env.BERTH_HOST) ?? '127.0.0.1',
+    port: flags.port ?? blank(env.BERTH_PORT) ?? 7420,
+    store: flags.store ?? blank(env.BERTH_EVENTSTORE_URL) ?? 'sqlite',
+    maintenanceMs: blank(env.BERTH_MAINTENANCE_MS) ?? 15_000,
+    token: blank(env.BERTH_TOKEN),
+  });
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => {
+      const key = i.path[0] as keyof typeof sources;
+      return `${sources[key] ?? String(key)}: ${i.message}`;
+    });
+    throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
+  }
+  return { ...parsed.data, dataDir: resolve(parsed.data.dataDir) };
+}
+
+/** Resolves the settings and creates the data directory with its token and runtime id when missing. */
+export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): BerthConfig {
+  const settings = resolveSettings(flags, env);
+  try {
+    mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw new BerthError('invalid_request', `cannot create the data directory ${settings.dataDir}: ${(e as Error).message}`, {
+      dataDir: settings.dataDir,
+    });
+  }
+  const runtimeId = keptValue(join(settings.dataDir, 'runtime-id'), () => `rt_${randomUUID().replaceAll('-', '')}`);
+  if (settings.token) return { ...settings, token: settings.token, tokenGenerated: false, runtimeId };
+  let generated = false;
+  const token = keptValue(join(settings.dataDir, 'token'), () => {
+    generated = true;
+    return `bt_${randomBytes(24).toString('base64url')}`;
+  });
+  return { ...settings, token, tokenGenerated: generated, runtimeId };
+}
+
+/** The trimmed content of `file`, or a fresh value written there (mode 0600, never overwriting a racing writer's). */
+function keptValue(file: string, fresh: () => string): string {
+  try {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept !== '') return kept;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const value = fresh();
+  try {
+    writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    // Another process created it first (or it was empty): use whatever is there now.
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept !== '') return kept;
+    writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  }
+  chmodSync(file, 0o600);
+  return value;
+}

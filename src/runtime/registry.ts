@@ -1,0 +1,17 @@
+/**
+ * What this Berth is made of: the actor types and the read models the runtime registers. The CLI's `replay` finds an
+ * actor type here by stream category. Adding a resource or a read model is one line in a list below.
+ */
+import type { ActorType } from '../actors/actor-type.ts';
+import type { Projection } from '../projections/projection.ts';
+
+export const actorTypes: ActorType[] = [];
+
+export const projections: Projection[] = [];
+
+/** The registered actor type whose streams are `<type>-…` for this stream, the longest type name winning. */
+export function actorTypeOfStream(stream: string, types: ActorType[] = actorTypes): ActorType | undefined {
+  return types
+    .filter((t) => stream.startsWith(`${t.type}-`))
+    .sort((a, b) => b.type.length - a.type.length)[0];
+}
