@@ -1,0 +1,223 @@
+#!/bin/sh
+# Berth execution supervisor, spool protocol version 1.
+#
+# One tiny POSIX sh program (dash and busybox ash; no bash-isms, no GNU-only flags) that runs ONE command for the
+# host, detached from it, and leaves everything a reader needs on disk: the output, the process identity and a
+# receipt. The same file runs on a borrowed host (native provider) and inside containers (docker provider, busybox
+# sh, uid 1000, read-only root), so output and exit status survive the Berth runtime being SIGKILLed.
+#
+# USAGE
+#   supervisor.sh run OPDIR [-C CWD] [-i] [-t TIMEOUT_MS] [-g GRACE_MS] -- ARGV...
+#   supervisor.sh cancel OPDIR [-g GRACE_MS]
+#
+#   The host starts `run` detached, in its own session (setsid / a new session, stdio on /dev/null), so it gets no
+#   SIGHUP and outlives the host. Its environment IS the command's environment (already filtered by the host); the
+#   supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores PATH before exec.
+#   Needs on its own PATH (it prepends the usual system directories): setsid, sleep; mkfifo with -i. Linux /proc
+#   is used when present to ignore zombies while draining.
+#   Exit status of `run`: 0 the receipt is written; 2 usage error (nothing written); 3 the claim was already taken
+#   (another submit or a recovery abandon won; nothing touched).
+#
+# SPOOL LAYOUT: <spool>/<operationId>/, operationId matching [A-Za-z0-9_.-]{1,128} (never "." or "..").
+#   The host creates OPDIR, may write `spec.json` (informational: the request as the host saw it), then starts the
+#   supervisor. Files, in the order they appear:
+#   claim     Created with O_EXCL (sh noclobber `set -C`) by whoever comes first; that creator owns the operation.
+#             Content, one line: `supervisor <pid>` (this script), `abandoned` (recovery declared the operation absent:
+#             it must never start), or `pty <pid> <starttime>` (a host-owned PTY run, see below). A `run` that
+#             finds the claim taken exits 3 without touching anything: an operation is never started twice, and
+#             never started after recovery fenced it.
+#   stdin     FIFO, only with -i. The command opens it for reading before it starts, so it waits until a writer
+#             opens it; EOF when every writer closed it (the host holds the writer: a host crash means EOF).
+#   stdout    Append-only (O_APPEND) byte stream of the command's fd 1 ...
+#   stderr    ... and of its fd 2. Created by the command's redirections; a missing file reads as empty.
+#   started   One JSON line `{"supervisor":S,"pid":P,"pgid":G}` written once the command is launched. The command
+#             runs as the leader of its own session and process group (setsid), so G = P. Its mtime is the
+#             start time.
+#   cancel    Marker: cancellation was requested (written by `cancel` before any signal is sent).
+#   timedout  Marker: the -t timeout fired (written by the timer before it stops the process group).
+#   receipt   One JSON line, written once with O_EXCL after the command exited AND every other member of its
+#             process group is gone (zombies ignored), i.e. every writer of stdout/stderr is closed:
+#               {"v":1,"status":N|null,"cancelled":true|false,"timedOut":true|false,"error":"..."}
+#             status is the sh wait status: 0..128 an exit code, 128+n killed by signal n (POSIX sh cannot tell
+#             `exit 130` from SIGINT); null when the command never started (cancelled first, or `error` says why:
+#             "cwd" cannot cd to CWD, "stdin" cannot make the FIFO, "setsid" not found). A reader accepts the
+#             receipt only when it is a complete line ending in "\n" (an empty file = not yet / writer died).
+#             Its mtime is the exit time. Receipt present = exited and drained: the output files are final.
+#   sizes     Written by the FIRST host reader that sees the receipt (O_EXCL): the final byte count of each stream,
+#             `{"stdout":N,"stderr":N,"pty":N}`. Later readers use it, so every reader agrees on where the output
+#             ends even if an escaped process (one that called setsid itself) keeps appending.
+#   pty       (host-owned, native only) the PTY byte stream. A PTY run is not supervised by this script: the host
+#             claims `pty <pid> <starttime>`, runs the command on a pseudo-terminal, appends everything it reads to
+#             `pty`, and writes `receipt` itself (write receipt.tmp, rename). It does not survive a host crash: the
+#             claim then names a dead process and readers report the operation as having no receipt (unknown).
+#
+# RECEIPT STATES as a reader derives them: no claim -> absent (not submitted yet); claim `abandoned` -> absent
+# forever; valid receipt -> exited; claim by a live owner -> running; claim by a dead owner and no receipt ->
+# absent forever (the outcome cannot be proven; the operation is never run again).
+#
+# CANCEL (`supervisor.sh cancel OPDIR`): write `cancel`; if the operation has no `started` yet, wait for `started`
+# or a receipt (the supervisor re-checks `cancel` right before launching and then writes a cancelled receipt
+# without starting anything); then SIGTERM the process group, and SIGKILL it if any member is still alive after
+# GRACE_MS (default 2000). The timeout (-t) runs the same stop sequence from a timer, after writing `timedout`.
+# Readers then wait for the receipt. Background jobs of a non-interactive sh ignore SIGINT and SIGQUIT (POSIX),
+# and so does the command: cancellation uses TERM and KILL only.
+#
+# RELEASE: the host removes OPDIR once it has saved the output elsewhere.
+
+_bsv_usage() { echo "usage: supervisor.sh run OPDIR [-C CWD] [-i] [-t MS] [-g MS] -- ARGV... | cancel OPDIR [-g MS]" >&2; exit 2; }
+
+# Sleeps $1 milliseconds (fractional sleep where supported, else whole seconds, rounded up).
+_bsv_sleep() {
+  _bsv_ms=$((1000 + $1 % 1000))
+  sleep "$(($1 / 1000)).${_bsv_ms#1}" 2>/dev/null || sleep $((($1 + 999) / 1000))
+}
+
+# True while process group $1 has a member that is not a zombie (an unreaped orphan is not alive).
+_bsv_live() {
+  kill -0 -"$1" 2>/dev/null || return 1
+  [ -r /proc/self/stat ] || return 0
+  for _bsv_f in /proc/[0-9]*/stat; do
+    read -r _bsv_l 2>/dev/null <"$_bsv_f" || continue
+    _bsv_l=${_bsv_l##*) }   # fields after the command name: state ppid pgrp ...
+    _bsv_st=${_bsv_l%% *}
+    _bsv_l=${_bsv_l#* }
+    _bsv_l=${_bsv_l#* }
+    [ "${_bsv_l%% *}" = "$1" ] && [ "$_bsv_st" != Z ] && return 0
+  done
+  return 1
+}
+
+# TERM to process group $1, then KILL once $2 ms have passed with a member still alive.
+_bsv_stop_group() {
+  kill -TERM -"$1" 2>/dev/null || return 0
+  _bsv_waited=0
+  while [ "$_bsv_waited" -lt "$2" ]; do
+    _bsv_live "$1" || return 0
+    _bsv_sleep 50
+    _bsv_waited=$((_bsv_waited + 50))
+  done
+  kill -KILL -"$1" 2>/dev/null
+  return 0
+}
+
+# Prints the pgid recorded in OPDIR/started, or nothing.
+_bsv_started_pgid() {
+  read -r _bsv_l 2>/dev/null <"$1/started" || return 0
+  _bsv_l=${_bsv_l#*\"pgid\":}
+  echo "${_bsv_l%%[!0-9]*}"
+}
+
+_bsv_receipt() {  # status-or-null [error]
+  _bsv_c=false; [ -e "$_bsv_dir/cancel" ] && _bsv_c=true
+  _bsv_t=false; [ -e "$_bsv_dir/timedout" ] && _bsv_t=true
+  _bsv_e=; [ -n "$2" ] && _bsv_e=",\"error\":\"$2\""
+  set -C
+  printf '{"v":1,"status":%s,"cancelled":%s,"timedOut":%s%s}\n' "$1" "$_bsv_c" "$_bsv_t" "$_bsv_e" >"$_bsv_dir/receipt"
+  set +C
+  exit 0
+}
+
+[ $# -ge 2 ] || _bsv_usage
+_bsv_mode=$1
+_bsv_dir=$2
+shift 2
+case $_bsv_dir in /*) ;; *) _bsv_usage ;; esac
+[ -d "$_bsv_dir" ] || _bsv_usage
+_bsv_cwd=
+_bsv_stdin=
+_bsv_timeout=
+_bsv_grace=2000
+while [ $# -gt 0 ]; do
+  case $1 in
+    -C) [ $# -ge 2 ] || _bsv_usage; _bsv_cwd=$2; shift 2 ;;
+    -i) _bsv_stdin=1; shift ;;
+    -t) [ $# -ge 2 ] || _bsv_usage; _bsv_timeout=$2; shift 2 ;;
+    -g) [ $# -ge 2 ] || _bsv_usage; _bsv_grace=$2; shift 2 ;;
+    --) shift; break ;;
+    *) _bsv_usage ;;
+  esac
+done
+case $_bsv_timeout$_bsv_grace in *[!0-9]*) _bsv_usage ;; esac
+
+# The command's PATH is restored right before exec; the supervisor itself needs the system tools.
+_bsv_path=$PATH
+_bsv_path_set=${PATH+1}
+_bsv_oldpwd_set=${OLDPWD+1}   # `cd` sets OLDPWD; the command must not see one it was not given
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
+
+if [ "$_bsv_mode" = cancel ]; then
+  : >"$_bsv_dir/cancel"
+  _bsv_n=0
+  while [ ! -s "$_bsv_dir/started" ] && [ ! -s "$_bsv_dir/receipt" ]; do
+    read -r _bsv_l 2>/dev/null <"$_bsv_dir/claim" || exit 0   # never claimed: nothing to stop
+    case $_bsv_l in "supervisor "*) kill -0 "${_bsv_l#supervisor }" 2>/dev/null || exit 0 ;; *) exit 0 ;; esac
+    [ "$_bsv_n" -lt 200 ] || exit 0
+    _bsv_sleep 10
+    _bsv_n=$((_bsv_n + 1))
+  done
+  [ -s "$_bsv_dir/receipt" ] && exit 0
+  _bsv_g=$(_bsv_started_pgid "$_bsv_dir")
+  [ -n "$_bsv_g" ] && _bsv_stop_group "$_bsv_g" "$_bsv_grace"
+  exit 0
+fi
+
+[ "$_bsv_mode" = run ] && [ $# -ge 1 ] || _bsv_usage
+
+# CLAIM: noclobber turns `>` into an O_EXCL create, so exactly one claimant wins.
+set -C
+{ echo "supervisor $$" >"$_bsv_dir/claim"; } 2>/dev/null || exit 3
+set +C
+
+_bsv_setsid=$(command -v setsid) || _bsv_receipt null setsid
+if [ -n "$_bsv_cwd" ]; then cd "$_bsv_cwd" 2>/dev/null || _bsv_receipt null cwd; fi
+_bsv_in=/dev/null
+if [ -n "$_bsv_stdin" ]; then
+  mkfifo -m 600 "$_bsv_dir/stdin" 2>/dev/null || _bsv_receipt null stdin
+  _bsv_in=$_bsv_dir/stdin
+fi
+[ -e "$_bsv_dir/cancel" ] && _bsv_receipt null
+
+(
+  if [ -n "$_bsv_path_set" ]; then PATH=$_bsv_path; else unset PATH; fi
+  [ -n "$_bsv_oldpwd_set" ] || unset OLDPWD
+  exec "$_bsv_setsid" -- "$@"
+) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" &
+_bsv_pid=$!
+echo "{\"supervisor\":$$,\"pid\":$_bsv_pid,\"pgid\":$_bsv_pid}" >"$_bsv_dir/started"
+
+_bsv_timer=
+if [ -n "$_bsv_timeout" ]; then
+  (
+    # The sleep runs in the background so the supervisor's TERM interrupts `wait` and the trap ends it too.
+    _bsv_s=
+    trap '[ -n "$_bsv_s" ] && kill "$_bsv_s" 2>/dev/null; exit 0' TERM
+    _bsv_ms=$((1000 + _bsv_timeout % 1000))
+    sleep "$((_bsv_timeout / 1000)).${_bsv_ms#1}" 2>/dev/null &
+    _bsv_s=$!
+    if ! wait "$_bsv_s"; then   # no fractional sleep here: whole seconds, rounded up
+      sleep $(((_bsv_timeout + 999) / 1000)) &
+      _bsv_s=$!
+      wait "$_bsv_s"
+    fi
+    _bsv_s=
+    : >"$_bsv_dir/timedout"
+    _bsv_stop_group "$_bsv_pid" "$_bsv_grace"
+  ) &
+  _bsv_timer=$!
+fi
+
+wait "$_bsv_pid"
+_bsv_status=$?
+
+# Drained: no member of the command's process group is left (they may still hold stdout/stderr open).
+_bsv_d=10
+while _bsv_live "$_bsv_pid"; do
+  _bsv_sleep "$_bsv_d"
+  [ "$_bsv_d" -lt 500 ] && _bsv_d=$((_bsv_d * 2))
+done
+
+if [ -n "$_bsv_timer" ]; then
+  kill "$_bsv_timer" 2>/dev/null
+  wait "$_bsv_timer"
+fi
+_bsv_receipt "$_bsv_status"
