@@ -88,6 +88,8 @@ export interface Receipt {
   signal?: string | null;
   cancelled?: boolean;
   timedOut?: boolean;
+  /** Why the command never started (e.g. `cwd`: no such directory); exitCode and signal are then null. */
+  error?: string;
   startedAt?: string;
   exitedAt?: string;
   /** Bytes written so far per stream. */
