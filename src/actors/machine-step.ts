@@ -2,7 +2,7 @@
  * The pure XState steps the runtime folds and decides with: initial snapshot, one transition, restore from a
  * persisted snapshot. Nothing here runs an action; actions come back as plain {type, params} objects.
  */
-import { createActor, type AnyMachineSnapshot, type AnyStateMachine, type StateValue } from 'xstate';
+import { createActor, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine, type StateValue } from 'xstate';
 
 /** An action a transition yielded, stripped to what an effect handler needs. */
 export interface YieldedAction {
@@ -49,7 +49,7 @@ function inertScope(machine: AnyStateMachine): InertScope {
 export function step(
   machine: AnyStateMachine,
   snapshot: AnyMachineSnapshot,
-  event: { type: string },
+  event: AnyEventObject,
 ): [AnyMachineSnapshot, YieldedAction[]] {
   const s = inertScope(machine);
   s.sink = [];

@@ -140,7 +140,8 @@ describe('ActorRuntime: deciding and appending', () => {
     const other = SqliteEventStore.open(file);
     opened.push(other);
     const a = await started();
-    const b = new ActorRuntime({ store: other, runtimeId: 'rt-b' }).register(counterActor);
+    const b = new ActorRuntime<CounterServices>({ store: other, runtimeId: 'rt-b', services: { inspected: [] } });
+    b.register(counterActor);
     runtimes.push(b);
     await b.start();
     await a.send('counter', 'c1', inc(1));
@@ -201,7 +202,7 @@ describe('ActorRuntime: snapshots and rehydration', () => {
     const counting = new CountingEventStore(store);
     const view = await restartCheck(
       live,
-      () => new ActorRuntime({ store: counting, runtimeId: 'rt-fresh' }).register(counterActor),
+      () => runtime({ store: counting, runtimeId: 'rt-fresh' }),
       'counter',
       'big',
     );
@@ -218,7 +219,7 @@ describe('ActorRuntime: snapshots and rehydration', () => {
     await live.send('counter', 'c1', { type: 'counter.closed' });
     await live.whenIdle();
     const counting = new CountingEventStore(store);
-    const fresh = new ActorRuntime({ store: counting, runtimeId: 'rt-fresh' }).register(counterActor);
+    const fresh = runtime({ store: counting, runtimeId: 'rt-fresh' });
     expect(await fresh.get('counter', 'c1')).toMatchObject({ state: 'closed', status: 'done', finished: true });
     expect(counting.streamReads.get('counter-c1') ?? 0).toBe(0);
   });
