@@ -2,7 +2,6 @@
  * The embedded event store (DESIGN §3): one SQLite file (better-sqlite3, WAL, synchronous=FULL) with EventStoreDB
  * semantics. Appends issued together are group-committed in one transaction; several OS processes may share the file.
  */
-import { EventEmitter } from 'node:events';
 import Database from 'better-sqlite3';
 import { BerthError } from '../../schemas/errors.ts';
 import {
@@ -18,6 +17,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './event-store.ts';
+import { AppendSignal } from './sqlite-append-signal.ts';
 import { decodeRow, type EventRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
 
@@ -73,7 +73,11 @@ function serialize(stream: string, events: EventData[]): SerializedEvent[] {
       throw new BerthError('invalid_request', `event id ${e.id} appears twice in one append to ${stream}`, { stream });
     }
     ids.add(e.id);
-    return { id: e.id, type: e.type, data: JSON.stringify(e.data ?? null), metadata: JSON.stringify(e.metadata ?? {}) };
+    try {
+      return { id: e.id, type: e.type, data: JSON.stringify(e.data ?? null), metadata: JSON.stringify(e.metadata ?? {}) };
+    } catch (cause) {
+      throw new BerthError('invalid_request', `event ${e.id} for ${stream} is not JSON-serialisable`, { stream }, { cause });
+    }
   });
 }
 
@@ -86,12 +90,11 @@ export class SqliteEventStore implements EventStore {
   readonly stats = { commits: 0, appends: 0 };
 
   private readonly db: Database.Database;
-  private readonly notifier = new EventEmitter();
+  private readonly signal: AppendSignal;
   private readonly subscriptions = new Set<SqliteSubscription>();
   private queue: PendingAppend[] = [];
   private flushScheduled = false;
   private closed = false;
-  private readonly pollIntervalMs: number;
   private readonly pageSize: number;
 
   private readonly stmts: {
@@ -110,9 +113,7 @@ export class SqliteEventStore implements EventStore {
 
   private constructor(db: Database.Database, opts: SqliteEventStoreOptions) {
     this.db = db;
-    this.pollIntervalMs = opts.pollIntervalMs ?? 50;
     this.pageSize = opts.pageSize ?? 256;
-    this.notifier.setMaxListeners(0);
     const cols = 'position, stream, revision, id, type, data, metadata, created_at';
     this.stmts = {
       revision: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?'),
@@ -135,6 +136,7 @@ export class SqliteEventStore implements EventStore {
       all: db.prepare(`SELECT ${cols} FROM events WHERE position > ? ORDER BY position ASC LIMIT ?`),
       head: db.prepare('SELECT MAX(position) AS head FROM events'),
     };
+    this.signal = new AppendSignal(() => this.readHead(), opts.pollIntervalMs ?? 50);
     // A nested better-sqlite3 transaction is a savepoint: a failing append rolls back alone.
     const appendOne = db.transaction((p: PendingAppend) => this.appendOne(p));
     this.commitBatch = db.transaction((batch: PendingAppend[]): Outcome[] =>
@@ -213,9 +215,8 @@ export class SqliteEventStore implements EventStore {
       fromPosition: options.fromPosition === undefined || options.fromPosition === 'start' ? 0n : options.fromPosition,
       filter: options.filter,
       pageSize: this.pageSize,
-      pollIntervalMs: this.pollIntervalMs,
       readPage: (after, max) => this.readPage(after, max),
-      notifier: this.notifier,
+      signal: this.signal,
       onClose: () => this.subscriptions.delete(sub),
     });
     this.subscriptions.add(sub);
@@ -230,7 +231,7 @@ export class SqliteEventStore implements EventStore {
 
   async headPosition(): Promise<bigint> {
     this.assertOpen();
-    return this.stmts.head.get()?.head ?? -1n;
+    return this.readHead();
   }
 
   async close(): Promise<void> {
@@ -248,6 +249,10 @@ export class SqliteEventStore implements EventStore {
   private readPage(after: bigint | 'start', max: number): EventRow[] {
     if (this.closed) throw new BerthError('unavailable', 'the event store is closed');
     return this.stmts.all.all(after === 'start' ? 0n : after, max);
+  }
+
+  private readHead(): bigint {
+    return this.stmts.head.get()?.head ?? -1n;
   }
 
   /** The stream's last revision, -1n when absent. */
@@ -278,7 +283,7 @@ export class SqliteEventStore implements EventStore {
       if (o.ok) p.resolve(o.result);
       else p.reject(o.error);
     });
-    if (outcomes.some((o) => o.ok && o.wrote)) this.notifier.emit('appended');
+    if (outcomes.some((o) => o.ok && o.wrote)) this.signal.notify();
   }
 
   /** EventStoreDB's rules: check the expected revision, recognise a retried append by its ids, else insert. */

@@ -3,13 +3,14 @@
  * and corrupt rows written behind the store's back.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { EventData } from '../../src/store/event-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { SqliteEventStore } from '../../src/store/sqlite-event-store.ts';
 import { eventStoreConformance } from '../store/conformance.ts';
 
@@ -136,5 +137,37 @@ describe('sqlite event store: corrupt rows', () => {
     raw.prepare("UPDATE events SET data = '{}', metadata = '[1]' WHERE stream = 'c-1' AND revision = 1").run();
     raw.close();
     expect(isCorruptAt(await store.readStream('c-1').catch((e: unknown) => e))).toBe(true);
+  });
+});
+
+describe('openStore', () => {
+  it('should open the sqlite store as events.sqlite3 under the data directory, creating it', async () => {
+    const dataDir = join(dir, `data-${randomUUID()}`, 'nested');
+    const store = await openStore('sqlite', dataDir);
+    try {
+      expect(store.kind).toBe('sqlite');
+      await store.append('os-1', [event('t.a')], { expectedRevision: 'no_stream' });
+      expect(existsSync(join(dataDir, 'events.sqlite3'))).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('should refuse an unknown store spec', async () => {
+    await expect(openStore('postgres://x', dir)).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('should refuse an event that is not JSON-serialisable without failing others', async () => {
+    const store = await openStore('sqlite', join(dir, `data-${randomUUID()}`));
+    try {
+      const [bad, good] = await Promise.allSettled([
+        store.append('j-1', [{ id: randomUUID(), type: 't.a', data: { n: 1n } }], { expectedRevision: 'any' }),
+        store.append('j-2', [event('t.b')], { expectedRevision: 'any' }),
+      ]);
+      expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'invalid_request' } });
+      expect(good.status).toBe('fulfilled');
+    } finally {
+      await store.close();
+    }
   });
 });
