@@ -1,0 +1,68 @@
+/**
+ * Events of the allocation stream (`allocation-<id>`): the persisted intent, what the provider reported, the uses
+ * that pin the allocation, and its release. Shapes mirror the provider port (src/providers/provider.ts).
+ */
+import { z } from 'zod';
+import { profileSchema } from '../profile.ts';
+import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
+import type { EventUnion } from './event-map.ts';
+import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
+
+export const physicalIdentitySchema = z.strictObject({
+  provider: z.enum(['native', 'docker']),
+  resourceId: z.string().min(1),
+  incarnation: z.string().optional(),
+  networkId: z.string().optional(),
+  volume: z.string().optional(),
+});
+
+/** A provider's AllocationReport. `absent` may say why (e.g. the image is missing) but is still confirmed absence. */
+export const allocationReportSchema = z.discriminatedUnion('status', [
+  z.strictObject({ status: z.literal('ready'), identity: physicalIdentitySchema }),
+  z.strictObject({ status: z.literal('pending'), identity: physicalIdentitySchema.optional(), reason: z.string() }),
+  z.strictObject({ status: z.literal('absent'), reason: z.string().optional() }),
+  z.strictObject({ status: z.literal('unknown'), reason: z.string() }),
+  z.strictObject({ status: z.literal('fenced'), identity: physicalIdentitySchema, reason: z.string() }),
+]);
+
+export const useKindSchema = z.enum(['execution', 'mount', 'admission', 'physical']);
+
+export const allocationEvents = {
+  /** The intent, persisted before the provider is called (its effect is `provider.allocate`). */
+  'allocation.intended': z.strictObject({
+    environmentId: environmentIdSchema,
+    requestId: resourceIdSchema,
+    generation: z.number().int().positive(),
+    profile: profileSchema,
+    at: atSchema,
+  }),
+  /** The outcome of the provider call in flight (allocate or inspect). */
+  'allocation.reported': z.strictObject({ report: allocationReportSchema, at: atSchema }),
+  /** Maintenance resumes a verified partial allocation under its original intent (never one with uses). */
+  'allocation.resume_requested': z.strictObject({ at: atSchema }),
+  /** Maintenance reconciles: inspect by the original request id (or retry deallocation when releasing). */
+  'allocation.reconcile_requested': z.strictObject({ at: atSchema }),
+  /** A durable claim. Admission uses name the runtime (id and epoch) that wrote them. Idempotent per useId. */
+  'allocation.use_acquired': z
+    .strictObject({
+      useId: resourceIdSchema,
+      kind: useKindSchema,
+      runtimeId: z.string().min(1).optional(),
+      epoch: z.number().int().nonnegative().optional(),
+      at: atSchema,
+    })
+    .refine((u) => u.kind !== 'admission' || (u.runtimeId !== undefined && u.epoch !== undefined), {
+      message: 'an admission use carries runtimeId and epoch',
+    }),
+  'allocation.use_released': z.strictObject({ useId: resourceIdSchema, at: atSchema }),
+  /** Closes admission and deallocates. `idle` comes from the maintenance loop's idle reclamation. */
+  'allocation.release_requested': z.strictObject({ reason: z.enum(['explicit', 'idle']), at: atSchema }),
+  /** The provider's answer to deallocate: `terminated` confirms physical termination. */
+  'allocation.deallocated': z.strictObject({ result: z.enum(['terminated', 'unknown']), at: atSchema }),
+  'runtime.recovered': runtimeRecoveredSchema,
+};
+
+export type AllocationEvent = EventUnion<typeof allocationEvents>;
+export type AllocationReportData = z.output<typeof allocationReportSchema>;
+export type PhysicalIdentityData = z.output<typeof physicalIdentitySchema>;
+export type UseKind = z.output<typeof useKindSchema>;

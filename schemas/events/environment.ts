@@ -1,0 +1,57 @@
+/**
+ * Events of the environment stream (`environment-<henv_…>`): the catalog record, and the coalesced acquisition of
+ * its one current allocation, reported back by the allocation actor.
+ */
+import { z } from 'zod';
+import { profileSchema } from '../profile.ts';
+import { resourceIdSchema } from '../ids.ts';
+import type { EventUnion } from './event-map.ts';
+import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
+
+export const environmentNameSchema = z.string().trim().min(1).max(200);
+/** The mount path segment (`/env/<slug>`): lowercase words joined by single dashes. */
+export const environmentSlugSchema = z.string().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'expected a lowercase slug');
+
+const allocationIdField = { allocationId: resourceIdSchema };
+
+export const environmentEvents = {
+  'environment.created': z.strictObject({
+    name: environmentNameSchema,
+    slug: environmentSlugSchema,
+    scope: z.string().min(1),
+    profile: profileSchema,
+    description: z.string().max(4096).optional(),
+    entry: z.string().max(4096).optional(),
+    at: atSchema,
+  }),
+  /** Only the fields given change; null clears description/entry. A new profile applies to later allocations only. */
+  'environment.updated': z.strictObject({
+    name: environmentNameSchema.optional(),
+    slug: environmentSlugSchema.optional(),
+    profile: profileSchema.optional(),
+    description: z.string().max(4096).nullable().optional(),
+    entry: z.string().max(4096).nullable().optional(),
+    at: atSchema,
+  }),
+  'environment.deleted': z.strictObject({ at: atSchema }),
+  /** A caller asks for a new allocation; `generation` must be the environment's last generation + 1. */
+  'environment.acquisition_requested': z.strictObject({
+    ...allocationIdField,
+    requestId: resourceIdSchema,
+    generation: z.number().int().positive(),
+    at: atSchema,
+  }),
+  /** From the allocation actor: its provider reported it ready. */
+  'environment.allocated': z.strictObject({ ...allocationIdField, generation: z.number().int().positive(), at: atSchema }),
+  /** From the allocation actor: the provider confirmed absence after the request; nothing is allocated. */
+  'environment.allocation_failed': z.strictObject({ ...allocationIdField, reason: z.string(), at: atSchema }),
+  /** From the allocation actor: an acknowledged allocation is gone (absent) or fenced (restarted behind Berth's back). */
+  'environment.allocation_lost': z.strictObject({ ...allocationIdField, reason: z.string(), at: atSchema }),
+  /** From the allocation actor: it entered releasing (admission closed). */
+  'environment.allocation_releasing': z.strictObject({ ...allocationIdField, at: atSchema }),
+  /** From the allocation actor: the provider confirmed termination. */
+  'environment.allocation_released': z.strictObject({ ...allocationIdField, at: atSchema }),
+  'runtime.recovered': runtimeRecoveredSchema,
+};
+
+export type EnvironmentEvent = EventUnion<typeof environmentEvents>;

@@ -1,0 +1,85 @@
+/**
+ * Events of the execution stream (`execution-<id>`): one command run on one allocation target, from acceptance to
+ * the executor's release. Output bytes never enter events, only their sizes and artifact digests (DESIGN §3).
+ */
+import { z } from 'zod';
+import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
+import type { EventUnion } from './event-map.ts';
+import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
+
+export const targetSchema = z.strictObject({
+  environmentId: environmentIdSchema,
+  allocationId: resourceIdSchema,
+  generation: z.number().int().positive(),
+});
+
+const artifactSchema = z.strictObject({ digest: z.string().min(1), size: z.number().int().nonnegative() });
+const sizeSchema = z.number().int().nonnegative();
+
+export const executionEvents = {
+  /**
+   * The operation, persisted before anything is sent. `env` holds only what the caller chose (Berth adds the
+   * version's PATH/PROJECT_ROOT at submit, from `version`); it is stored because recovery of an accepted execution
+   * must still be able to submit it.
+   */
+  'execution.accepted': z
+    .strictObject({
+      operationId: z.string().min(1).max(256),
+      inputDigest: z.string().min(1),
+      environmentId: environmentIdSchema,
+      target: targetSchema,
+      command: z.array(z.string()).min(1),
+      cwd: z.string().optional(),
+      env: z.record(z.string(), z.string()).optional(),
+      stdin: z.boolean(),
+      pty: z.strictObject({ cols: z.number().int().positive(), rows: z.number().int().positive() }).optional(),
+      timeoutMs: z.number().int().positive().optional(),
+      version: z.number().int().positive().optional(),
+      sessionId: resourceIdSchema.optional(),
+      scope: z.string().min(1),
+      at: atSchema,
+    })
+    .refine((e) => e.target.environmentId === e.environmentId, {
+      message: 'the target must be an allocation of the execution\'s environment',
+      path: ['target', 'environmentId'],
+    }),
+  /** The execution holds its allocation use and is about to be submitted (persisted before `executor.submit`). */
+  'execution.dispatched': z.strictObject({ at: atSchema }),
+  /** The executor's receipt says running. `at` is the receipt's start time. */
+  'execution.started': z.strictObject({ pid: z.number().int().positive().optional(), at: atSchema }),
+  'execution.exited': z.strictObject({
+    exitCode: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    cancelled: z.boolean().optional(),
+    timedOut: z.boolean().optional(),
+    at: atSchema,
+  }),
+  /** The process tree and every output stream are drained; `sizes` are the final byte counts. */
+  'execution.drained': z.strictObject({
+    sizes: z.strictObject({ stdout: sizeSchema.optional(), stderr: sizeSchema.optional(), pty: sizeSchema.optional() }),
+    at: atSchema,
+  }),
+  /** Output copied into the artifact store. */
+  'execution.saved': z.strictObject({
+    artifacts: z.strictObject({
+      stdout: artifactSchema.optional(),
+      stderr: artifactSchema.optional(),
+      pty: artifactSchema.optional(),
+    }),
+    at: atSchema,
+  }),
+  /** The executor spool is dropped and the allocation use released: nothing is left to do. */
+  'execution.released': z.strictObject({ at: atSchema }),
+  /** Persisted before the cancel is sent to the executor. */
+  'execution.cancel_requested': z.strictObject({ at: atSchema }),
+  /** The executor confirmed the process tree is gone. */
+  'execution.cancel_confirmed': z.strictObject({ at: atSchema }),
+  /** Could not start, and no receipt exists (e.g. stale_target when acquiring the allocation use). */
+  'execution.failed': z.strictObject({ code: z.string().min(1), message: z.string(), at: atSchema }),
+  /** No receipt proves what happened (recovery found none and fenced the operation): never run again. */
+  'execution.unknown': z.strictObject({ reason: z.string(), at: atSchema }),
+  'runtime.recovered': runtimeRecoveredSchema,
+};
+
+export type ExecutionEvent = EventUnion<typeof executionEvents>;
+export type Target = z.output<typeof targetSchema>;

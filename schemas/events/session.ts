@@ -1,0 +1,45 @@
+/**
+ * Events of the session stream (`session-<id>`): which Environment and Workspace a session selects. Selecting never
+ * allocates. Machines read no other stream, so the creator passes the parent's (or forked session's) selection.
+ */
+import { z } from 'zod';
+import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
+import type { EventUnion } from './event-map.ts';
+import { atSchema } from './runtime.ts';
+
+/** A selection: an Environment id, or null for "no command execution". */
+export const environmentSelectionSchema = environmentIdSchema.nullable();
+
+export const sessionEvents = {
+  /**
+   * environmentId: a string selects it, null disables any default, absent (undefined) inherits from `parent` when
+   * given, else takes `defaultEnvironmentId` (the composition's configured default), else none.
+   * workspaceId: given selects it, absent inherits from `parent`.
+   */
+  'session.created': z.strictObject({
+    scope: z.string().min(1),
+    environmentId: environmentSelectionSchema.optional(),
+    workspaceId: resourceIdSchema.optional(),
+    defaultEnvironmentId: environmentSelectionSchema.optional(),
+    parent: z
+      .strictObject({
+        sessionId: resourceIdSchema,
+        relation: z.enum(['child', 'fork']),
+        environmentId: environmentSelectionSchema,
+        workspaceId: resourceIdSchema.nullable(),
+      })
+      .optional(),
+    at: atSchema,
+  }),
+  /** `previous` is the selection the caller observed; it must still be current, and the session idle. */
+  'session.environment_changed': z.strictObject({
+    previous: environmentSelectionSchema,
+    next: environmentSelectionSchema,
+    at: atSchema,
+  }),
+  /** A turn (an admitted execution) starts / ends; a session with a running turn cannot change its Environment. */
+  'session.turn_started': z.strictObject({ turnId: resourceIdSchema, at: atSchema }),
+  'session.turn_finished': z.strictObject({ turnId: resourceIdSchema, at: atSchema }),
+};
+
+export type SessionEvent = EventUnion<typeof sessionEvents>;

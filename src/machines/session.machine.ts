@@ -1,0 +1,143 @@
+/**
+ * The session actor (stream `session-<id>`): which Environment (and Workspace) a series of executions uses.
+ * Creating, inheriting, forking or changing a selection never allocates: the machine names no effect at all.
+ *
+ * Environment selection at creation (seed 000): an explicit id selects it; explicit null disables the configured
+ * default; absent inherits the parent's (or forked session's) selection, else takes the configured default, else
+ * none. A change compares the selection the caller observed and needs an idle session (no running turn).
+ */
+import { assign, setup } from 'xstate';
+import type { SnapshotFrom } from 'xstate';
+import type { SessionEvent } from '../../schemas/events/session.ts';
+import type { IncomingEvent, Rejection } from './rejection.ts';
+import { nextUpdatedAt } from './updated-at.ts';
+
+/** How the current selection came about (audit, and so a UI can say "inherited" or "default"). */
+export type SelectionSource = 'explicit' | 'disabled' | 'inherited' | 'default' | 'none';
+
+export interface SessionContext {
+  id: string;
+  scope: string;
+  environmentId: string | null;
+  environmentSource: SelectionSource;
+  workspaceId: string | null;
+  parent: { sessionId: string; relation: 'child' | 'fork' } | null;
+  /** Turns admitted and not finished. */
+  turns: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+type Created = Extract<SessionEvent, { type: 'session.created' }>;
+
+const selectEnvironment = (e: Created): Pick<SessionContext, 'environmentId' | 'environmentSource'> => {
+  if (e.environmentId !== undefined) {
+    return { environmentId: e.environmentId, environmentSource: e.environmentId === null ? 'disabled' : 'explicit' };
+  }
+  if (e.parent) return { environmentId: e.parent.environmentId, environmentSource: 'inherited' };
+  if (e.defaultEnvironmentId !== undefined) return { environmentId: e.defaultEnvironmentId, environmentSource: 'default' };
+  return { environmentId: null, environmentSource: 'none' };
+};
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+    input: {} as { id: string },
+  },
+  guards: {
+    canChangeEnvironment: ({ context, event }) =>
+      event.type === 'session.environment_changed' &&
+      event.previous === context.environmentId &&
+      event.next !== event.previous &&
+      context.turns.length === 0,
+    turnRunning: ({ context, event }) => event.type === 'session.turn_finished' && context.turns.includes(event.turnId),
+  },
+  actions: {
+    stamp: assign({ updatedAt: ({ context, event }) => nextUpdatedAt(context.updatedAt, event.at) }),
+    create: assign(({ event }) => {
+      if (event.type !== 'session.created') return {};
+      return {
+        scope: event.scope,
+        ...selectEnvironment(event),
+        workspaceId: event.workspaceId ?? event.parent?.workspaceId ?? null,
+        parent: event.parent ? { sessionId: event.parent.sessionId, relation: event.parent.relation } : null,
+        createdAt: event.at,
+      };
+    }),
+    changeEnvironment: assign(({ event }) =>
+      event.type === 'session.environment_changed'
+        ? { environmentId: event.next, environmentSource: event.next === null ? ('disabled' as const) : ('explicit' as const) }
+        : {},
+    ),
+    startTurn: assign({
+      turns: ({ context, event }) =>
+        event.type === 'session.turn_started' && !context.turns.includes(event.turnId)
+          ? [...context.turns, event.turnId]
+          : context.turns,
+    }),
+    finishTurn: assign({
+      turns: ({ context, event }) =>
+        event.type === 'session.turn_finished' ? context.turns.filter((t) => t !== event.turnId) : context.turns,
+    }),
+  },
+}).createMachine({
+  id: 'session',
+  context: ({ input }) => ({
+    id: input.id,
+    scope: '',
+    environmentId: null,
+    environmentSource: 'none',
+    workspaceId: null,
+    parent: null,
+    turns: [],
+    createdAt: 0,
+    updatedAt: 0,
+  }),
+  initial: 'pristine',
+  states: {
+    pristine: {
+      on: { 'session.created': { target: 'active', actions: ['create', 'stamp'] } },
+    },
+    active: {
+      on: {
+        'session.environment_changed': { guard: 'canChangeEnvironment', actions: ['changeEnvironment', 'stamp'] },
+        // Idempotent per turnId: a repeated start changes nothing.
+        'session.turn_started': { actions: ['startTurn', 'stamp'] },
+        'session.turn_finished': { guard: 'turnRunning', actions: ['finishTurn', 'stamp'] },
+      },
+    },
+  },
+});
+
+export type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
+
+/** A session has no effects, so nothing to reconcile after a restart. */
+export const finished = (_snapshot: SessionSnapshot): boolean => true;
+
+/** The typed error for an event the session does not accept. */
+export const reject = (snapshot: SessionSnapshot, event: IncomingEvent): Rejection => {
+  const { context } = snapshot;
+  const detail = { state: snapshot.value, environmentId: context.environmentId, turns: context.turns.length };
+  if (event.type === 'session.created') {
+    return { code: 'invalid_state', message: 'The session already exists.', detail: { ...detail, reason: 'exists' } };
+  }
+  if (snapshot.value === 'pristine') return { code: 'not_found', message: 'The session does not exist.', detail };
+  if (event.type === 'session.environment_changed') {
+    if (event.previous !== context.environmentId) {
+      return {
+        code: 'invalid_state',
+        message: 'The session\'s Environment changed since it was read.',
+        detail: { ...detail, reason: 'previous_mismatch' },
+      };
+    }
+    if (event.next === event.previous) {
+      return { code: 'invalid_state', message: 'The session already selects that Environment.', detail: { ...detail, reason: 'unchanged' } };
+    }
+    return { code: 'environment_busy', message: 'The session has a running turn.', detail };
+  }
+  if (event.type === 'session.turn_finished') {
+    return { code: 'invalid_state', message: 'No such turn is running.', detail: { ...detail, reason: 'not_running' } };
+  }
+  return { code: 'invalid_state', message: `The session does not accept ${event.type}.`, detail };
+};
