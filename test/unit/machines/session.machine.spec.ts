@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { actorSpec } from '../../../src/actors/index.ts';
+import { reject, sessionMachine } from '../../../src/machines/session.machine.ts';
+import { sessionActor, snapshotAfter } from './machine-actors.ts';
+
+const spec = actorSpec(sessionActor, { actorId: 'ses-1' });
+const ENV_A = `henv_${'a'.repeat(32)}`;
+const ENV_B = `henv_${'b'.repeat(32)}`;
+const ENV_DEFAULT = `henv_${'d'.repeat(32)}`;
+
+const create = (fields: object = {}) => ({ type: 'session.created', scope: 'team-a', at: 1_000, ...fields });
+const parent = (relation: 'child' | 'fork', environmentId: string | null, workspaceId: string | null = 'ws-parent') => ({
+  parent: { sessionId: 'ses-0', relation, environmentId, workspaceId },
+});
+const change = (previous: string | null, next: string | null, at = 2_000) => ({ type: 'session.environment_changed', previous, next, at });
+const turn = (kind: 'started' | 'finished', turnId: string) => ({ type: `session.turn_${kind}`, turnId, at: 1_500 });
+
+describe('session machine: selection at creation', () => {
+  it('should select an explicit Environment and Workspace without allocating', () => {
+    spec.when(create({ environmentId: ENV_A, workspaceId: 'ws-1', defaultEnvironmentId: ENV_DEFAULT })).then(({ state, context, actions }) => {
+      expect(state).toBe('active');
+      expect(actions).toEqual([]);
+      expect(context).toMatchObject({ environmentId: ENV_A, environmentSource: 'explicit', workspaceId: 'ws-1' });
+    });
+  });
+
+  it('should take the configured default when the Environment is omitted', () => {
+    spec.when(create({ defaultEnvironmentId: ENV_DEFAULT })).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: ENV_DEFAULT, environmentSource: 'default', workspaceId: null });
+    });
+    spec.when(create()).then(({ context }) => expect(context).toMatchObject({ environmentId: null, environmentSource: 'none' }));
+  });
+
+  it('should disable the default with an explicit null', () => {
+    spec.when(create({ environmentId: null, defaultEnvironmentId: ENV_DEFAULT })).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: null, environmentSource: 'disabled' });
+    });
+  });
+
+  it('should inherit the parent\'s selection (even a disabled one) unless the child sets its own', () => {
+    spec.when(create({ ...parent('child', ENV_A), defaultEnvironmentId: ENV_DEFAULT })).then(({ context }) => {
+      expect(context).toMatchObject({
+        environmentId: ENV_A,
+        environmentSource: 'inherited',
+        workspaceId: 'ws-parent',
+        parent: { sessionId: 'ses-0', relation: 'child' },
+      });
+    });
+    spec.when(create({ ...parent('child', null), defaultEnvironmentId: ENV_DEFAULT })).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: null, environmentSource: 'inherited' });
+    });
+    spec.when(create({ ...parent('child', ENV_A), environmentId: ENV_B, workspaceId: 'ws-own' })).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: ENV_B, environmentSource: 'explicit', workspaceId: 'ws-own' });
+    });
+  });
+
+  it('should copy the forked session\'s selection', () => {
+    spec.when(create(parent('fork', ENV_B, null))).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: ENV_B, workspaceId: null, parent: { relation: 'fork' } });
+    });
+  });
+
+  it('should refuse a second creation and events before creation', () => {
+    spec.given([create()]).when(create()).thenRejects('invalid_state');
+    spec.when(change(null, ENV_A)).thenRejects('not_found');
+  });
+});
+
+describe('session machine: changing the Environment', () => {
+  it('should change the selection when the observed previous one is still current', () => {
+    spec.given([create({ environmentId: ENV_A })]).when(change(ENV_A, ENV_B)).then(({ context, actions }) => {
+      expect(actions).toEqual([]);
+      expect(context).toMatchObject({ environmentId: ENV_B, environmentSource: 'explicit', updatedAt: 2_000 });
+    });
+    spec.given([create({ environmentId: ENV_A })]).when(change(ENV_A, null)).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: null, environmentSource: 'disabled' });
+    });
+  });
+
+  it('should refuse a change based on a stale observation', () => {
+    spec.given([create({ environmentId: ENV_A })]).when(change(ENV_B, null)).thenRejects('invalid_state');
+    const r = reject(snapshotAfter(sessionMachine, 'ses-1', [create({ environmentId: ENV_A })]), change(ENV_B, null));
+    expect(r.detail).toMatchObject({ reason: 'previous_mismatch', environmentId: ENV_A });
+    spec.given([create({ environmentId: ENV_A })]).when(change(ENV_A, ENV_A)).thenRejects('invalid_state');
+  });
+
+  it('should require an idle session', () => {
+    const busy = [create({ environmentId: ENV_A }), turn('started', 't-1')];
+    spec.given(busy).when(change(ENV_A, ENV_B)).thenRejects('environment_busy');
+    spec.given([...busy, turn('finished', 't-1')]).when(change(ENV_A, ENV_B)).then({ state: 'active' });
+  });
+
+  it('should count a repeated turn start once and refuse finishing an unknown turn', () => {
+    const twice = [create({ environmentId: ENV_A }), turn('started', 't-1'), turn('started', 't-1')];
+    spec.given(twice).when(turn('finished', 't-1')).then(({ context }) => expect(context.turns).toEqual([]));
+    spec.given([create()]).when(turn('finished', 't-9')).thenRejects('invalid_state');
+  });
+});
