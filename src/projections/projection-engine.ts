@@ -92,6 +92,7 @@ export class ProjectionEngine {
     this.logIdentity = await this.firstEventId();
     this.checkpoints.adoptLog(this.logIdentity);
     for (const entry of this.entries.values()) this.restore(entry, head);
+    if (this.entries.size === 0) return; // nothing to keep up to date: do not read the log at all
     this.loop = this.follow();
     this.timer = setInterval(() => this.saveCheckpoints(), this.checkpointIntervalMs);
     this.timer.unref();
