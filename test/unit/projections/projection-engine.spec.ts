@@ -142,10 +142,10 @@ describe('projection engine', () => {
   it('should resolve waitFor at the position of a later write, and false after the timeout', async () => {
     const { engine: e, model } = engine();
     await e.start();
-    const head = await store.headPosition();
-    const waiting = model.waitFor(head + 2n, 5000);
-    await append('other-x', 1);
-    await append('counter-a', 1);
+    const before = await append('other-x', 1);
+    // SQLite positions are consecutive, so the next append lands at before + 1.
+    const waiting = model.waitFor(before + 1n, 5000);
+    expect(await append('counter-a', 1)).toBe(before + 1n);
     expect(await waiting).toBe(true);
     expect(model.query.count('counter-a')).toBe(1);
     // Positions of events outside the filter count too.
