@@ -1,0 +1,269 @@
+/**
+ * zod schemas of the gateway's wire (DESIGN §8): every path parameter, query, body and response, plus the WebSocket
+ * control messages. The gateway validates requests with them and generates /v1/openapi.json from them; the typed
+ * client takes its types from them. Bigints (event revisions and positions) travel as decimal strings.
+ */
+import { z } from 'zod';
+import { profileSchema } from './profile.ts';
+
+// ---------------------------------------------------------------------------------------------------------- common
+
+/** An opaque resource id in a path or a reference field: no separators, no control characters, bounded. */
+export const resourceIdParam = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,255}$/, 'expected 1-256 characters of [A-Za-z0-9_.:-]');
+
+/** A caller-chosen idempotency key: printable ASCII without spaces. */
+export const operationIdSchema = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII without spaces');
+
+/** A non-negative decimal integer in a query string (a byte cursor, a revision, milliseconds). */
+const decimalQuery = (max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, 'expected a non-negative decimal integer')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(max));
+
+export const cursorQuery = decimalQuery(Number.MAX_SAFE_INTEGER);
+
+export const outputStreamSchema = z.enum(['stdout', 'stderr', 'pty']);
+export type OutputStreamName = z.infer<typeof outputStreamSchema>;
+
+export const idParams = z.strictObject({ id: resourceIdParam });
+
+export const errorBodySchema = z.strictObject({
+  error: z.strictObject({
+    code: z.string(),
+    message: z.string(),
+    detail: z.record(z.string(), z.unknown()),
+  }),
+});
+
+/** Browsers cannot set headers on EventSource or WebSocket: those routes also take `?token=` (never logged). */
+const queryToken = z.string().min(1).max(512).optional();
+
+// ---------------------------------------------------------------------------------------------------- environments
+
+const shortText = z.string().max(4096);
+
+export const createEnvironmentBody = z.strictObject({
+  name: z.string().min(1).max(200),
+  description: shortText.optional(),
+  entry: shortText.optional(),
+  profile: profileSchema.optional(),
+});
+
+export const updateEnvironmentBody = z.strictObject({
+  name: z.string().min(1).max(200).optional(),
+  description: shortText.optional(),
+  entry: shortText.optional(),
+  profile: profileSchema.partial().optional(),
+});
+
+export const environmentSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('environment'),
+  name: z.string(),
+  slug: z.string(),
+  description: z.string(),
+  entry: z.string(),
+  status: z.string(),
+  mount: z.string(),
+  version: z.number().nullable(),
+  latestVersion: z.number().nullable(),
+  profile: profileSchema,
+  availability: z.enum(['available', 'unavailable']),
+  allocation: z
+    .strictObject({ allocationId: z.string(), generation: z.number(), state: z.string() })
+    .nullable(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+
+// ----------------------------------------------------------------------------------------------------- allocations
+
+export const allocationParams = z.strictObject({ id: resourceIdParam, allocationId: resourceIdParam });
+
+export const allocationSchema = z.looseObject({
+  allocationId: z.string(),
+  environmentId: z.string(),
+  generation: z.number(),
+  state: z.string(),
+  provider: z.enum(['native', 'docker']),
+  ownership: z.enum(['borrowed', 'managed']),
+  identity: z.looseObject({ resourceId: z.string(), incarnation: z.string().optional() }).optional(),
+  uses: z.array(z.looseObject({ useId: z.string(), kind: z.string() })),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+
+// -------------------------------------------------------------------------------------------------------- sessions
+
+export const createSessionBody = z.strictObject({
+  environmentId: resourceIdParam.nullable().optional(),
+  workspaceId: resourceIdParam.optional(),
+  parentId: resourceIdParam.optional(),
+});
+
+export const sessionSchema = z.looseObject({
+  id: z.string(),
+  environmentId: z.string().nullable(),
+  workspaceId: z.string().nullable(),
+  parentId: z.string().nullable(),
+  createdAt: z.number(),
+});
+
+// ------------------------------------------------------------------------------------------------------ executions
+
+export const executionStatusSchema = z.enum(['accepted', 'running', 'exited', 'cancelled', 'failed', 'unknown']);
+export type ExecutionStatusName = z.infer<typeof executionStatusSchema>;
+export const terminalStatuses: ReadonlySet<ExecutionStatusName> = new Set(['exited', 'cancelled', 'failed', 'unknown']);
+
+const commandArg = z.string().max(65_536);
+const ptySize = z.strictObject({
+  cols: z.number().int().min(1).max(1000),
+  rows: z.number().int().min(1).max(1000),
+});
+
+export const submitExecutionBody = z
+  .strictObject({
+    operationId: operationIdSchema,
+    environment: resourceIdParam.optional(),
+    session: resourceIdParam.optional(),
+    command: z.union([z.array(commandArg).min(1).max(4096), commandArg.min(1)]),
+    cwd: z.string().min(1).max(4096).optional(),
+    env: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, 'expected an environment variable name'), z.string().max(65_536))
+      .optional(),
+    stdin: z.boolean().optional(),
+    pty: ptySize.optional(),
+    timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+  })
+  .refine((b) => (b.environment === undefined) !== (b.session === undefined), {
+    message: 'exactly one of environment or session is required',
+    path: ['environment'],
+  });
+
+export const executionRecordSchema = z.looseObject({
+  id: z.string(),
+  operationId: z.string(),
+  environment: z.string(),
+  target: z.looseObject({ environmentId: z.string(), allocationId: z.string(), generation: z.number() }),
+  command: z.array(z.string()),
+  status: executionStatusSchema,
+  exitCode: z.number().nullable().optional(),
+  signal: z.string().nullable().optional(),
+  failure: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+  version: z.number().optional(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+export type ExecutionRecordJson = z.infer<typeof executionRecordSchema>;
+
+export const getExecutionQuery = z.strictObject({ waitMs: decimalQuery(600_000).optional() });
+
+export const listExecutionsQuery = z.strictObject({
+  operationId: operationIdSchema.optional(),
+  environment: resourceIdParam.optional(),
+  status: executionStatusSchema.optional(),
+});
+
+export const outputQuery = z.strictObject({
+  stream: outputStreamSchema.default('stdout'),
+  cursor: cursorQuery.default(0),
+  maxBytes: decimalQuery(64 * 1024 * 1024).pipe(z.number().min(1)).optional(),
+});
+
+/** Start cursors per stream; a missing one starts at 0. */
+const streamCursors = {
+  stdout: cursorQuery.optional(),
+  stderr: cursorQuery.optional(),
+  pty: cursorQuery.optional(),
+};
+
+/** SSE output: `stream` follows one stream only (then Last-Event-ID alone resumes it exactly). */
+export const executionEventsQuery = z.strictObject({
+  ...streamCursors,
+  stream: outputStreamSchema.optional(),
+  token: queryToken,
+});
+
+export const executionStreamQuery = z.strictObject({ ...streamCursors, token: queryToken });
+
+/** SSE output id: `<stream>:<cursor>`, the cursor after the event's bytes. */
+export const outputEventIdSchema = z
+  .string()
+  .regex(/^(stdout|stderr|pty):\d{1,16}$/, 'expected <stream>:<cursor>')
+  .transform((s) => {
+    const [stream, cursor] = s.split(':') as [OutputStreamName, string];
+    return { stream, cursor: Number(cursor) };
+  })
+  .pipe(z.object({ stream: outputStreamSchema, cursor: z.number().int().max(Number.MAX_SAFE_INTEGER) }));
+
+/** The `data` of an SSE `output` event. */
+export const outputEventDataSchema = z.strictObject({
+  stream: outputStreamSchema,
+  cursor: z.number().int().min(0),
+  data: z.base64(),
+});
+
+// ---------------------------------------------------------------------------------------------------- WebSocket
+
+/** Client -> server text frames. Binary frames are stdin bytes. */
+export const wsClientControlSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('resize'), cols: ptySize.shape.cols, rows: ptySize.shape.rows }),
+  z.strictObject({ type: z.literal('end') }),
+]);
+export type WsClientControl = z.infer<typeof wsClientControlSchema>;
+
+/** Server -> client text frames: a status on every change; an error when the runtime refused a client frame. */
+export const wsServerTextSchema = z.union([
+  executionRecordSchema.extend({ type: z.literal('status') }),
+  z.strictObject({ type: z.literal('error'), error: errorBodySchema.shape.error }),
+]);
+
+// ------------------------------------------------------------------------------------------------- events, replay
+
+/** A recorded event on the wire: revision and position are decimal strings (bigints in the store). */
+export const recordedEventJsonSchema = z.strictObject({
+  id: z.string(),
+  stream: z.string(),
+  revision: z.string().regex(/^\d+$/),
+  position: z.string().regex(/^\d+$/),
+  type: z.string(),
+  data: z.unknown(),
+  metadata: z.record(z.string(), z.unknown()),
+  createdAt: z.string(),
+});
+export type RecordedEventJson = z.infer<typeof recordedEventJsonSchema>;
+
+export const streamParams = z.strictObject({
+  stream: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,511}$/, 'expected a stream name <category>-<id>'),
+});
+
+export const replayQuery = z.strictObject({ at: decimalQuery(Number.MAX_SAFE_INTEGER).optional() });
+
+export const replayStepSchema = z.strictObject({
+  event: recordedEventJsonSchema,
+  stateBefore: z.unknown(),
+  stateAfter: z.unknown(),
+});
+
+/** Audit feed start: `after` (exclusive global position) or the Last-Event-ID header. */
+export const eventsFeedQuery = z.strictObject({
+  after: z.string().regex(/^\d{1,20}$/, 'expected a global position').optional(),
+  token: queryToken,
+});
+
+export const positionEventIdSchema = z.string().regex(/^\d{1,20}$/, 'expected a global position');
+
+// ---------------------------------------------------------------------------------------------------------- misc
+
+export const capabilitiesSchema = z.strictObject({ capabilities: z.record(z.string(), z.boolean()) });
+export const healthSchema = z.strictObject({ status: z.literal('ok') });
+export const activitySchema = z.array(z.unknown());
+export const emptyQuery = z.strictObject({});

@@ -1,0 +1,144 @@
+/**
+ * The typed client of a Berth gateway. `Berth.connect({url, token})`, then `environments.*`, `executions.*` and
+ * `events.follow`. `executions.run` submits with an operationId (generated when absent), follows the output over the
+ * WebSocket and reconnects transparently from its cursors; a submit whose answer was lost is retried with the same
+ * operationId, which returns the existing execution, never a second run. Server errors are BerthApiError.
+ */
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type {
+  allocationSchema,
+  createEnvironmentBody,
+  environmentSchema,
+  ExecutionRecordJson,
+  ExecutionStatusName,
+  OutputStreamName,
+  sessionSchema,
+  submitExecutionBody,
+  updateEnvironmentBody,
+} from '../../schemas/api.ts';
+import { BerthApiError } from './berth-api-error.ts';
+import { followEvents, type EventFeed } from './event-feed.ts';
+import { followExecution, type FollowOptions } from './execution-follower.ts';
+import { HttpTransport } from './http-transport.ts';
+import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
+
+export type Environment = z.output<typeof environmentSchema>;
+export type Allocation = z.output<typeof allocationSchema>;
+export type Session = z.output<typeof sessionSchema>;
+export type CreateEnvironment = z.input<typeof createEnvironmentBody>;
+export type UpdateEnvironment = z.input<typeof updateEnvironmentBody>;
+export type SubmitExecution = z.input<typeof submitExecutionBody>;
+
+export interface RunOptions extends Omit<FollowOptions, 'cursors' | 'onStatus'> {
+  operationId?: string;
+  pty?: { cols: number; rows: number };
+  cwd?: string;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  onStatus?: FollowOptions['onStatus'];
+  /** Called once the execution is accepted, with its record (its id in particular). */
+  onSubmitted?: (record: ExecutionRecordJson) => void;
+}
+
+export interface ConnectOptions {
+  url: string;
+  token: string;
+  backoff?: BackoffOptions;
+}
+
+const path = (...parts: string[]) => parts.map(encodeURIComponent).join('/');
+
+/** Network faults and 5xx are worth retrying with the same idempotent request; 4xx answers are final. */
+const transient = (error: unknown): boolean =>
+  error instanceof BerthApiError ? error.retryable : error instanceof TypeError; // fetch failed: refused, reset
+
+export class Berth {
+  private constructor(
+    private readonly http: HttpTransport,
+    private readonly backoff: BackoffOptions | undefined,
+    readonly capabilities: Record<string, boolean>,
+  ) {}
+
+  /** Connects and checks the token (GET /v1/capabilities). */
+  static async connect(options: ConnectOptions): Promise<Berth> {
+    const http = new HttpTransport(options.url, options.token);
+    const { capabilities } = await http.json<{ capabilities: Record<string, boolean> }>('GET', '/v1/capabilities');
+    return new Berth(http, options.backoff, capabilities);
+  }
+
+  readonly environments = {
+    create: (input: CreateEnvironment) => this.http.json<Environment>('POST', '/v1/environments', { body: input }),
+    list: () => this.http.json<Environment[]>('GET', '/v1/environments'),
+    get: (id: string) => this.http.json<Environment>('GET', `/v1/environments/${path(id)}`),
+    update: (id: string, patch: UpdateEnvironment) =>
+      this.http.json<Environment>('PUT', `/v1/environments/${path(id)}`, { body: patch }),
+    delete: (id: string) => this.http.json<void>('DELETE', `/v1/environments/${path(id)}`),
+    acquire: (id: string) => this.http.json<Allocation>('POST', `/v1/environments/${path(id)}/allocations`),
+    allocations: (id: string) => this.http.json<Allocation[]>('GET', `/v1/environments/${path(id)}/allocations`),
+    release: (id: string, allocationId: string) =>
+      this.http.json<Allocation>('DELETE', `/v1/environments/${path(id, 'allocations', allocationId)}`),
+  };
+
+  readonly sessions = {
+    create: (input: { environmentId?: string | null; workspaceId?: string; parentId?: string }) =>
+      this.http.json<Session>('POST', '/v1/sessions', { body: input }),
+    get: (id: string) => this.http.json<Session>('GET', `/v1/sessions/${path(id)}`),
+  };
+
+  readonly executions = {
+    /** Submits once, retrying transient failures with the same operationId. */
+    submit: async (input: SubmitExecution, signal?: AbortSignal): Promise<ExecutionRecordJson> => {
+      const backoff = new Backoff(this.backoff);
+      for (;;) {
+        try {
+          return await this.http.json<ExecutionRecordJson>('POST', '/v1/executions', { body: input, signal });
+        } catch (error) {
+          if (!transient(error) || signal?.aborted) throw error;
+          await backoff.wait(error, signal);
+        }
+      }
+    },
+    get: (id: string, options: { waitMs?: number } = {}) =>
+      this.http.json<ExecutionRecordJson>('GET', `/v1/executions/${path(id)}`, { query: options }),
+    list: (query: { operationId?: string; environment?: string; status?: ExecutionStatusName } = {}) =>
+      this.http.json<ExecutionRecordJson[]>('GET', '/v1/executions', { query }),
+    cancel: (id: string) => this.http.json<ExecutionRecordJson>('POST', `/v1/executions/${path(id)}/cancel`),
+    /** Bytes of one stream from a cursor, with the next cursor and whether the stream is complete. */
+    output: async (id: string, options: { stream?: OutputStreamName; cursor?: number; maxBytes?: number } = {}) => {
+      const response = await this.http.send('GET', `/v1/executions/${path(id)}/output`, { query: options });
+      return {
+        data: Buffer.from(await response.arrayBuffer()),
+        next: Number(response.headers.get('x-berth-cursor')),
+        complete: response.headers.get('x-berth-complete') === 'true',
+      };
+    },
+    /** Follows an existing execution until its terminal status (reconnecting as needed). */
+    follow: (id: string, options: FollowOptions = {}) =>
+      followExecution(this.http, id, { backoff: this.backoff, ...options }),
+    /**
+     * Runs a command and resolves with the final record. Aborting `signal` cancels the execution and rejects;
+     * a dropped connection does not (it reconnects).
+     */
+    run: async (environment: string, command: string[] | string, options: RunOptions = {}): Promise<ExecutionRecordJson> => {
+      const { operationId = randomUUID(), pty, cwd, env, timeoutMs, onSubmitted, ...follow } = options;
+      const record = await this.executions.submit(
+        { operationId, environment, command, pty, cwd, env, timeoutMs, stdin: options.stdin !== undefined },
+        options.signal,
+      );
+      onSubmitted?.(record);
+      const onAbort = () => void this.executions.cancel(record.id).catch(() => undefined);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        return await this.executions.follow(record.id, follow);
+      } finally {
+        options.signal?.removeEventListener('abort', onAbort);
+      }
+    },
+  };
+
+  readonly events = {
+    /** The scope's audit feed after `fromPosition` (exclusive; default: from the start), resumed across drops. */
+    follow: (fromPosition?: bigint): EventFeed => followEvents(this.http, fromPosition, this.backoff),
+  };
+}

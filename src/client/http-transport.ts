@@ -1,0 +1,55 @@
+/** JSON over HTTP to a Berth server with a bearer token; error bodies become BerthApiError. */
+import { BerthApiError } from './berth-api-error.ts';
+
+export interface RequestOptions {
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export class HttpTransport {
+  readonly baseUrl: string;
+
+  constructor(
+    baseUrl: string,
+    private readonly token: string,
+  ) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+  }
+
+  url(path: string, query: RequestOptions['query'] = {}): string {
+    const url = new URL(this.baseUrl + path);
+    for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, String(value));
+    return url.toString();
+  }
+
+  /** The WebSocket URL of a path (ws:// or wss://). */
+  wsUrl(path: string, query: RequestOptions['query'] = {}): string {
+    return this.url(path, query).replace(/^http/, 'ws');
+  }
+
+  get authorization(): string {
+    return `Bearer ${this.token}`;
+  }
+
+  /** A raw response; a non-2xx answer is thrown as BerthApiError. */
+  async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { authorization: this.authorization, ...options.headers };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const response = await fetch(this.url(path, options.query), {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: options.signal,
+    });
+    if (!response.ok) throw BerthApiError.fromBody(response.status, await response.text());
+    return response;
+  }
+
+  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.send(method, path, options);
+    if (response.status === 204) return undefined as T;
+    return (await response.json()) as T;
+  }
+}

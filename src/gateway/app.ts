@@ -1,0 +1,101 @@
+/**
+ * The gateway (DESIGN §8): a fastify application over `RuntimeApi`, one plugin per resource under routes/, one error
+ * handler, bearer auth, and WebSocket upgrades routed through fastify. Transport-free: `listen()` (listen.ts) binds
+ * it to TCP, a Unix socket and/or TLS.
+ */
+import { createRequire } from 'node:module';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import type { RuntimeApi } from '../runtime/runtime-api.ts';
+import { installAuth, type Authenticator } from './auth.ts';
+import { installErrorHandling, sendError, toBerthError } from './errors.ts';
+import { gatewayLogger, installRequestLog } from './gateway-logger.ts';
+import { defaultLimits, type GatewayLimits } from './limits.ts';
+import { OpenStreams } from './open-streams.ts';
+import type { GatewayDeps, ResourcePlugin, RouteDef } from './route.ts';
+import { activityPlugin } from './routes/activity.ts';
+import { allocationsPlugin } from './routes/allocations.ts';
+import { capabilitiesPlugin } from './routes/capabilities.ts';
+import { catalogPlugin } from './routes/catalog.ts';
+import { environmentsPlugin } from './routes/environments.ts';
+import { eventsPlugin } from './routes/events.ts';
+import { executionStreamsPlugin } from './routes/execution-streams.ts';
+import { executionsPlugin } from './routes/executions.ts';
+import { healthPlugin } from './routes/health.ts';
+import { openApiPlugin } from './routes/openapi.ts';
+import { sessionsPlugin } from './routes/sessions.ts';
+import { streamsPlugin } from './routes/streams.ts';
+import { stringifyWire } from './wire-json.ts';
+import { refuseStrayUpgrades, upgradeListener } from './ws-upgrade.ts';
+
+export interface GatewayOptions {
+  api: RuntimeApi;
+  auth: Authenticator;
+  /** The parent logger; the gateway logs through a redacting child. Default: silent. */
+  logger?: Logger;
+  limits?: Partial<GatewayLimits>;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  /** Every declared route (what /v1/openapi.json lists). */
+  routes: RouteDef[];
+  limits: GatewayLimits;
+  /** The `upgrade` listener for the node servers that serve this gateway. */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Ends open SSE and WebSocket streams (1001), then closes the application. */
+  close(): Promise<void>;
+}
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+export function buildGateway(options: GatewayOptions): Gateway {
+  const limits: GatewayLimits = { ...defaultLimits, ...options.limits };
+  const app = Fastify({
+    loggerInstance: gatewayLogger(options.logger) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: limits.bodyBytes,
+    routerOptions: { maxParamLength: 1024 },
+    frameworkErrors: (error, _request, reply) => sendError(reply, toBerthError(error)),
+  });
+  app.setReplySerializer((payload) => stringifyWire(payload));
+  installErrorHandling(app, limits.bodyBytes);
+  refuseStrayUpgrades(app);
+  installAuth(app, options.auth);
+  installRequestLog(app);
+
+  const streams = new OpenStreams();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.wsMaxFrameBytes, perMessageDeflate: false });
+  const deps: GatewayDeps = { api: options.api, limits, streams, wss };
+  const plugins: ResourcePlugin[] = [
+    healthPlugin,
+    capabilitiesPlugin,
+    environmentsPlugin,
+    allocationsPlugin,
+    sessionsPlugin,
+    executionsPlugin,
+    executionStreamsPlugin,
+    activityPlugin,
+    catalogPlugin,
+    streamsPlugin,
+    eventsPlugin,
+  ];
+  plugins.push(openApiPlugin(() => routes, { title: 'Berth', version }));
+  const routes = plugins.flatMap((plugin) => plugin.routes);
+  for (const plugin of plugins) app.register(plugin, { deps });
+
+  return {
+    app,
+    routes,
+    limits,
+    upgrade: upgradeListener(app),
+    async close() {
+      streams.closeAll();
+      wss.close();
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * Bearer-token authentication: the admin token from the configuration plus a tokens file (`[{token, scope, role}]`)
+ * loaded at start. A token maps to the caller `{scope, role}` the runtime API is called with. Tokens are kept only as
+ * SHA-256 digests, so lookups do not compare secrets byte by byte and a heap dump does not hold them.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { BerthError } from '../../schemas/errors.ts';
+import type { Caller } from '../runtime/runtime-api.ts';
+import type { RouteConfig } from './route.ts';
+
+export const tokenEntrySchema = z.strictObject({
+  token: z.string().min(16).max(512),
+  scope: z.string().min(1).max(200),
+  role: z.enum(['admin', 'member']),
+});
+export type TokenEntry = z.infer<typeof tokenEntrySchema>;
+
+export interface Authenticator {
+  /** The caller a token stands for, or undefined for no or an unknown token. */
+  authenticate(token: string | undefined): Caller | undefined;
+}
+
+export interface TokenAuthOptions {
+  adminToken?: string;
+  /** Scope of the admin token. Default `default`. */
+  adminScope?: string;
+  tokens?: TokenEntry[];
+}
+
+const digest = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+export function createTokenAuth(options: TokenAuthOptions): Authenticator {
+  const callers = new Map<string, Caller>();
+  const add = (token: string, caller: Caller) => {
+    const key = digest(token);
+    const existing = callers.get(key);
+    if (existing && (existing.scope !== caller.scope || existing.role !== caller.role)) {
+      throw new BerthError('invalid_request', 'One token is configured twice with different scopes or roles.');
+    }
+    callers.set(key, caller);
+  };
+  if (options.adminToken) add(options.adminToken, { scope: options.adminScope ?? 'default', role: 'admin' });
+  for (const entry of options.tokens ?? []) add(entry.token, { scope: entry.scope, role: entry.role });
+  return {
+    authenticate: (token) => (token ? callers.get(digest(token)) : undefined),
+  };
+}
+
+/** Reads and validates a tokens file. Its content is never quoted in errors: it is made of secrets. */
+export async function loadTokensFile(path: string): Promise<TokenEntry[]> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    throw new BerthError('invalid_request', `The tokens file ${path} cannot be read as JSON.`, { path }, { cause: error });
+  }
+  const result = z.array(tokenEntrySchema).safeParse(parsed);
+  if (!result.success) {
+    const issues = result.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+    throw new BerthError('invalid_request', `The tokens file ${path} is not [{token, scope, role}].`, { path, issues });
+  }
+  return result.data;
+}
+
+/** The token of an `Authorization: Bearer <token>` header. */
+export function bearerToken(header: string | undefined): string | undefined {
+  const match = header ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
+  return match?.[1];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth hook on every route that requires a token. */
+    caller: Caller | null;
+  }
+}
+
+/** Requires a known bearer token on every route not marked `auth: false`; `?token=` where the route allows it. */
+export function installAuth(app: FastifyInstance, authenticator: Authenticator): void {
+  app.decorateRequest('caller', null);
+  app.addHook('onRequest', async (request) => {
+    const config = request.routeOptions.config as RouteConfig;
+    if (config.auth === false) return;
+    const fromQuery = config.queryToken ? (request.query as { token?: unknown }).token : undefined;
+    const token = bearerToken(request.headers.authorization) ?? (typeof fromQuery === 'string' ? fromQuery : undefined);
+    const caller = authenticator.authenticate(token);
+    if (!caller) {
+      throw new BerthError('unauthorized', token ? 'The bearer token is not known.' : 'A bearer token is required.');
+    }
+    request.caller = caller;
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * One execution WebSocket (DESIGN §8): output as binary frames from the client's cursors, a status text frame on
+ * every status change, stdin/resize/end from the client. The output is paced by the socket: above `wsBufferBytes`
+ * buffered, reading stops; if the buffer stays above it for `wsStallMs` the client is closed with 1013 to reconnect
+ * from its last cursor. Closing, for any reason, never cancels the execution.
+ */
+import { WebSocket, type RawData } from 'ws';
+import type { FastifyBaseLogger } from 'fastify';
+import { wsClientControlSchema, type OutputStreamName } from '../../schemas/api.ts';
+import { BerthError, errorCodes } from '../../schemas/errors.ts';
+import type { Caller } from '../runtime/runtime-api.ts';
+import { toBerthError } from './errors.ts';
+import { followExecution } from './output-follower.ts';
+import { parseOrReject } from './parse-request.ts';
+import type { GatewayDeps } from './route.ts';
+import { stringifyWire } from './wire-json.ts';
+import { closeCodes, encodeOutputFrame } from './ws-frames.ts';
+
+export interface ExecutionStreamOptions {
+  deps: GatewayDeps;
+  caller: Caller;
+  id: string;
+  cursors: Record<OutputStreamName, number>;
+  log: FastifyBaseLogger;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOptions): Promise<void> {
+  const { deps, caller, id, log } = options;
+  const abort = new AbortController();
+  const unregister = deps.streams.add(() => ws.close(closeCodes.goingAway, 'gateway closing'));
+  ws.on('close', () => {
+    abort.abort();
+    unregister();
+  });
+  ws.on('error', (error) => log.debug({ err: error }, 'execution websocket error'));
+
+  const sendError = (error: BerthError) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(stringifyWire({ type: 'error', ...error.toBody() }));
+  };
+
+  // Client frames run one after another so stdin bytes keep their order.
+  let input = Promise.resolve();
+  ws.on('message', (data: RawData, isBinary: boolean) => {
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+    input = input
+      .then(() => handleClientFrame(bytes, isBinary))
+      .catch((error) => sendError(toBerthError(error)));
+  });
+  const handleClientFrame = async (bytes: Buffer, isBinary: boolean) => {
+    if (isBinary) return deps.api.writeStdin(caller, id, bytes);
+    let json: unknown;
+    try {
+      json = JSON.parse(bytes.toString('utf8'));
+    } catch {
+      throw new BerthError('invalid_request', 'A text frame must be JSON: {"type":"resize",…} or {"type":"end"}.');
+    }
+    const control = parseOrReject(wsClientControlSchema, json, 'frame');
+    if (control.type === 'end') return deps.api.endStdin(caller, id);
+    return deps.api.resize(caller, id, control.cols, control.rows);
+  };
+
+  // Send callbacks fire as frames reach the socket: each one is a chance for the buffer to have drained.
+  let wakeDrain: (() => void) | undefined;
+  const onSent = () => wakeDrain?.();
+  const drained = async (): Promise<boolean> => {
+    const deadline = Date.now() + deps.limits.wsStallMs;
+    while (ws.bufferedAmount > deps.limits.wsBufferBytes) {
+      if (ws.readyState !== WebSocket.OPEN) return false;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await Promise.race([new Promise<void>((resolve) => (wakeDrain = resolve)), sleep(Math.min(left, 50))]);
+    }
+    return true;
+  };
+
+  const pump = async () => {
+    const follow = followExecution(deps.api, caller, id, {
+      streams: ['stdout', 'stderr', 'pty'],
+      cursors: options.cursors,
+      chunkBytes: deps.limits.chunkBytes,
+      pollMs: deps.limits.pollMs,
+      signal: abort.signal,
+    });
+    for await (const item of follow) {
+      if (ws.readyState !== WebSocket.OPEN) return;
+      if (item.kind === 'output') ws.send(encodeOutputFrame(item.stream, item.cursor, item.data), onSent);
+      else ws.send(stringifyWire({ type: 'status', ...item.record }), onSent);
+      if (item.kind === 'status' && item.final) {
+        ws.close(closeCodes.complete, 'complete');
+        return;
+      }
+      if (!(await drained())) {
+        if (ws.readyState === WebSocket.OPEN) {
+          log.info({ execution: id, buffered: ws.bufferedAmount }, 'closing a websocket client that stopped reading');
+          ws.close(closeCodes.tryAgainLater, 'client too slow; reconnect from your cursors');
+        }
+        return;
+      }
+    }
+  };
+
+  return pump().catch((error) => {
+    const mapped = toBerthError(error);
+    if (mapped.status >= 500) log.error({ err: error, execution: id }, 'execution websocket failed');
+    sendError(mapped);
+    const code = errorCodes[mapped.code].retryable ? closeCodes.tryAgainLater : closeCodes.internal;
+    if (ws.readyState === WebSocket.OPEN) ws.close(code, mapped.code);
+  });
+}

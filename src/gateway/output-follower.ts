@@ -1,0 +1,63 @@
+/**
+ * Follows one execution for a streaming client (SSE or WebSocket): output chunks from per-stream cursors, then status
+ * changes, read through `api.readOutput` and woken by `api.waitForOutput`. Pull-based, so a slow consumer paces the
+ * reads instead of buffering them. A terminal status is yielded once, last, after every stream is complete: seeing it
+ * means the client holds all the output.
+ */
+import { terminalStatuses, type OutputStreamName } from '../../schemas/api.ts';
+import type { Caller, ExecutionRecord, RuntimeApi } from '../runtime/runtime-api.ts';
+
+export type FollowItem =
+  | { kind: 'output'; stream: OutputStreamName; cursor: number; data: Buffer; next: number }
+  | { kind: 'status'; record: ExecutionRecord; final: boolean };
+
+export interface FollowOptions {
+  streams: OutputStreamName[];
+  /** Start cursors; advanced in place as chunks are yielded. */
+  cursors: Record<OutputStreamName, number>;
+  chunkBytes: number;
+  pollMs: number;
+  signal: AbortSignal;
+}
+
+export async function* followExecution(
+  api: RuntimeApi,
+  caller: Caller,
+  id: string,
+  options: FollowOptions,
+): AsyncGenerator<FollowItem> {
+  const { streams, cursors, chunkBytes, pollMs, signal } = options;
+  const complete = new Set<OutputStreamName>();
+  let record = await api.getExecution(caller, id);
+  let statusCheckedAt = Date.now();
+  let reported: string | undefined;
+  while (!signal.aborted) {
+    if (!terminalStatuses.has(record.status) && record.status !== reported) {
+      reported = record.status;
+      yield { kind: 'status', record, final: false };
+    }
+    let progressed = false;
+    for (const stream of streams) {
+      if (complete.has(stream) || signal.aborted) continue;
+      const read = await api.readOutput(caller, id, stream, cursors[stream], chunkBytes);
+      if (read.data.length > 0) {
+        const cursor = cursors[stream];
+        cursors[stream] = read.next;
+        progressed = true;
+        yield { kind: 'output', stream, cursor, data: read.data, next: read.next };
+      } else if (read.complete) {
+        // Only an empty read of a complete stream proves its end: a full chunk may have more behind it.
+        complete.add(stream);
+      }
+    }
+    if (!progressed || Date.now() - statusCheckedAt >= pollMs) {
+      record = await api.getExecution(caller, id);
+      statusCheckedAt = Date.now();
+    }
+    if (terminalStatuses.has(record.status) && complete.size === streams.length) {
+      yield { kind: 'status', record, final: true };
+      return;
+    }
+    if (!progressed && !signal.aborted) await api.waitForOutput(caller, id, pollMs);
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * `GET /v1/events`: the audit feed of the caller's scope as server-sent events. `id:` is the event's global position
+ * (resume with Last-Event-ID or `?after=`, both exclusive), `event:` its type, `data:` the recorded event as JSON
+ * with revision and position as decimal strings.
+ */
+import { z } from 'zod';
+import { eventsFeedQuery, positionEventIdSchema } from '../../../schemas/api.ts';
+import { toBerthError } from '../errors.ts';
+import { parseOrReject } from '../parse-request.ts';
+import { defineRoute, resourcePlugin } from '../route.ts';
+import { SseWriter } from '../sse.ts';
+import { recordedEventToWire, stringifyWire } from '../wire-json.ts';
+
+export const eventsPlugin = resourcePlugin([
+  defineRoute(
+    {
+      method: 'GET',
+      path: '/v1/events',
+      summary: "The scope's audit feed (catch-up, then live), resumable by global position",
+      query: eventsFeedQuery,
+      queryToken: true,
+      headers: { 'Last-Event-ID': { description: 'Resume after this global position', schema: z.string() } },
+      responses: { 200: { description: 'An event stream', schema: z.string(), contentType: 'text/event-stream' } },
+    },
+    async ({ deps, caller, query, request, reply }) => {
+      const lastEventId = request.headers['last-event-id'];
+      const after = lastEventId !== undefined ? parseOrReject(positionEventIdSchema, lastEventId, 'header') : query.after;
+      const feed = deps.api.events(caller, after === undefined ? 'start' : BigInt(after));
+      const sse = new SseWriter(reply, deps.limits.heartbeatMs, deps.streams);
+      sse.signal.addEventListener('abort', () => void feed.close(), { once: true });
+      try {
+        for await (const event of feed) {
+          if (sse.closed) break;
+          const wire = recordedEventToWire(event);
+          await sse.send({ id: wire.position, event: event.type, data: stringifyWire(wire) });
+        }
+      } catch (error) {
+        const mapped = toBerthError(error);
+        if (mapped.status >= 500) request.log.error({ err: error }, 'audit feed failed');
+        await sse.send({ event: 'error', data: stringifyWire(mapped.toBody()) });
+      } finally {
+        sse.end();
+        await feed.close();
+      }
+      return reply;
+    },
+  ),
+]);

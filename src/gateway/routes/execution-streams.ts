@@ -1,0 +1,114 @@
+/**
+ * Following an execution: `GET /v1/executions/{id}/events` (SSE) and `GET /v1/executions/{id}/stream` (WebSocket),
+ * both in the DESIGN §8 formats. SSE output ids are `<stream>:<cursor after the event's bytes>`, so Last-Event-ID
+ * resumes exactly that stream; follow one stream per connection (`?stream=`) for browsers' automatic resume, or
+ * pass the other streams' cursors as query parameters.
+ */
+import { z } from 'zod';
+import {
+  executionEventsQuery,
+  executionRecordSchema,
+  executionStreamQuery,
+  idParams,
+  outputEventIdSchema,
+  type OutputStreamName,
+} from '../../../schemas/api.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import { toBerthError } from '../errors.ts';
+import { serveExecutionStream } from '../execution-stream.ts';
+import { followExecution } from '../output-follower.ts';
+import { parseOrReject } from '../parse-request.ts';
+import { defineRoute, resourcePlugin } from '../route.ts';
+import { SseWriter } from '../sse.ts';
+import { stringifyWire } from '../wire-json.ts';
+import { acceptUpgrade, isUpgradeRequest } from '../ws-upgrade.ts';
+
+const allStreams: OutputStreamName[] = ['stdout', 'stderr', 'pty'];
+
+export const executionStreamsPlugin = resourcePlugin([
+  defineRoute(
+    {
+      method: 'GET',
+      path: '/v1/executions/{id}/events',
+      summary: 'Output and status as server-sent events, resumable with Last-Event-ID',
+      description:
+        'Each output event: `id: <stream>:<cursor after its bytes>`, `event: output`, ' +
+        '`data: {"stream","cursor" (of its first byte),"data" (base64)}`. `event: status` (no id) on each status ' +
+        'change; the terminal one comes last, after all output, and ends the response.',
+      params: idParams,
+      query: executionEventsQuery,
+      queryToken: true,
+      headers: { 'Last-Event-ID': { description: 'Resume after `<stream>:<cursor>`', schema: z.string() } },
+      responses: { 200: { description: 'An event stream', schema: z.string(), contentType: 'text/event-stream' } },
+    },
+    async ({ deps, caller, params, query, request, reply }) => {
+      const cursors = { stdout: query.stdout ?? 0, stderr: query.stderr ?? 0, pty: query.pty ?? 0 };
+      const lastEventId = request.headers['last-event-id'];
+      if (lastEventId !== undefined) {
+        const last = parseOrReject(outputEventIdSchema, lastEventId, 'header');
+        cursors[last.stream] = last.cursor;
+      }
+      await deps.api.getExecution(caller, params.id); // not_found as a plain error, before the stream opens
+      const sse = new SseWriter(reply, deps.limits.heartbeatMs, deps.streams);
+      try {
+        const follow = followExecution(deps.api, caller, params.id, {
+          streams: query.stream ? [query.stream] : allStreams,
+          cursors,
+          chunkBytes: deps.limits.chunkBytes,
+          pollMs: deps.limits.pollMs,
+          signal: sse.signal,
+        });
+        for await (const item of follow) {
+          if (item.kind === 'output') {
+            const data = { stream: item.stream, cursor: item.cursor, data: item.data.toString('base64') };
+            await sse.send({ id: `${item.stream}:${item.next}`, event: 'output', data: JSON.stringify(data) });
+          } else {
+            await sse.send({ event: 'status', data: stringifyWire(item.record) });
+          }
+          if (sse.closed) break;
+        }
+      } catch (error) {
+        const mapped = toBerthError(error);
+        if (mapped.status >= 500) request.log.error({ err: error }, 'execution event stream failed');
+        await sse.send({ event: 'error', data: stringifyWire(mapped.toBody()) });
+      } finally {
+        sse.end();
+      }
+      return reply;
+    },
+  ),
+  defineRoute(
+    {
+      method: 'GET',
+      path: '/v1/executions/{id}/stream',
+      summary: 'Output and status over a WebSocket; stdin, resize and end from the client',
+      description:
+        'Server -> client binary: byte 0 stream (1 stdout, 2 stderr, 3 pty), bytes 1-8 u64 BE cursor of the first ' +
+        'data byte, then data. Text: {"type":"status", ...record} on every status change; the terminal one comes ' +
+        'last, after all output, followed by close 1000. Client -> server binary: stdin bytes; text ' +
+        '{"type":"resize","cols","rows"} or {"type":"end"}. A client that stops reading is closed with 1013: ' +
+        'reconnect with ?stdout=&stderr=&pty= cursors. Disconnecting never cancels the execution.',
+      params: idParams,
+      query: executionStreamQuery,
+      queryToken: true,
+      websocket: true,
+      responses: {
+        101: { description: 'Switching to the WebSocket protocol' },
+        200: { description: 'Never: the record schema documents the status frames', schema: executionRecordSchema },
+      },
+    },
+    async ({ deps, caller, params, query, request, reply }) => {
+      if (!isUpgradeRequest(request)) {
+        throw new BerthError('invalid_request', 'This path speaks WebSocket: send an upgrade request.', {
+          reason: 'upgrade_required',
+        });
+      }
+      await deps.api.getExecution(caller, params.id); // not_found as HTTP, before the handshake
+      const ws = await acceptUpgrade(deps.wss, request, reply);
+      const cursors = { stdout: query.stdout ?? 0, stderr: query.stderr ?? 0, pty: query.pty ?? 0 };
+      request.log.info({ execution: params.id, cursors }, 'execution websocket opened');
+      void serveExecutionStream(ws, { deps, caller, id: params.id, cursors, log: request.log });
+      return reply;
+    },
+  ),
+]);

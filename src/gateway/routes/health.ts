@@ -1,0 +1,26 @@
+/** `GET /healthz` (open: says only that the process serves) and `GET /metrics` (Prometheus text; needs a token). */
+import { z } from 'zod';
+import { healthSchema } from '../../../schemas/api.ts';
+import { defineRoute, resourcePlugin } from '../route.ts';
+
+export const healthPlugin = resourcePlugin([
+  defineRoute(
+    {
+      method: 'GET',
+      path: '/healthz',
+      summary: 'Liveness',
+      auth: false,
+      responses: { 200: { description: 'Serving', schema: healthSchema } },
+    },
+    async () => ({ status: 'ok' }),
+  ),
+  defineRoute(
+    {
+      method: 'GET',
+      path: '/metrics',
+      summary: 'Prometheus metrics',
+      responses: { 200: { description: 'Prometheus text exposition', schema: z.string(), contentType: 'text/plain' } },
+    },
+    async ({ deps, reply }) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(await deps.api.metrics()),
+  ),
+]);
