@@ -49,12 +49,21 @@ describe('sqlite event store shared by two processes', () => {
       const writers = await Promise.all(
         ['w1', 'w2'].map((w) => startWriter([file, w, String(streams), String(appendsPerWriter), '2', '10'])),
       );
-      const sub = observer.subscribeToAll({ filter: { streamPrefixes: ['shared-'] } });
+      const total = 2 * appendsPerWriter;
+      // Follows the writers live, while they run: only the poll of the shared file can wake it.
+      const following = (async () => {
+        const seen: RecordedEvent[] = [];
+        for await (const e of observer.subscribeToAll({ filter: { streamPrefixes: ['shared-'] } })) {
+          seen.push(e);
+          if (seen.length === total) break;
+        }
+        return seen;
+      })();
       for (const w of writers) w.child.stdin!.end('go\n');
       const reports = await Promise.all(writers.map((w) => w.report));
 
       const acked = reports.flatMap((r) => r.acked);
-      expect(acked).toHaveLength(2 * appendsPerWriter);
+      expect(acked).toHaveLength(total);
       // The race was real: writers lost optimistic-concurrency checks and retried.
       expect(reports.reduce((n, r) => n + r.conflicts, 0)).toBeGreaterThan(0);
 
@@ -67,11 +76,7 @@ describe('sqlite event store shared by two processes', () => {
       expect(stored).toHaveLength(acked.length);
       expect(new Set(stored.map((e) => e.id))).toEqual(new Set(acked));
 
-      const seen: RecordedEvent[] = [];
-      for await (const e of sub) {
-        seen.push(e);
-        if (seen.length === acked.length) break;
-      }
+      const seen = await following;
       const all = await observer.readAll();
       expect(seen.map((e) => e.id)).toEqual(all.map((e) => e.id));
       for (let i = 1; i < seen.length; i++) expect(seen[i].position).toBeGreaterThan(seen[i - 1].position);
@@ -81,5 +86,5 @@ describe('sqlite event store shared by two processes', () => {
     } finally {
       await observer.close();
     }
-  });
+  }, 30_000);
 });

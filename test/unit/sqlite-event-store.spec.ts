@@ -28,6 +28,11 @@ describe('sqlite event store: group commit', () => {
   });
   afterEach(() => store.close());
 
+  it('should report -1 as the head of an empty store', async () => {
+    expect(await store.headPosition()).toBe(-1n);
+    expect(await store.readAll()).toEqual([]);
+  });
+
   it('should commit 200 concurrent appends in a handful of transactions', async () => {
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) => store.append(`g-${i}`, [event('t.a')], { expectedRevision: 'no_stream' })),
@@ -101,7 +106,7 @@ describe('sqlite event store: group commit', () => {
     } finally {
       await Promise.all([reader.close(), writer.close()]);
     }
-  });
+  }, 10_000);
 });
 
 describe('sqlite event store: corrupt rows', () => {
