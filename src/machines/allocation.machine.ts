@@ -165,10 +165,11 @@ const allocationSetup = setup({
       context.call === 'deallocate' && event.type === 'allocation.deallocated' && event.result === params.result,
     useHeld: ({ context, event }) =>
       (event.type === 'allocation.use_acquired' || event.type === 'allocation.use_released') && event.useId in context.uses,
-    canRelease: ({ context, event }) => {
+    /** `idle` is offered only where an allocation once existed (ready, lost, fenced); before that only `explicit`. */
+    canRelease: ({ context, event }, params: { idle: boolean }) => {
       if (event.type !== 'allocation.release_requested') return false;
       if (context.call !== null || Object.keys(context.uses).length > 0) return false;
-      return event.reason === 'explicit' || idleElapsed(context, event.at);
+      return event.reason === 'explicit' || (params.idle && idleElapsed(context, event.at));
     },
   },
   actions: {
@@ -233,18 +234,19 @@ const reportRoutes = [
 ] as const;
 
 /** Release closes admission and deallocates; the guard refuses it with uses or a provider call in flight. */
-const releaseRoute = {
-  guard: 'canRelease',
-  target: 'releasing',
-  actions: ['startRelease', 'stamp', deallocate, notify('releasing')],
-} as const;
+const releaseRoute = (idle: boolean) =>
+  ({
+    guard: { type: 'canRelease', params: { idle } },
+    target: 'releasing',
+    actions: ['startRelease', 'stamp', deallocate, notify('releasing')],
+  }) as const;
 
 /** lost and fenced: the uses stay until their owners release them; then the remains may be released. */
 const heldAfterLoss = allocationSetup.createStateConfig({
   on: {
     'allocation.use_acquired': { guard: 'useHeld', actions: ['touch', 'stamp'] },
     'allocation.use_released': { guard: 'useHeld', actions: ['releaseUse', 'touch', 'stamp'] },
-    'allocation.release_requested': releaseRoute,
+    'allocation.release_requested': releaseRoute(true),
     'runtime.recovered': { actions: ['dropStaleAdmissions', 'stamp'] },
   },
 });
@@ -287,7 +289,7 @@ export const allocationMachine = allocationSetup.createMachine({
         'allocation.resume_requested': { guard: 'canResume', target: 'requested', actions: ['callAllocate', 'stamp', allocate] },
         'allocation.reconcile_requested': { guard: 'noCall', actions: ['callInspect', 'stamp', inspect] },
         'runtime.recovered': { actions: ['callInspect', 'stamp', inspect] },
-        'allocation.release_requested': releaseRoute,
+        'allocation.release_requested': releaseRoute(false),
       },
     },
     /** The provider could not tell: inspected by the original request id until it can, never re-allocated. */
@@ -296,7 +298,7 @@ export const allocationMachine = allocationSetup.createMachine({
         'allocation.reported': reportRoutes,
         'allocation.reconcile_requested': { guard: 'noCall', actions: ['callInspect', 'stamp', inspect] },
         'runtime.recovered': { actions: ['callInspect', 'stamp', inspect] },
-        'allocation.release_requested': releaseRoute,
+        'allocation.release_requested': releaseRoute(false),
       },
     },
     ready: {
@@ -313,7 +315,7 @@ export const allocationMachine = allocationSetup.createMachine({
         'allocation.use_released': { guard: 'useHeld', actions: ['releaseUse', 'touch', 'stamp'] },
         'allocation.reconcile_requested': { guard: 'noCall', actions: ['callInspect', 'stamp', inspect] },
         'runtime.recovered': { actions: ['dropStaleAdmissions', 'callInspect', 'stamp', inspect] },
-        'allocation.release_requested': releaseRoute,
+        'allocation.release_requested': releaseRoute(true),
       },
     },
     /** Admission is closed; deallocation is retried (idempotently) until the provider confirms termination. */
@@ -348,7 +350,7 @@ export const finished = (snapshot: AllocationSnapshot): boolean => snapshot.stat
  */
 export const reclaimableAt = (snapshot: AllocationSnapshot): number | null => {
   const { context } = snapshot;
-  if (!['ready', 'pending', 'unknown', 'lost', 'fenced'].includes(snapshot.value)) return null;
+  if (!['ready', 'lost', 'fenced'].includes(snapshot.value)) return null;
   if (context.call !== null || Object.keys(context.uses).length > 0) return null;
   return reclaimableSince(context);
 };
@@ -383,9 +385,11 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
       return invalid('The allocation holds no such use.', 'not_held');
     case 'allocation.release_requested':
       if (state === 'releasing') return busy('The allocation is already being released.');
+      if (snapshot.status === 'done') return invalid(`The allocation is already ${state}.`, 'finished');
       if (uses.length > 0) return busy('The allocation has active uses.');
       if (context.call !== null) return busy(`A provider ${context.call} is in flight.`);
       if (context.ownership === 'borrowed') return invalid('A borrowed allocation is never reclaimed for idleness.', 'borrowed');
+      if (reclaimableAt(snapshot) === null) return invalid(`A ${state} allocation is released only explicitly.`, 'explicit_only');
       return {
         code: 'invalid_state',
         message: 'The allocation has not been idle for its interval.',

@@ -35,8 +35,8 @@ export interface EnvironmentContext {
   name: string;
   slug: string;
   scope: string;
-  description?: string;
-  entry?: string;
+  description: string | null;
+  entry: string | null;
   profile: Profile;
   /** The profile's reuse policy, or its provider's default: docker shares per session, native per scope (seed 000). */
   reuse: ReusePolicy;
@@ -93,7 +93,8 @@ export const environmentMachine = setup({
     create: assign(({ event }) => {
       if (event.type !== 'environment.created') return {};
       const { name, slug, scope, profile, description, entry, at } = event;
-      return { name, slug, scope, profile, description, entry, reuse: defaultReuse(profile), createdAt: at };
+      const text = { description: description ?? null, entry: entry ?? null };
+      return { name, slug, scope, profile, ...text, reuse: defaultReuse(profile), createdAt: at };
     }),
     update: assign(({ context, event }) => {
       if (event.type !== 'environment.updated') return {};
@@ -103,8 +104,8 @@ export const environmentMachine = setup({
         slug: event.slug ?? context.slug,
         profile,
         reuse: defaultReuse(profile),
-        description: event.description === undefined ? context.description : (event.description ?? undefined),
-        entry: event.entry === undefined ? context.entry : (event.entry ?? undefined),
+        description: event.description === undefined ? context.description : event.description,
+        entry: event.entry === undefined ? context.entry : event.entry,
       };
     }),
     startAcquisition: assign(({ context, event }) => {
@@ -121,6 +122,8 @@ export const environmentMachine = setup({
     name: '',
     slug: '',
     scope: '',
+    description: null,
+    entry: null,
     profile: { provider: 'native' },
     reuse: 'scope',
     generation: 0,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
 import { allocationMachine, finished, reclaimableAt, reject } from '../../../src/machines/allocation.machine.ts';
-import { allocationActor, snapshotAfter } from './machine-actors.ts';
+import { allocationActor, persistedRoundTrip, snapshotAfter } from './machine-actors.ts';
 
 const ENV = `henv_${'b'.repeat(32)}`;
 const ID = 'alloc-1';
@@ -189,6 +189,18 @@ describe('allocation machine: idle reclamation', () => {
     spec.given(history).when(release('idle', 64_000)).then({ state: 'releasing' });
   });
 
+  it('should release a partial or unknown allocation only explicitly, never for idleness', () => {
+    spec.given([intended, pending]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
+    spec.given([intended, unknownReport]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
+    expect(reclaimableAt(snapshotAfter(allocationMachine, ID, [intended, pending]))).toBeNull();
+  });
+
+  it('should refuse releasing a finished allocation', () => {
+    spec.given([intended, absent()]).when(release('explicit')).thenRejects('invalid_state');
+    const r = reject(snapshotAfter(allocationMachine, ID, [intended, absent()]), release('explicit'));
+    expect(r.detail).toMatchObject({ reason: 'finished' });
+  });
+
   it('should not offer reclamation while uses are held', () => {
     const history = [intended, ready, use('exec-1')];
     expect(reclaimableAt(snapshotAfter(allocationMachine, ID, history))).toBeNull();
@@ -242,5 +254,13 @@ describe('allocation machine: recovery and loss', () => {
     spec.given(lost).when(release('explicit')).thenRejects('environment_busy');
     spec.given(lost).when(recovered()).then({ state: 'lost', actions: [] });
     spec.given([...lost, unuse('exec-1', 17_000)]).when(release('explicit', 18_000)).then({ state: 'releasing' });
+  });
+});
+
+describe('allocation machine: snapshots', () => {
+  it('should restore a persisted snapshot to the same state and context', () => {
+    const s = snapshotAfter(allocationMachine, ID, [intended, ready, use('adm-1', 'admission', { runtimeId: 'rt-1', epoch: 1 }), use('exec-1')]);
+    const r = persistedRoundTrip(allocationMachine, s);
+    expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
 import { currentTarget, environmentMachine, finished, reject } from '../../../src/machines/environment.machine.ts';
-import { environmentActor, snapshotAfter } from './machine-actors.ts';
+import { environmentActor, persistedRoundTrip, snapshotAfter } from './machine-actors.ts';
 
 const ENV = `henv_${'a'.repeat(32)}`;
 const spec = actorSpec(environmentActor, { actorId: ENV });
@@ -53,8 +53,7 @@ describe('environment machine: catalog record', () => {
       .when({ type: 'environment.updated', description: null, profile: { provider: 'native' }, at: 1_500 })
       .then(({ context, actions }) => {
         expect(actions).toEqual([]);
-        expect(context).toMatchObject({ name: 'Content Studio', entry: 'run.sh', profile: { provider: 'native' }, reuse: 'scope' });
-        expect(context.description).toBeUndefined();
+        expect(context).toMatchObject({ name: 'Content Studio', entry: 'run.sh', description: null, profile: { provider: 'native' }, reuse: 'scope' });
       });
   });
 
@@ -153,5 +152,14 @@ describe('environment machine: recovery', () => {
     spec.given([created]).when(recovered).thenRejects('invalid_state');
     expect(finished(snapshotAfter(environmentMachine, ENV, [created]))).toBe(true);
     expect(finished(snapshotAfter(environmentMachine, ENV, [created, acquire(1)]))).toBe(false);
+  });
+});
+
+describe('environment machine: snapshots', () => {
+  it('should restore a persisted snapshot to the same state and context', () => {
+    const s = snapshotAfter(environmentMachine, ENV, [created, acquire(1), allocated(1)]);
+    const r = persistedRoundTrip(environmentMachine, s);
+    expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
+    expect(currentTarget(r)).toEqual(currentTarget(s));
   });
 });

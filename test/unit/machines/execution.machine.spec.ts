@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
 import { executionMachine, executionStatus, finished, reject } from '../../../src/machines/execution.machine.ts';
-import { executionActor, snapshotAfter } from './machine-actors.ts';
+import { executionActor, persistedRoundTrip, snapshotAfter } from './machine-actors.ts';
 
 const ENV = `henv_${'c'.repeat(32)}`;
 const ID = 'exe-1';
@@ -176,5 +176,15 @@ describe('execution machine: recovery reconciles, never resubmits', () => {
 
   it('should leave a released execution alone', () => {
     spec.given([accepted, cancelRequested, released]).when(recovered).thenRejects('invalid_state');
+  });
+});
+
+describe('execution machine: snapshots', () => {
+  it('should restore a persisted snapshot to the same state, context and status', () => {
+    for (const history of [[accepted, dispatched, started, cancelRequested], [accepted, dispatched, started, exited, drained, saved, released]]) {
+      const s = snapshotAfter(executionMachine, ID, history as never);
+      const r = persistedRoundTrip(executionMachine, s);
+      expect([r.value, r.context, r.status, executionStatus(r)]).toStrictEqual([s.value, s.context, s.status, executionStatus(s)]);
+    }
   });
 });

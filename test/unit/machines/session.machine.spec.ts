@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
 import { reject, sessionMachine } from '../../../src/machines/session.machine.ts';
-import { sessionActor, snapshotAfter } from './machine-actors.ts';
+import { persistedRoundTrip, sessionActor, snapshotAfter } from './machine-actors.ts';
 
 const spec = actorSpec(sessionActor, { actorId: 'ses-1' });
 const ENV_A = `henv_${'a'.repeat(32)}`;
@@ -94,5 +94,13 @@ describe('session machine: changing the Environment', () => {
     const twice = [create({ environmentId: ENV_A }), turn('started', 't-1'), turn('started', 't-1')];
     spec.given(twice).when(turn('finished', 't-1')).then(({ context }) => expect(context.turns).toEqual([]));
     spec.given([create()]).when(turn('finished', 't-9')).thenRejects('invalid_state');
+  });
+});
+
+describe('session machine: snapshots', () => {
+  it('should restore a persisted snapshot to the same state and context', () => {
+    const s = snapshotAfter(sessionMachine, 'ses-1', [create({ ...parent('fork', ENV_A) }), turn('started', 't-1')]);
+    const r = persistedRoundTrip(sessionMachine, s);
+    expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
   });
 });
