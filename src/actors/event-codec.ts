@@ -55,34 +55,53 @@ export function validateIncoming(actorType: ActorType, event: DomainEvent): Doma
   return asDomainEvent(type, parsed.data);
 }
 
+/** What decoding a stored event needs (recovery keeps only this of each event it buffers). */
+export interface StoredEvent {
+  stream: string;
+  revision: bigint;
+  type: string;
+  data: unknown;
+  schemaVersion: number;
+}
+
+export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
+  stream: r.stream,
+  revision: r.revision,
+  type: r.type,
+  data: r.data,
+  schemaVersion: Number(r.metadata.schemaVersion ?? 1),
+});
+
 /** Turns a stored event back into the domain event the machine folds: upcast, then validate. */
-export function decodeRecorded(actorType: ActorType, recorded: RecordedEvent): DomainEvent {
-  const schema = eventSchema(actorType, recorded.type);
+export const decodeRecorded = (actorType: ActorType, recorded: RecordedEvent): DomainEvent =>
+  decodeStored(actorType, storedEventOf(recorded));
+
+export function decodeStored(actorType: ActorType, stored: StoredEvent): DomainEvent {
+  const schema = eventSchema(actorType, stored.type);
   if (!schema) {
-    throw new CorruptEvent(recorded.stream, recorded.revision, `${actorType.type} has no ${recorded.type} event`);
+    throw new CorruptEvent(stored.stream, stored.revision, `${actorType.type} has no ${stored.type} event`);
   }
-  const stored = Number(recorded.metadata.schemaVersion ?? 1);
-  const current = schemaVersionOf(actorType, recorded.type);
-  let data = recorded.data;
-  if (stored !== current) {
-    if (!(stored < current) || !actorType.upcast) {
+  const current = schemaVersionOf(actorType, stored.type);
+  let data = stored.data;
+  if (stored.schemaVersion !== current) {
+    if (!(stored.schemaVersion < current) || !actorType.upcast) {
       throw new CorruptEvent(
-        recorded.stream,
-        recorded.revision,
-        `${recorded.type} has schemaVersion ${stored}; this code reads version ${current}`,
+        stored.stream,
+        stored.revision,
+        `${stored.type} has schemaVersion ${stored.schemaVersion}; this code reads version ${current}`,
       );
     }
     try {
-      data = actorType.upcast(recorded.type, data, stored);
+      data = actorType.upcast(stored.type, data, stored.schemaVersion);
     } catch (e) {
-      throw new CorruptEvent(recorded.stream, recorded.revision, `upcast failed: ${(e as Error).message}`);
+      throw new CorruptEvent(stored.stream, stored.revision, `upcast failed: ${(e as Error).message}`);
     }
   }
   const parsed = schema.safeParse(data);
   if (!parsed.success) {
-    throw new CorruptEvent(recorded.stream, recorded.revision, z.prettifyError(parsed.error));
+    throw new CorruptEvent(stored.stream, stored.revision, z.prettifyError(parsed.error));
   }
-  return asDomainEvent(recorded.type, parsed.data);
+  return asDomainEvent(stored.type, parsed.data);
 }
 
 function asDomainEvent(type: string, data: unknown): DomainEvent {

@@ -3,9 +3,10 @@
  * one: each event whose metadata says `finished` lets the scan forget its actor; each snapshot lets it forget the
  * events the snapshot covers. Only the unfinished actors are folded, each from its latest snapshot.
  */
-import type { EventStore, RecordedEvent } from '../store/event-store.ts';
+import type { EventStore } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
-import { catchUp, foldRecorded, fromSnapshot, type LoadedActor } from './rehydrate.ts';
+import { storedEventOf, type StoredEvent } from './event-codec.ts';
+import { catchUp, foldStored, fromSnapshot, type LoadedActor } from './rehydrate.ts';
 import { decodeSnapshot, SNAPSHOT_PREFIX, type StoredSnapshot } from './snapshot-stream.ts';
 
 export interface ScannedActor {
@@ -19,8 +20,8 @@ interface Entry {
   actorType: ActorType;
   id: string;
   snapshot?: StoredSnapshot;
-  /** Events after the snapshot, in revision order. */
-  events: RecordedEvent[];
+  /** Events after the snapshot, in revision order; only what folding needs, so the rest is garbage at once. */
+  events: StoredEvent[];
   finished: boolean;
   /** An event followed a finished one, so the buffered events are incomplete: read the stream instead. */
   reread: boolean;
@@ -76,7 +77,7 @@ export async function scanUnfinished(
       if (e.finished) e.reread = true;
       e.finished = recorded.metadata.finished === true;
       if (e.finished) e.events = [];
-      else e.events.push(recorded);
+      else e.events.push(storedEventOf(recorded));
     }
     if (page.length < pageSize) break;
     from = page[page.length - 1].position;
@@ -88,7 +89,7 @@ export async function scanUnfinished(
     const base = fromSnapshot(e.actorType, e.id, e.snapshot);
     const contiguous = !e.reread && (e.events.length === 0 || e.events[0].revision === base.revision + 1n);
     const loaded = contiguous
-      ? foldRecorded(e.actorType, base, e.events)
+      ? foldStored(e.actorType, base, e.events)
       : await catchUp(store, e.actorType, stream, base);
     unfinished.push({ actorType: e.actorType, id: e.id, stream, loaded });
   }

@@ -6,7 +6,7 @@ import type { AnyMachineSnapshot } from 'xstate';
 import { isBerthError } from '../../schemas/errors.ts';
 import { CorruptEvent, type EventStore, type RecordedEvent } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
-import { decodeRecorded } from './event-codec.ts';
+import { decodeStored, storedEventOf, type StoredEvent } from './event-codec.ts';
 import { initialSnapshot, restore, step } from './machine-step.ts';
 import { readLatestSnapshot, type StoredSnapshot } from './snapshot-stream.ts';
 
@@ -35,19 +35,22 @@ export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot
   }
 }
 
-/** Folds recorded events (in revision order, starting right after `from.revision`) onto `from`. */
-export function foldRecorded(actorType: ActorType, from: LoadedActor, events: RecordedEvent[]): LoadedActor {
+/** Folds stored events (in revision order, starting right after `from.revision`) onto `from`. */
+export function foldStored(actorType: ActorType, from: LoadedActor, events: StoredEvent[]): LoadedActor {
   let { snapshot, revision } = from;
   for (const recorded of events) {
     if (recorded.revision <= revision) continue;
     if (recorded.revision !== revision + 1n) {
       throw new CorruptEvent(recorded.stream, revision + 1n, 'missing from the stream (gap before the next event)');
     }
-    [snapshot] = step(actorType.machine, snapshot, decodeRecorded(actorType, recorded));
+    [snapshot] = step(actorType.machine, snapshot, decodeStored(actorType, recorded));
     revision = recorded.revision;
   }
   return { snapshot, revision };
 }
+
+export const foldRecorded = (actorType: ActorType, from: LoadedActor, events: RecordedEvent[]): LoadedActor =>
+  foldStored(actorType, from, events.map(storedEventOf));
 
 async function eventsAfter(store: EventStore, stream: string, revision: bigint): Promise<RecordedEvent[]> {
   try {
