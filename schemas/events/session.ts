@@ -14,12 +14,12 @@ export const sessionEvents = {
   /**
    * environmentId: a string selects it, null disables any default, absent (undefined) inherits from `parent` when
    * given, else takes `defaultEnvironmentId` (the composition's configured default), else none.
-   * workspaceId: given selects it, absent inherits from `parent`.
+   * workspaceId: a string selects it, null selects none, absent inherits from `parent`.
    */
   'session.created': z.strictObject({
     scope: z.string().min(1),
     environmentId: environmentSelectionSchema.optional(),
-    workspaceId: resourceIdSchema.optional(),
+    workspaceId: resourceIdSchema.nullable().optional(),
     defaultEnvironmentId: environmentSelectionSchema.optional(),
     parent: z
       .strictObject({

@@ -272,7 +272,10 @@ export const allocationMachine = allocationSetup.createMachine({
   states: {
     pristine: {
       on: {
-        'allocation.intended': { target: 'requested', actions: ['recordIntent', 'callAllocate', 'touch', 'stamp', allocate] },
+        'allocation.intended': {
+          target: 'requested',
+          actions: ['recordIntent', 'callAllocate', 'touch', 'stamp', allocate],
+        },
       },
     },
     /** A provider call (allocate, or an inspection of the same request) is in flight. */
@@ -286,7 +289,11 @@ export const allocationMachine = allocationSetup.createMachine({
     pending: {
       on: {
         'allocation.reported': reportRoutes,
-        'allocation.resume_requested': { guard: 'canResume', target: 'requested', actions: ['callAllocate', 'stamp', allocate] },
+        'allocation.resume_requested': {
+          guard: 'canResume',
+          target: 'requested',
+          actions: ['callAllocate', 'stamp', allocate],
+        },
         'allocation.reconcile_requested': { guard: 'noCall', actions: ['callInspect', 'stamp', inspect] },
         'runtime.recovered': { actions: ['callInspect', 'stamp', inspect] },
         'allocation.release_requested': releaseRoute(false),
@@ -368,12 +375,21 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
     return {
       code: 'invalid_state',
       message: 'The allocation was already intended.',
-      detail: { ...detail, reason: 'already_intended', requestId: context.requestId, ...(environmentEvent ? { environmentEvent } : {}) },
+      detail: {
+        ...detail,
+        reason: 'already_intended',
+        requestId: context.requestId,
+        ...(environmentEvent ? { environmentEvent } : {}),
+      },
     };
   }
   if (state === 'pristine') return { code: 'not_found', message: 'The allocation does not exist.', detail };
   const busy = (message: string): Rejection => ({ code: 'environment_busy', message, detail });
-  const invalid = (message: string, reason: string): Rejection => ({ code: 'invalid_state', message, detail: { ...detail, reason } });
+  const invalid = (message: string, reason: string): Rejection => ({
+    code: 'invalid_state',
+    message,
+    detail: { ...detail, reason },
+  });
   switch (event.type) {
     case 'allocation.use_acquired':
       if (state === 'releasing') return busy('The allocation is being released; admission is closed.');
@@ -388,8 +404,12 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
       if (snapshot.status === 'done') return invalid(`The allocation is already ${state}.`, 'finished');
       if (uses.length > 0) return busy('The allocation has active uses.');
       if (context.call !== null) return busy(`A provider ${context.call} is in flight.`);
-      if (context.ownership === 'borrowed') return invalid('A borrowed allocation is never reclaimed for idleness.', 'borrowed');
-      if (reclaimableAt(snapshot) === null) return invalid(`A ${state} allocation is released only explicitly.`, 'explicit_only');
+      if (context.ownership === 'borrowed') {
+        return invalid('A borrowed allocation is never reclaimed for idleness.', 'borrowed');
+      }
+      if (reclaimableAt(snapshot) === null) {
+        return invalid(`A ${state} allocation is released only explicitly.`, 'explicit_only');
+      }
       return {
         code: 'invalid_state',
         message: 'The allocation has not been idle for its interval.',

@@ -62,7 +62,8 @@ export interface AllocationIntendParams {
   profile: Profile;
 }
 
-const defaultReuse = (profile: Profile): ReusePolicy => profile.reuse ?? (profile.provider === 'docker' ? 'session' : 'scope');
+const defaultReuse = (profile: Profile): ReusePolicy =>
+  profile.reuse ?? (profile.provider === 'docker' ? 'session' : 'scope');
 
 /** Every state that names an acquisition has one (set by `startAcquisition`, cleared only on the way to idle). */
 const intend = {
@@ -73,7 +74,7 @@ const intend = {
   },
 } as const;
 
-export const environmentMachine = setup({
+const environmentSetup = setup({
   types: {
     context: {} as EnvironmentContext,
     events: {} as EnvironmentEvent,
@@ -115,7 +116,18 @@ export const environmentMachine = setup({
     }),
     clearAcquisition: assign({ acquisition: null }),
   },
-}).createMachine({
+});
+
+const update = { actions: ['update', 'stamp'] } as const;
+const remove = { target: 'deleted', actions: 'stamp' } as const;
+const acquire = { guard: 'isNextGeneration', target: 'acquiring', actions: ['startAcquisition', 'stamp', intend] } as const;
+/** The allocation actor reports a state of the current allocation. */
+const reported = (target: 'allocated' | 'lost' | 'releasing') =>
+  ({ guard: 'isCurrentAllocation', target, actions: 'stamp' }) as const;
+/** Nothing is allocated any more (failed, or released): back to idle; the generation stays spent. */
+const released = { guard: 'isCurrentAllocation', target: 'idle', actions: ['clearAcquisition', 'stamp'] } as const;
+
+export const environmentMachine = environmentSetup.createMachine({
   id: 'environment',
   context: ({ input }) => ({
     id: input.id,
@@ -137,47 +149,43 @@ export const environmentMachine = setup({
       on: { 'environment.created': { target: 'idle', actions: ['create', 'stamp'] } },
     },
     idle: {
-      on: {
-        'environment.updated': { actions: ['update', 'stamp'] },
-        'environment.deleted': { target: 'deleted', actions: 'stamp' },
-        'environment.acquisition_requested': { guard: 'isNextGeneration', target: 'acquiring', actions: ['startAcquisition', 'stamp', intend] },
-      },
+      on: { 'environment.updated': update, 'environment.deleted': remove, 'environment.acquisition_requested': acquire },
     },
     acquiring: {
       on: {
-        'environment.updated': { actions: ['update', 'stamp'] },
-        'environment.allocated': { guard: 'isCurrentAllocation', target: 'allocated', actions: 'stamp' },
-        'environment.allocation_failed': { guard: 'isCurrentAllocation', target: 'idle', actions: ['clearAcquisition', 'stamp'] },
-        'environment.allocation_lost': { guard: 'isCurrentAllocation', target: 'lost', actions: 'stamp' },
-        'environment.allocation_releasing': { guard: 'isCurrentAllocation', target: 'releasing', actions: 'stamp' },
-        'environment.allocation_released': { guard: 'isCurrentAllocation', target: 'idle', actions: ['clearAcquisition', 'stamp'] },
+        'environment.updated': update,
+        'environment.allocated': reported('allocated'),
+        'environment.allocation_failed': released,
+        'environment.allocation_lost': reported('lost'),
+        'environment.allocation_releasing': reported('releasing'),
+        'environment.allocation_released': released,
         'runtime.recovered': { actions: intend },
       },
     },
     allocated: {
       on: {
-        'environment.updated': { actions: ['update', 'stamp'] },
-        'environment.allocation_lost': { guard: 'isCurrentAllocation', target: 'lost', actions: 'stamp' },
-        'environment.allocation_releasing': { guard: 'isCurrentAllocation', target: 'releasing', actions: 'stamp' },
-        'environment.allocation_released': { guard: 'isCurrentAllocation', target: 'idle', actions: ['clearAcquisition', 'stamp'] },
+        'environment.updated': update,
+        'environment.allocation_lost': reported('lost'),
+        'environment.allocation_releasing': reported('releasing'),
+        'environment.allocation_released': released,
         'runtime.recovered': { actions: intend },
       },
     },
     releasing: {
       on: {
-        'environment.updated': { actions: ['update', 'stamp'] },
-        'environment.allocation_released': { guard: 'isCurrentAllocation', target: 'idle', actions: ['clearAcquisition', 'stamp'] },
+        'environment.updated': update,
+        'environment.allocation_released': released,
         'runtime.recovered': { actions: intend },
       },
     },
     /** The allocation is confirmed gone (or fenced): a new acquisition is allowed; the lost one keeps its uses. */
     lost: {
       on: {
-        'environment.updated': { actions: ['update', 'stamp'] },
-        'environment.deleted': { target: 'deleted', actions: 'stamp' },
-        'environment.acquisition_requested': { guard: 'isNextGeneration', target: 'acquiring', actions: ['startAcquisition', 'stamp', intend] },
-        'environment.allocation_releasing': { guard: 'isCurrentAllocation', target: 'releasing', actions: 'stamp' },
-        'environment.allocation_released': { guard: 'isCurrentAllocation', target: 'idle', actions: ['clearAcquisition', 'stamp'] },
+        'environment.updated': update,
+        'environment.deleted': remove,
+        'environment.acquisition_requested': acquire,
+        'environment.allocation_releasing': reported('releasing'),
+        'environment.allocation_released': released,
         'runtime.recovered': { actions: intend },
       },
     },

@@ -1,7 +1,8 @@
 /**
  * The execution actor (stream `execution-<id>`): one command on one allocation target (DESIGN §5).
  *
- *   accepted ─dispatched→ dispatched ─started→ running ─exited→ exited ─drained→ drained ─saved→ saved ─released→ released
+ *   accepted ─dispatched→ dispatched ─started→ running ─exited→ exited
+ *            ─drained→ drained ─saved→ saved ─released→ released
  *
  * with `closing` for outcomes that have nothing to save (cancelled before dispatch, failed, unknown): it only gives
  * the allocation use back. Every step's effect is named by the transition into it and reports back as the next event.
@@ -118,17 +119,26 @@ const submit = {
     ...(context.version !== undefined ? { version: context.version } : {}),
   }),
 } as const;
-/** Recovery of `dispatched`: `executor.abandon` (fences a submit still in flight); receipt running → `execution.started`, exited → `execution.exited`, absent → `execution.unknown`. */
+/**
+ * Recovery of `dispatched`: `executor.abandon` (fences a submit still in flight), then report from the receipt:
+ * running → `execution.started`, exited → `execution.exited`, absent → `execution.unknown`.
+ */
 const inspect = { type: 'executor.inspect', params: operation } as const;
-/** Follow the receipt (waitForChange/status) until it says exited; report `execution.exited`. Also reattaches after recovery. */
+/** Follow the receipt (waitForChange, status) until it says exited; report `execution.exited`. Also reattaches. */
 const watch = { type: 'executor.watch', params: operation } as const;
-/** `executor.cancel` (idempotent, kills the tree); report `execution.cancel_confirmed` (and `execution.exited` if the receipt says so). */
+/**
+ * `executor.cancel` (idempotent, kills the tree); report `execution.cancel_confirmed`, and `execution.exited` when
+ * the receipt says so.
+ */
 const cancel = { type: 'executor.cancel', params: operation } as const;
 /** Wait until the process tree is gone and every stream is closed; report `execution.drained` {sizes}. */
 const drain = { type: 'executor.drain', params: operation } as const;
 const save = {
   type: 'output.save',
-  params: ({ context }: { context: ExecutionContext }): SaveParams => ({ ...operation({ context }), sizes: context.sizes ?? {} }),
+  params: ({ context }: { context: ExecutionContext }): SaveParams => ({
+    ...operation({ context }),
+    sizes: context.sizes ?? {},
+  }),
 } as const;
 /** `executor.release`: drop the spool, output being saved; idempotent. */
 const release = { type: 'executor.release', params: operation } as const;
@@ -172,7 +182,9 @@ export const executionMachine = setup({
     /** Nothing was sent, so nothing can run: the cancel is complete without the executor. */
     cancelBeforeDispatch: assign({ cancel: 'confirmed', outcome: 'cancelled' }),
     fail: assign(({ event }) =>
-      event.type === 'execution.failed' ? { outcome: 'failed' as const, failure: { code: event.code, message: event.message } } : {},
+      event.type === 'execution.failed'
+        ? { outcome: 'failed' as const, failure: { code: event.code, message: event.message } }
+        : {},
     ),
     markUnknown: assign(({ event }) =>
       event.type === 'execution.unknown'

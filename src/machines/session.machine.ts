@@ -60,14 +60,14 @@ export const sessionMachine = setup({
       return {
         scope: event.scope,
         ...selectEnvironment(event),
-        workspaceId: event.workspaceId ?? event.parent?.workspaceId ?? null,
+        workspaceId: event.workspaceId !== undefined ? event.workspaceId : (event.parent?.workspaceId ?? null),
         parent: event.parent ? { sessionId: event.parent.sessionId, relation: event.parent.relation } : null,
         createdAt: event.at,
       };
     }),
     changeEnvironment: assign(({ event }) =>
       event.type === 'session.environment_changed'
-        ? { environmentId: event.next, environmentSource: event.next === null ? ('disabled' as const) : ('explicit' as const) }
+        ? { environmentId: event.next, environmentSource: event.next === null ? 'disabled' : 'explicit' }
         : {},
     ),
     startTurn: assign({
@@ -132,7 +132,8 @@ export const reject = (snapshot: SessionSnapshot, event: IncomingEvent): Rejecti
       };
     }
     if (event.next === event.previous) {
-      return { code: 'invalid_state', message: 'The session already selects that Environment.', detail: { ...detail, reason: 'unchanged' } };
+      const message = 'The session already selects that Environment.';
+      return { code: 'invalid_state', message, detail: { ...detail, reason: 'unchanged' } };
     }
     return { code: 'environment_busy', message: 'The session has a running turn.', detail };
   }

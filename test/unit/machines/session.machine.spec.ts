@@ -52,6 +52,9 @@ describe('session machine: selection at creation', () => {
     spec.when(create({ ...parent('child', ENV_A), environmentId: ENV_B, workspaceId: 'ws-own' })).then(({ context }) => {
       expect(context).toMatchObject({ environmentId: ENV_B, environmentSource: 'explicit', workspaceId: 'ws-own' });
     });
+    spec.when(create({ ...parent('child', ENV_A), workspaceId: null })).then(({ context }) => {
+      expect(context).toMatchObject({ environmentId: ENV_A, workspaceId: null });
+    });
   });
 
   it('should copy the forked session\'s selection', () => {
