@@ -1,0 +1,109 @@
+/**
+ * Starts the gateway on a real listening socket (port 0) over the in-test FakeRuntimeApi (see its header: a stand-in
+ * until the real runtime lands), with a tokens file on disk and the log stream captured, for the gateway-*.spec.ts
+ * integration tests.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { buildGateway, type Gateway } from '../../src/gateway/app.ts';
+import { createTokenAuth, loadTokensFile } from '../../src/gateway/auth.ts';
+import type { GatewayLimits } from '../../src/gateway/limits.ts';
+import { listen, type Listener } from '../../src/gateway/listen.ts';
+import { FakeRuntimeApi } from '../unit/gateway/fake-runtime-api.ts';
+
+export const tokens = {
+  admin: 'admin-token-3f9c2a71b8e04d56',
+  alice: 'alice-token-8d1e6b0c2f7a4e93',
+  bob: 'bob-token-5a4c9e2d7b1f0368a',
+};
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  api: FakeRuntimeApi;
+  gateway: Gateway;
+  listener: Listener;
+  /** Every log line the gateway wrote. */
+  logs: string[];
+  headers(token?: string): Record<string, string>;
+  /** Drops every connection and stops listening (the runtime state survives, as across a process restart). */
+  stop(): Promise<void>;
+  /** Listens again on the same port. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: { limits?: Partial<GatewayLimits>; api?: FakeRuntimeApi } = {}): Promise<RunningGateway> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-gateway-'));
+  const tokensFile = join(dir, 'tokens.json');
+  writeFileSync(
+    tokensFile,
+    JSON.stringify([
+      { token: tokens.alice, scope: 'alice', role: 'member' },
+      { token: tokens.bob, scope: 'bob', role: 'member' },
+    ]),
+  );
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(chunk.toString());
+      done();
+    },
+  });
+  const api = options.api ?? new FakeRuntimeApi();
+  const auth = createTokenAuth({ adminToken: tokens.admin, tokens: await loadTokensFile(tokensFile) });
+  const gateway = buildGateway({ api, auth, logger: pino({ level: 'debug' }, sink), limits: options.limits });
+  let listener = await listen(gateway, { port: 0 });
+  const port = Number(new URL(listener.url).port);
+  const running: RunningGateway = {
+    url: listener.url,
+    port,
+    api,
+    gateway,
+    listener,
+    logs,
+    headers: (token = tokens.alice) => ({ authorization: `Bearer ${token}` }),
+    stop: () => listener.close(),
+    async restart() {
+      listener = await listen(gateway, { port });
+      running.listener = listener;
+    },
+    async close() {
+      await listener.close().catch(() => undefined);
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return running;
+}
+
+/** Creates an environment in the caller's scope and returns its id. */
+export async function createEnvironment(gw: RunningGateway, token = tokens.alice, name = `env ${Math.random()}`): Promise<string> {
+  const response = await fetch(`${gw.url}/v1/environments`, {
+    method: 'POST',
+    headers: { ...gw.headers(token), 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+  if (response.status !== 201) throw new Error(`create environment: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+/** Submits an execution and returns its record. */
+export async function submit(
+  gw: RunningGateway,
+  environment: string,
+  command: string[],
+  extra: Record<string, unknown> = {},
+  token = tokens.alice,
+): Promise<{ id: string; status: string; operationId: string }> {
+  const response = await fetch(`${gw.url}/v1/executions`, {
+    method: 'POST',
+    headers: { ...gw.headers(token), 'content-type': 'application/json' },
+    body: JSON.stringify({ operationId: `op-${Math.random()}`, environment, command, ...extra }),
+  });
+  if (response.status !== 201) throw new Error(`submit: ${response.status} ${await response.text()}`);
+  return (await response.json()) as { id: string; status: string; operationId: string };
+}
