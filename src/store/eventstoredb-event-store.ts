@@ -93,7 +93,7 @@ export class EventStoreDbEventStore implements EventStore {
   constructor(client: EventStoreDbClient, options: EventStoreDbOptions = {}) {
     this.client = client;
     this.retry = { ...defaultRetryPolicy, ...options.retry };
-    this.resubscribe = { ...defaultRetryPolicy, attempts: 10, ...options.resubscribe };
+    this.resubscribe = { attempts: 10, baseDelayMs: 100, maxDelayMs: 5_000, ...options.resubscribe };
     this.pageSize = Math.max(MIN_PAGE, options.pageSize ?? 512);
     this.timeoutMs = options.timeoutMs ?? 15_000;
   }

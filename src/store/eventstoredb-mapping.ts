@@ -90,8 +90,10 @@ export function toClientExpectedRevision(expected: ExpectedRevision): AppendExpe
  * AllReader records it with commit position = prepare position = its own log position (`new CommitEventRecord(
  * eventRecord, eventRecord.LogPosition)`), so commit positions are unique and strictly increasing per event, and
  * {commit: p, prepare: p} is the exact position to resume from. Maintainers confirm that prepare only differs from
- * commit for explicit transactions (KurrentDB issue #3989, PR #4975). An append's result carries the position of its
- * last event (RequestManager `WriteEventsCompleted(…, CommitPosition, CommitPosition)`).
+ * commit for explicit transactions (KurrentDB issue #3989, PR #4975), which only the legacy TCP API could write: a
+ * database holding some is not supported. An append's result carries the position of its last event (the storage
+ * chaser acknowledges the prepare flagged TransactionEnd, and `WriteEventsCompleted` reports that log position as
+ * both commit and prepare).
  */
 export const toClientPosition = (position: bigint): Position => ({ commit: position, prepare: position });
 
