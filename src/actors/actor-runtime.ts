@@ -79,11 +79,11 @@ export interface ActorView<C = any> {
 }
 
 export interface RecoveryReport {
-  /** Unfinished actors found and rehydrated. */
+  /** Unfinished actors found (rehydrated, or failed). */
   actors: number;
   /** Those whose state accepted `runtime.recovered` (and so got it). */
   recovered: number;
-  /** Those whose `runtime.recovered` failed (logged). */
+  /** Those that could not be rehydrated (a corrupt event) or whose `runtime.recovered` failed; each is logged. */
   failed: number;
   ms: number;
 }
@@ -172,13 +172,17 @@ export class ActorRuntime<S = unknown> {
 
   /**
    * Rehydrates every unfinished actor of every registered type (one scan of the log) and sends `runtime.recovered`
-   * to each one whose state accepts it; the machines answer with inspection effects. Call after `start`, before
-   * admitting work.
+   * to each one whose state accepts it; the machines answer with inspection effects. An actor with a corrupt event
+   * is logged and counted as failed while the others are still reconciled. Call after `start`, before admitting work.
    */
   async recover(): Promise<RecoveryReport> {
     const t0 = performance.now();
     const identity = this.started();
-    const unfinished = (await scanUnfinished(this.store, this.types.values())).filter((a) => {
+    const scan = await scanUnfinished(this.store, this.types.values());
+    for (const { stream, error } of scan.failed) {
+      this.logger.error({ err: error, stream }, 'actor cannot be rehydrated; it is not reconciled');
+    }
+    const unfinished = scan.unfinished.filter((a) => {
       this.cache.put(a.stream, a.loaded);
       return !isFinished(a.actorType, a.loaded.snapshot);
     });
@@ -189,7 +193,7 @@ export class ActorRuntime<S = unknown> {
       at: Date.now(),
     };
     let accepted = 0;
-    let failed = 0;
+    let failed = scan.failed.length;
     // A bounded window keeps memory flat; the store still group-commits each window's appends together.
     const window = 1024;
     for (let i = 0; i < unfinished.length; i += window) {
@@ -204,7 +208,7 @@ export class ActorRuntime<S = unknown> {
         }),
       );
     }
-    return { actors: unfinished.length, recovered: accepted, failed, ms: performance.now() - t0 };
+    return { actors: unfinished.length + scan.failed.length, recovered: accepted, failed, ms: performance.now() - t0 };
   }
 
   /** Resolves when no mailbox job, effect or snapshot write is under way (including ones started meanwhile). */

@@ -25,6 +25,14 @@ interface Entry {
   finished: boolean;
   /** An event followed a finished one, so the buffered events are incomplete: read the stream instead. */
   reread: boolean;
+  /** A stored event or snapshot of this actor that cannot be decoded. */
+  error?: unknown;
+}
+
+export interface ScanResult {
+  unfinished: ScannedActor[];
+  /** Actors that cannot be rehydrated (a corrupt event or snapshot): reported, never skipped silently. */
+  failed: { stream: string; error: unknown }[];
 }
 
 /** Maps a stream name to its registered actor type (the longest matching `<type>-` prefix) and actor id. */
@@ -44,7 +52,7 @@ export async function scanUnfinished(
   store: EventStore,
   types: Iterable<ActorType>,
   pageSize = 10_000,
-): Promise<ScannedActor[]> {
+): Promise<ScanResult> {
   const resolve = streamResolver(types);
   const entries = new Map<string, Entry>();
   const entryOf = (stream: string): Entry | undefined => {
@@ -65,10 +73,14 @@ export async function scanUnfinished(
       if (recorded.stream.startsWith(SNAPSHOT_PREFIX)) {
         const e = entryOf(recorded.stream.slice(SNAPSHOT_PREFIX.length));
         if (!e) continue;
-        const s = decodeSnapshot(recorded);
-        if (!e.snapshot || s.revision > e.snapshot.revision) {
-          e.snapshot = s;
-          e.events = e.events.filter((x) => x.revision > s.revision);
+        try {
+          const s = decodeSnapshot(recorded);
+          if (!e.snapshot || s.revision > e.snapshot.revision) {
+            e.snapshot = s;
+            e.events = e.events.filter((x) => x.revision > s.revision);
+          }
+        } catch (error) {
+          e.error ??= error;
         }
         continue;
       }
@@ -83,15 +95,20 @@ export async function scanUnfinished(
     from = page[page.length - 1].position;
   }
 
-  const unfinished: ScannedActor[] = [];
+  const result: ScanResult = { unfinished: [], failed: [] };
   for (const [stream, e] of entries) {
     if (e.finished) continue;
-    const base = fromSnapshot(e.actorType, e.id, e.snapshot);
-    const contiguous = !e.reread && (e.events.length === 0 || e.events[0].revision === base.revision + 1n);
-    const loaded = contiguous
-      ? foldStored(e.actorType, base, e.events)
-      : await catchUp(store, e.actorType, stream, base);
-    unfinished.push({ actorType: e.actorType, id: e.id, stream, loaded });
+    try {
+      if (e.error) throw e.error;
+      const base = fromSnapshot(e.actorType, e.id, e.snapshot);
+      const contiguous = !e.reread && (e.events.length === 0 || e.events[0].revision === base.revision + 1n);
+      const loaded = contiguous
+        ? foldStored(e.actorType, base, e.events)
+        : await catchUp(store, e.actorType, stream, base);
+      result.unfinished.push({ actorType: e.actorType, id: e.id, stream, loaded });
+    } catch (error) {
+      result.failed.push({ stream, error });
+    }
   }
-  return unfinished;
+  return result;
 }

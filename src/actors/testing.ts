@@ -9,7 +9,7 @@
  */
 import { deepStrictEqual, equal, fail } from 'node:assert/strict';
 import type { StateValue } from 'xstate';
-import { isBerthError, type ErrorCode } from '../../schemas/errors.ts';
+import { isBerthError, type BerthError, type ErrorCode } from '../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from './actor-runtime.ts';
 import type { ActorType, DomainEvent } from './actor-type.ts';
 import { decide } from './decide.ts';
@@ -31,8 +31,8 @@ export type SpecExpectation<C = any> =
 export interface WhenStep<C = any> {
   /** Asserts the event is accepted, then checks the outcome; returns it. */
   then(expected: SpecExpectation<C>): SpecOutcome<C>;
-  /** Asserts the event is refused with this code (`invalid_request` for a schema refusal). */
-  thenRejects(code: ErrorCode): void;
+  /** Asserts the event is refused with this code (`invalid_request` for a schema refusal); returns the error. */
+  thenRejects(code: ErrorCode): BerthError;
 }
 
 export interface GivenStep<C = any> {
@@ -76,10 +76,11 @@ function whenStep<C>(actorType: ActorType, actorId: string, history: DomainEvent
       } catch (e) {
         if (!isBerthError(e)) throw e;
         equal(e.code, code, `expected rejection ${code}, got ${e.code}: ${e.message}`);
-        return;
+        return e;
       }
       if (d.accepted) fail(`expected ${event.type} to be rejected with ${code}, it was accepted (-> ${JSON.stringify(d.next.value)})`);
       equal(d.error.code, code, `expected rejection ${code}, got ${d.error.code}: ${d.error.message}`);
+      return d.error;
     },
   };
 }

@@ -244,6 +244,28 @@ describe('ActorRuntime: snapshots and rehydration', () => {
   });
 });
 
+describe('ActorRuntime: effects that throw', () => {
+  it('logs the failure and sends nothing for it', async () => {
+    const logged: { obj: object; msg?: string }[] = [];
+    const log = (obj: object, msg?: string) => void logged.push({ obj, msg });
+    const rt = await started({ logger: { debug: log, info: log, warn: log, error: log } });
+    rt.register({
+      ...counterActor,
+      type: 'fragile',
+      effects: {
+        announce: () => {
+          throw new Error('provider exploded');
+        },
+      },
+    });
+    await rt.send('fragile', 'f1', inc(10));
+    await rt.whenIdle();
+    expect((await store.readStream('fragile-f1')).map((e) => e.type)).toEqual(['counter.incremented']);
+    expect(rt.stats.effectsFailed).toBe(1);
+    expect(logged.map((l) => l.msg)).toContain('effect threw; nothing is sent for it');
+  });
+});
+
 describe('ActorRuntime: recovery', () => {
   it('sends runtime.recovered to every unfinished actor and its inspection effects run', async () => {
     const before = await started({ snapshotEvery: 3 });
@@ -266,5 +288,19 @@ describe('ActorRuntime: recovery', () => {
     expect(last.type).toBe('runtime.recovered');
     expect(last.data).toMatchObject({ runtimeId: 'rt-a', epoch: 2 });
     expect((await after.get('counter', 'open-1'))?.context).toMatchObject({ count: 5, recoveries: 1 });
+  });
+
+  it('reports an actor with a corrupt event as failed and still reconciles the others', async () => {
+    const before = await started();
+    await before.send('counter', 'fine', inc(1));
+    await appendRaw('counter-broken', [{ type: 'counter.incremented', data: { by: 'many' } }]);
+    const services: CounterServices = { inspected: [] };
+    const logged: string[] = [];
+    const log = (_: object, msg?: string) => void logged.push(msg ?? '');
+    const after = await started({ services, logger: { debug: log, info: log, warn: log, error: log } });
+    expect(await after.recover()).toMatchObject({ actors: 2, recovered: 1, failed: 1 });
+    await after.whenIdle();
+    expect(services.inspected).toEqual([{ id: 'fine', count: 1 }]);
+    expect(logged).toContain('actor cannot be rehydrated; it is not reconciled');
   });
 });

@@ -25,7 +25,8 @@ describe('actorSpec (given / when / then)', () => {
   });
 
   it('checks typed rejections, schema refusals included', () => {
-    actorSpec(counterActor, { actorId: 'small' }).given([inc(5)]).when(inc(1)).thenRejects('invalid_request');
+    const err = actorSpec(counterActor, { actorId: 'small' }).given([inc(5)]).when(inc(1)).thenRejects('invalid_request');
+    expect(err.detail).toMatchObject({ count: 5, limit: 5 });
     actorSpec(counterActor).given([{ type: 'counter.closed' }]).when(inc(1)).thenRejects('invalid_state');
     actorSpec(counterActor).when({ type: 'counter.incremented', by: -1 }).thenRejects('invalid_request');
   });
