@@ -12,10 +12,12 @@ import {
   type AllStreamResolvedEvent,
   type AppendResult as ClientAppendResult,
   type AppendToStreamOptions,
+  type Direction,
   type EventData as ClientEventData,
   type JSONType,
   type Position,
   type ReadAllOptions as ClientReadAllOptions,
+  type ReadPosition,
   type ReadStreamOptions as ClientReadStreamOptions,
   type RecordedEvent as ClientRecordedEvent,
   type ResolvedEvent,
@@ -55,7 +57,11 @@ import { EventStoreDbSubscription, type ClientSubscription } from './eventstored
 
 /** The client calls this adapter makes: EventStoreDBClient in production. */
 export interface EventStoreDbClient {
-  appendToStream(stream: string, events: ClientEventData[], options: AppendToStreamOptions): Promise<ClientAppendResult>;
+  appendToStream(
+    stream: string,
+    events: ClientEventData[],
+    options: AppendToStreamOptions,
+  ): Promise<ClientAppendResult>;
   readStream(stream: string, options: ClientReadStreamOptions): AsyncIterable<ResolvedEvent>;
   readAll(options: ClientReadAllOptions): AsyncIterable<AllStreamResolvedEvent>;
   subscribeToAll(options: SubscribeToAllOptions): ClientSubscription;
@@ -153,7 +159,8 @@ export class EventStoreDbEventStore implements EventStore {
       throw new WrongExpectedVersion(stream, expected, await this.streamRevision(stream));
     }
     // An idempotent repeat may come back without a position (older servers send -1): read it from the stream.
-    const position = fromClientPosition(result.position) ?? positionOf(await this.recordAt(stream, result.nextExpectedRevision));
+    const position =
+      fromClientPosition(result.position) ?? positionOf(await this.recordAt(stream, result.nextExpectedRevision));
     return { nextRevision: result.nextExpectedRevision, position };
   }
 
@@ -186,7 +193,7 @@ export class EventStoreDbEventStore implements EventStore {
     const out: RecordedEvent[] = [];
     while (out.length < limit) {
       const count = Math.min(this.pageSize, Math.max(MIN_PAGE, limit - out.length + 1));
-      const page = await this.read(() => this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: count }), {});
+      const page = await this.readAllPage(FORWARDS, from, count);
       for (const r of page) {
         const record = recordOf(r);
         const position = positionOf(record);
@@ -226,7 +233,7 @@ export class EventStoreDbEventStore implements EventStore {
     let from: Position | typeof END = END;
     let before: bigint | undefined;
     for (;;) {
-      const page = await this.read(() => this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: MIN_PAGE }), {});
+      const page = await this.readAllPage(BACKWARDS, from, MIN_PAGE);
       const bound = before;
       for (const r of page) {
         const record = recordOf(r);
@@ -276,6 +283,10 @@ export class EventStoreDbEventStore implements EventStore {
     );
   }
 
+  private readAllPage(direction: Direction, fromPosition: ReadPosition, maxCount: number) {
+    return this.read(() => this.client.readAll({ direction, fromPosition, maxCount }), {});
+  }
+
   /** The stream's last event, undefined when the stream does not exist. */
   private async lastRecord(stream: string): Promise<ClientRecordedEvent | undefined> {
     try {
@@ -291,8 +302,12 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   private async recordAt(stream: string, revision: bigint): Promise<ClientRecordedEvent> {
-    const [r] = await this.read(() => this.client.readStream(stream, { fromRevision: revision, maxCount: 1 }), { stream });
-    if (r === undefined) throw new BerthError('internal', `${stream}@${revision} was appended but cannot be read`, { stream });
+    const [r] = await this.read(() => this.client.readStream(stream, { fromRevision: revision, maxCount: 1 }), {
+      stream,
+    });
+    if (r === undefined) {
+      throw new BerthError('internal', `${stream}@${revision} was appended but cannot be read`, { stream });
+    }
     return recordOf(r);
   }
 
@@ -301,7 +316,11 @@ export class EventStoreDbEventStore implements EventStore {
     const last = await this.lastRecord(stream);
     const holds =
       expected === 'any' ||
-      (expected === 'no_stream' ? last === undefined : expected === 'stream_exists' ? last !== undefined : last?.revision === expected);
+      (expected === 'no_stream'
+        ? last === undefined
+        : expected === 'stream_exists'
+          ? last !== undefined
+          : last?.revision === expected);
     if (!holds) throw new WrongExpectedVersion(stream, expected, last?.revision ?? 'no_stream');
     return { nextRevision: last?.revision ?? -1n, position: last === undefined ? -1n : positionOf(last) };
   }
@@ -336,7 +355,8 @@ function recordOf(r: ResolvedEvent | AllStreamResolvedEvent): ClientRecordedEven
 function toClientEvents(stream: string, events: EventData[]): ClientEventData[] {
   const seen = new Set<string>();
   return events.map((e) => {
-    const invalid = (why: string) => new BerthError('invalid_request', `an event appended to ${stream} ${why}`, { stream });
+    const invalid = (why: string) =>
+      new BerthError('invalid_request', `an event appended to ${stream} ${why}`, { stream });
     if (typeof e.id !== 'string' || !UUID.test(e.id)) throw invalid(`has id "${String(e.id)}", not a uuid`);
     if (typeof e.type !== 'string' || e.type === '') throw invalid('has no type');
     if (seen.has(e.id.toLowerCase())) throw invalid(`repeats id ${e.id}`);

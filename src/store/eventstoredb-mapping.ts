@@ -108,7 +108,8 @@ export function fromClientPosition(position: Position | undefined): bigint | und
 export function positionOf(e: ClientRecordedEvent): bigint {
   const position = fromClientPosition(e.position);
   if (position === undefined) {
-    throw new BerthError('internal', `EventStoreDB sent no position for ${e.streamId}@${e.revision}: it must be 22.6 or later`, {
+    const where = `${e.streamId}@${e.revision}`;
+    throw new BerthError('internal', `EventStoreDB sent no position for ${where}: it must be 22.6 or later`, {
       stream: e.streamId,
       revision: e.revision.toString(),
     });
@@ -202,12 +203,12 @@ export function toBerthError(err: unknown, context: ErrorContext = {}): BerthErr
     return new BerthError('not_found', `stream ${name} is deleted`, { stream: name, deleted: true });
   }
   if (e instanceof InvalidArgumentError || e instanceof MaxAppendSizeExceededError) {
-    return new BerthError('invalid_request', `EventStoreDB refused the request: ${e.message}`, { stream }, { cause: e });
+    const message = `EventStoreDB refused the request: ${e.message}`;
+    return new BerthError('invalid_request', message, { stream }, { cause: e });
   }
   if (e instanceof AccessDeniedError) {
-    return new BerthError('internal', 'EventStoreDB denied access: check the credentials in the store URL', { stream }, {
-      cause: e,
-    });
+    const message = 'EventStoreDB denied access: check the credentials in the store URL';
+    return new BerthError('internal', message, { stream }, { cause: e });
   }
   if (isTransient(e)) {
     return new BerthError('unavailable', `EventStoreDB cannot be reached: ${e.message}`, { stream }, { cause: e });

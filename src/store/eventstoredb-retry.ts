@@ -1,8 +1,8 @@
 /**
  * Time bounds and retries for EventStoreDB calls whose outcome is unknown (deadline exceeded, unavailable, connection
- * reset): a bounded number of attempts with exponential backoff. Only calls that are safe to repeat go through it: reads, and appends
- * with caller-chosen event ids and an exact expected revision, which EventStoreDB recognises as a repeat and answers
- * with the original result.
+ * reset): a bounded number of attempts with exponential backoff. Only calls that are safe to repeat are retried:
+ * reads, and appends with caller-chosen event ids and an exact expected revision, which EventStoreDB recognises as a
+ * repeat and answers with the original result.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeadlineExceededError } from '@eventstore/db-client';

@@ -5,7 +5,14 @@
  */
 import { START, UnavailableError, type AllStreamResolvedEvent, type Position } from '@eventstore/db-client';
 import { matchesFilter, type RecordedEvent, type Subscription, type SubscriptionFilter } from './event-store.ts';
-import { isSystemEvent, isTransient, positionOf, toBerthError, toClientPosition, toRecordedEvent } from './eventstoredb-mapping.ts';
+import {
+  isSystemEvent,
+  isTransient,
+  positionOf,
+  toBerthError,
+  toClientPosition,
+  toRecordedEvent,
+} from './eventstoredb-mapping.ts';
 import { backoffMs, type RetryPolicy } from './eventstoredb-retry.ts';
 
 /** What is used of the client's subscription (a Node readable stream in objectMode). */
