@@ -1,0 +1,175 @@
+/**
+ * The typed client against a real listening gateway: CRUD with typed errors, `executions.run` delivering every byte
+ * once across dropped connections and a server restart (one execution per operationId, never a second run), stdin,
+ * cancellation by AbortSignal, and `events.follow` resuming without gaps or repeats.
+ * Runs over the in-test FakeRuntimeApi until the real runtime exists (see its header).
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Berth } from '../../src/client/berth-client.ts';
+import { BerthApiError } from '../../src/client/berth-api-error.ts';
+import { expectedOutput } from '../unit/gateway/fake-runtime-api.ts';
+import { startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
+
+let gw: RunningGateway;
+let berth: Berth;
+const backoff = { initialMs: 20, maxMs: 200, giveUpAfterMs: 10_000 };
+
+beforeEach(async () => {
+  gw = await startGateway({ limits: { chunkBytes: 64 * 1024 } });
+  berth = await Berth.connect({ url: gw.url, token: tokens.alice, backoff });
+});
+afterEach(() => gw.close());
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('Berth client', () => {
+  it('refuses a bad token with a typed error', async () => {
+    const error = await Berth.connect({ url: gw.url, token: 'nope-nope-nope-nope' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BerthApiError);
+    expect(error).toMatchObject({ status: 401, code: 'unauthorized' });
+  });
+
+  it('creates, lists, gets and deletes environments, with server errors as BerthApiError', async () => {
+    const created = await berth.environments.create({ name: 'Content Studio', profile: { provider: 'native' } });
+    expect(created).toMatchObject({ object: 'environment', slug: 'content-studio', mount: '/env/content-studio' });
+    expect((await berth.environments.list()).map((e) => e.id)).toEqual([created.id]);
+    expect((await berth.environments.get(created.id)).name).toBe('Content Studio');
+    const twin = await berth.environments.create({ name: 'content studio' }).catch((e: unknown) => e);
+    expect(twin).toMatchObject({ status: 409, code: 'environment_exists', detail: { slug: 'content-studio' } });
+    await berth.environments.delete(created.id);
+    const gone = await berth.environments.get(created.id).catch((e: unknown) => e);
+    expect(gone).toMatchObject({ status: 404, code: 'environment_not_found' });
+  });
+
+  it('runs a command and delivers stdout and stderr byte-identical with the final record', async () => {
+    const env = await berth.environments.create({ name: 'run' });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const record = await berth.executions.run(env.id, ['emit', '1000000', '200'], {
+      onStdout: (c) => stdout.push(c),
+      onStderr: (c) => stderr.push(c),
+    });
+    expect(record).toMatchObject({ status: 'exited', exitCode: 0 });
+    expect(Buffer.concat(stdout).equals(expectedOutput('stdout', 1_000_000))).toBe(true);
+    expect(Buffer.concat(stderr).equals(expectedOutput('stderr', 125_000))).toBe(true);
+    const output = await berth.executions.output(record.id, { stream: 'stderr', cursor: 124_000 });
+    expect(output).toMatchObject({ next: 125_000, complete: true });
+    expect(output.data.equals(expectedOutput('stderr', 125_000).subarray(124_000))).toBe(true);
+  });
+
+  it('resumes transparently across a server restart: every byte once, one execution for the operationId', async () => {
+    const env = await berth.environments.create({ name: 'restart' });
+    const stdout: Buffer[] = [];
+    let received = 0;
+    const operationId = 'restart-op-1';
+    const run = berth.executions.run(env.id, ['emit', '4000000', '1500'], {
+      operationId,
+      onStdout: (c) => {
+        stdout.push(c);
+        received += c.length;
+      },
+    });
+    while (received < 300_000) await sleep(5);
+    await gw.stop(); // drops the WebSocket (1006) and refuses new connections
+    const atStop = received;
+    await sleep(400);
+    await gw.restart();
+    const record = await run;
+    expect(atStop).toBeLessThan(4_000_000);
+    expect(record.status).toBe('exited');
+    expect(Buffer.concat(stdout).equals(expectedOutput('stdout', 4_000_000))).toBe(true);
+    expect(await berth.executions.list({ operationId })).toHaveLength(1);
+    expect(gw.api.cancelCalls).toBe(0);
+  });
+
+  it('retries a submit while the server is down with the same operationId, running it once', async () => {
+    const env = await berth.environments.create({ name: 'down' });
+    await gw.stop();
+    const stdout: Buffer[] = [];
+    const run = berth.executions.run(env.id, ['emit', '5000', '20'], { operationId: 'down-op', onStdout: (c) => stdout.push(c) });
+    await sleep(300);
+    await gw.restart();
+    const record = await run;
+    expect(record.status).toBe('exited');
+    expect(Buffer.concat(stdout).equals(expectedOutput('stdout', 5000))).toBe(true);
+    expect(await berth.executions.list({ operationId: 'down-op' })).toHaveLength(1);
+  });
+
+  it('reconnects after the gateway closes a slow reader with 1013', async () => {
+    await gw.close();
+    gw = await startGateway({ limits: { chunkBytes: 64 * 1024, wsBufferBytes: 64 * 1024, wsStallMs: 100 } });
+    berth = await Berth.connect({ url: gw.url, token: tokens.alice, backoff });
+    const env = await berth.environments.create({ name: 'slow' });
+    const size = 8 * 1024 * 1024;
+    const stdout: Buffer[] = [];
+    let stalled = false;
+    const record = await berth.executions.run(env.id, ['emit', String(size), '0'], {
+      onStdout: (c) => {
+        stdout.push(c);
+        // Block the event loop once, long enough for the gateway to give up on this connection.
+        if (!stalled && stdout.length === 2) {
+          stalled = true;
+          const until = Date.now() + 400;
+          while (Date.now() < until);
+        }
+      },
+    });
+    expect(record.status).toBe('exited');
+    expect(Buffer.concat(stdout).equals(expectedOutput('stdout', size))).toBe(true);
+    expect(gw.logs.join('')).toContain('closing a websocket client that stopped reading');
+  });
+
+  it('sends stdin and ends it', async () => {
+    const env = await berth.environments.create({ name: 'stdin' });
+    async function* input() {
+      yield 'line one\n';
+      await sleep(20);
+      yield Buffer.from('line two\n');
+    }
+    const stdout: Buffer[] = [];
+    const record = await berth.executions.run(env.id, ['cat'], { stdin: input(), onStdout: (c) => stdout.push(c) });
+    expect(record.status).toBe('exited');
+    expect(Buffer.concat(stdout).toString()).toBe('line one\nline two\n');
+  });
+
+  it('cancels the execution when the signal aborts', async () => {
+    const env = await berth.environments.create({ name: 'abort' });
+    const controller = new AbortController();
+    let id = '';
+    const run = berth.executions.run(env.id, ['emit', '1000', '10000'], {
+      signal: controller.signal,
+      onSubmitted: (r) => (id = r.id),
+    });
+    while (!id) await sleep(5);
+    controller.abort(new Error('user gave up'));
+    await expect(run).rejects.toThrow('user gave up');
+    await sleep(50);
+    expect((await berth.executions.get(id)).status).toBe('cancelled');
+  });
+
+  it('follows the audit feed and resumes across a restart without gaps or repeats', async () => {
+    const feed = berth.events.follow();
+    const seen: bigint[] = [];
+    const names: string[] = [];
+    const reading = (async () => {
+      for await (const event of feed) {
+        seen.push(event.position);
+        if (event.type === 'environment.defined') names.push((event.data as { name: string }).name);
+        if (names.length === 4) break;
+      }
+    })();
+    await berth.environments.create({ name: 'feed one' });
+    await berth.environments.create({ name: 'feed two' });
+    while (names.length < 2) await sleep(5);
+    await gw.stop();
+    await sleep(200);
+    await gw.restart();
+    await berth.environments.create({ name: 'feed three' });
+    await berth.environments.create({ name: 'feed four' });
+    await reading;
+    feed.close();
+    expect(names).toEqual(['feed one', 'feed two', 'feed three', 'feed four']);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect([...seen].sort((a, b) => (a < b ? -1 : 1))).toEqual(seen);
+  });
+});
