@@ -75,8 +75,8 @@ export interface EventStoreDbOptions {
   resubscribe?: Partial<RetryPolicy>;
   /** Most events per round trip when readAll pages through $all. */
   pageSize?: number;
-  /** How long one call may go unanswered before its outcome counts as unknown (default 15 s, over the client's own
-   * 10 s deadline, which not every call has). */
+  /** How long a call may go unanswered (for a read: wait for its next event) before its outcome counts as unknown
+   * (default 15 s, over the client's own 10 s deadline, which not every call has). */
   timeoutMs?: number;
 }
 
@@ -273,14 +273,7 @@ export class EventStoreDbEventStore implements EventStore {
 
   /** Every event of a client read (reads are safe to repeat). */
   private read<E>(open: () => AsyncIterable<E>, context: ErrorContext): Promise<E[]> {
-    return this.call(
-      () => {
-        const source = open();
-        return withDeadline(collect(source), this.timeoutMs, () => abandon(source));
-      },
-      context,
-      true,
-    );
+    return this.call(() => collect(open(), this.timeoutMs), context, true);
   }
 
   private readAllPage(direction: Direction, fromPosition: ReadPosition, maxCount: number) {
@@ -326,10 +319,15 @@ export class EventStoreDbEventStore implements EventStore {
   }
 }
 
-async function collect<E>(source: AsyncIterable<E>): Promise<E[]> {
+/** Every event of a client read; the time bound is per event, so a long read that keeps delivering is not cut. */
+async function collect<E>(source: AsyncIterable<E>, timeoutMs: number): Promise<E[]> {
+  const events = source[Symbol.asyncIterator]();
   const out: E[] = [];
-  for await (const e of source) out.push(e);
-  return out;
+  for (;;) {
+    const step = await withDeadline(events.next(), timeoutMs, () => abandon(source));
+    if (step.done) return out;
+    out.push(step.value);
+  }
 }
 
 /** Stops a client read nobody waits for: cancel() ends its gRPC call, destroy() the stream reading from it. */
