@@ -15,6 +15,7 @@ import type { EventStore } from '../store/event-store.ts';
 import type { Settings } from './config.ts';
 import { MaintenanceLoop, type MaintenanceTask } from './maintenance-loop.ts';
 import { openConfiguredStore } from './open-configured-store.ts';
+import { TimedEventStore } from './timed-event-store.ts';
 import * as registry from './registry.ts';
 
 export interface BerthRuntimeOptions<S = unknown> {
@@ -27,6 +28,10 @@ export interface BerthRuntimeOptions<S = unknown> {
   maintenanceTasks?: MaintenanceTask[];
   /** Handed to effects (providers, artifact store, ...). */
   services?: S;
+  /** Called once the actor runtime exists, before recovery runs effects (binds services that need it). */
+  onActors?: (actors: ActorRuntime<S>) => void;
+  /** Aborted when stopping, after the maintenance loop drained: long-running effects give up (recovery resumes them). */
+  shutdown?: AbortController;
 }
 
 export class BerthRuntime<S = unknown> {
@@ -39,6 +44,7 @@ export class BerthRuntime<S = unknown> {
   private readonly checkpoints: CheckpointStore;
   private readonly log: Logger;
   private stopping?: Promise<void>;
+  private readonly shutdown?: AbortController;
 
   private constructor(parts: {
     store: EventStore;
@@ -49,7 +55,9 @@ export class BerthRuntime<S = unknown> {
     identity: RuntimeIdentity;
     recovery: RecoveryReport;
     log: Logger;
+    shutdown?: AbortController;
   }) {
+    this.shutdown = parts.shutdown;
     this.store = parts.store;
     this.actors = parts.actors;
     this.projections = parts.projections;
@@ -64,11 +72,12 @@ export class BerthRuntime<S = unknown> {
   static async start<S = unknown>(opts: BerthRuntimeOptions<S>): Promise<BerthRuntime<S>> {
     const log = opts.logger ?? pino({ level: 'silent' });
     const { settings } = opts;
-    const store = await openConfiguredStore(settings);
+    const store = new TimedEventStore(await openConfiguredStore(settings));
     const undo: (() => Promise<unknown> | unknown)[] = [() => store.close()];
     try {
       const actors = new ActorRuntime<S>({ store, runtimeId: opts.runtimeId, services: opts.services, logger: log });
       for (const t of opts.actorTypes ?? (registry.actorTypes as ActorType<any, S>[])) actors.register(t);
+      opts.onActors?.(actors);
       const identity = await fence(actors);
       log.info({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }, 'epoch fenced');
 
@@ -87,8 +96,9 @@ export class BerthRuntime<S = unknown> {
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
       for (const task of opts.maintenanceTasks ?? []) maintenance.add(task);
       maintenance.start();
-      return new BerthRuntime({ store, actors, projections, checkpoints, maintenance, identity, recovery, log });
+      return new BerthRuntime({ store, actors, projections, checkpoints, maintenance, identity, recovery, log, shutdown: opts.shutdown });
     } catch (e) {
+      opts.shutdown?.abort();
       for (const close of undo) await Promise.resolve().then(close).catch(() => undefined);
       throw e;
     }
@@ -98,6 +108,7 @@ export class BerthRuntime<S = unknown> {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       await this.maintenance.stop();
+      this.shutdown?.abort();
       await this.actors.whenIdle();
       await this.projections.stop();
       this.checkpoints.close();

@@ -3,11 +3,18 @@
  * actor type here by stream category. Adding a resource or a read model is one line in a list below.
  */
 import type { ActorType } from '../actors/actor-type.ts';
+import { activeAllocationsProjection } from '../projections/active-allocations.projection.ts';
+import { activityProjection } from '../projections/activity.projection.ts';
+import { catalogProjection } from '../projections/catalog.projection.ts';
 import type { Projection } from '../projections/projection.ts';
+import { allocationActor } from './actors/allocation.actor.ts';
+import { environmentActor } from './actors/environment.actor.ts';
+import { executionActor } from './actors/execution.actor.ts';
+import { sessionActor } from './actors/session.actor.ts';
 
-export const actorTypes: ActorType[] = [];
+export const actorTypes: ActorType[] = [environmentActor, allocationActor, sessionActor, executionActor];
 
-export const projections: Projection[] = [];
+export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection];
 
 /** The registered actor type whose streams are `<type>-…` for this stream, the longest type name winning. */
 export function actorTypeOfStream(stream: string, types: ActorType[] = actorTypes): ActorType | undefined {

@@ -93,6 +93,8 @@ export interface ExecutionRecord {
   signal?: string | null;
   failure?: { code: string; message: string };
   version?: number;
+  /** The lifecycle step (accepted, dispatched, running, exited, drained, saved, released, closing). */
+  step?: string;
   createdAt: number;
   updatedAt: number;
 }

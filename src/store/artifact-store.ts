@@ -4,10 +4,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, link, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Writable } from 'node:stream';
 
 export interface ArtifactRef {
   digest: string;
@@ -23,63 +21,42 @@ export class ArtifactStore {
   }
 
   /**
-   * Publish a file's bytes. Hashes while copying into a temporary file, then renames it into place, so a crash
-   * leaves either nothing or a whole artifact. A hardlink is tried first when the source is immutable from now on.
+   * Publish a byte stream. Hashes while writing a temporary file, syncs it, then renames it into place, so a crash
+   * leaves either nothing or a whole artifact.
    */
-  async putFile(source: string, opts: { immutableSource?: boolean } = {}): Promise<ArtifactRef> {
+  async putChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<ArtifactRef> {
     await mkdir(this.root, { recursive: true });
     const hash = createHash('sha256');
     const tmp = path.join(this.root, `.tmp-${randomUUID()}`);
     let size = 0;
-    if (opts.immutableSource) {
-      await pipeline(createReadStream(source), new Writable({ write(c: Buffer, _e, cb) { hash.update(c); size += c.length; cb(); } }));
-      const ref = { digest: `sha256:${hash.digest('hex')}`, size };
-      const dest = this.pathOf(ref.digest);
-      await mkdir(path.dirname(dest), { recursive: true });
-      try {
-        await link(source, tmp);
-        await rename(tmp, dest);
-        return ref;
-      } catch {
-        await rm(tmp, { force: true });
-        return this.copyIn(source, ref);
-      }
-    }
     const out = await open(tmp, 'w');
     try {
-      await pipeline(
-        createReadStream(source),
-        new Writable({
-          write(chunk: Buffer, _enc, cb) {
-            hash.update(chunk);
-            size += chunk.length;
-            out.write(chunk).then(() => cb(), cb);
-          },
-        }),
-      );
+      for await (const chunk of chunks) {
+        hash.update(chunk);
+        size += chunk.length;
+        await out.write(chunk);
+      }
       await out.sync();
-    } finally {
+    } catch (e) {
       await out.close();
+      await rm(tmp, { force: true });
+      throw e;
     }
+    await out.close();
     const ref = { digest: `sha256:${hash.digest('hex')}`, size };
-    await this.publish(tmp, ref);
+    const dest = this.pathOf(ref.digest);
+    await mkdir(path.dirname(dest), { recursive: true });
+    await chmod(tmp, 0o444);
+    await rename(tmp, dest);
     return ref;
   }
 
-  async putBytes(bytes: Buffer): Promise<ArtifactRef> {
-    const ref = { digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, size: bytes.length };
-    if (await this.has(ref)) return ref;
-    await mkdir(this.root, { recursive: true });
-    const tmp = path.join(this.root, `.tmp-${randomUUID()}`);
-    const fh = await open(tmp, 'w');
-    try {
-      await fh.writeFile(bytes);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await this.publish(tmp, ref);
-    return ref;
+  putFile(source: string): Promise<ArtifactRef> {
+    return this.putChunks(createReadStream(source));
+  }
+
+  putBytes(bytes: Buffer): Promise<ArtifactRef> {
+    return this.putChunks([bytes]);
   }
 
   async has(ref: ArtifactRef): Promise<boolean> {
@@ -90,20 +67,8 @@ export class ArtifactStore {
     }
   }
 
-  read(ref: ArtifactRef, start = 0): NodeJS.ReadableStream {
-    return createReadStream(this.pathOf(ref.digest), { start });
-  }
-
-  private async copyIn(source: string, expected: ArtifactRef): Promise<ArtifactRef> {
-    const copied = await this.putFile(source);
-    if (copied.digest !== expected.digest) throw new Error(`artifact source ${source} changed while being saved`);
-    return copied;
-  }
-
-  private async publish(tmp: string, ref: ArtifactRef): Promise<void> {
-    const dest = this.pathOf(ref.digest);
-    await mkdir(path.dirname(dest), { recursive: true });
-    await chmod(tmp, 0o444);
-    await rename(tmp, dest);
+  /** The bytes from `start` (inclusive) to `end` (exclusive). */
+  read(ref: ArtifactRef, start = 0, end = ref.size): NodeJS.ReadableStream {
+    return createReadStream(this.pathOf(ref.digest), { start, end: Math.max(start, end) - 1 });
   }
 }

@@ -1,0 +1,94 @@
+/**
+ * The active-allocation index: every allocation not yet released (or failed), with its state, physical identity
+ * and retained uses. Recovery reconciles what it lists before work is admitted; maintenance walks it.
+ */
+import type { RecordedEvent } from '../store/event-store.ts';
+import { defineProjection } from './projection.ts';
+
+export interface ActiveAllocation {
+  allocationId: string;
+  environmentId: string;
+  requestId: string;
+  generation: number;
+  provider: 'native' | 'docker';
+  state: string;
+  identity: { resourceId: string; incarnation?: string } | null;
+  uses: Record<string, { kind: string; at: number; runtimeId?: string; epoch?: number }>;
+  createdAt: number;
+  updatedAt: number;
+}
+
+type Data = Record<string, any>;
+
+const REPORT_STATE: Record<string, string> = { ready: 'ready', pending: 'pending', absent: 'failed', unknown: 'unknown', fenced: 'fenced' };
+
+function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<string, ActiveAllocation> {
+  const id = e.stream.slice('allocation-'.length);
+  const d = e.data as Data;
+  if (e.type === 'allocation.intended') {
+    state.set(id, {
+      allocationId: id,
+      environmentId: d.environmentId,
+      requestId: d.requestId,
+      generation: d.generation,
+      provider: d.profile.provider,
+      state: 'requested',
+      identity: null,
+      uses: {},
+      createdAt: d.at,
+      updatedAt: d.at,
+    });
+    return state;
+  }
+  const a = state.get(id);
+  if (!a) return state;
+  if (typeof d.at === 'number') a.updatedAt = Math.max(a.updatedAt + 1, d.at);
+  switch (e.type) {
+    case 'allocation.reported': {
+      const next = REPORT_STATE[d.report.status];
+      // A ready allocation found absent is lost; other reports while ready only confirm it.
+      if (a.state === 'ready') {
+        if (d.report.status === 'absent') a.state = 'lost';
+        else if (d.report.status === 'fenced') a.state = 'fenced';
+      } else if (next) a.state = next;
+      if (d.report.identity) a.identity = { resourceId: d.report.identity.resourceId, incarnation: d.report.identity.incarnation };
+      break;
+    }
+    case 'allocation.use_acquired':
+      if (a.state === 'ready' && !a.uses[d.useId]) a.uses[d.useId] = { kind: d.kind, at: d.at, runtimeId: d.runtimeId, epoch: d.epoch };
+      break;
+    case 'allocation.use_released':
+      delete a.uses[d.useId];
+      break;
+    case 'allocation.release_requested':
+      a.state = 'releasing';
+      break;
+    case 'allocation.deallocated':
+      if (d.result === 'terminated') a.state = 'released';
+      break;
+    case 'runtime.recovered':
+      for (const [useId, u] of Object.entries(a.uses)) {
+        if (u.kind === 'admission' && u.runtimeId === d.runtimeId && (u.epoch ?? 0) < d.epoch) delete a.uses[useId];
+      }
+      break;
+  }
+  if (a.state === 'released' || a.state === 'failed') state.delete(id);
+  return state;
+}
+
+export const activeAllocationsProjection = defineProjection({
+  name: 'active-allocations',
+  version: 1,
+  filter: { streamPrefixes: ['allocation-'] },
+  init: () => new Map<string, ActiveAllocation>(),
+  reduce,
+  queries: {
+    list: (s: Map<string, ActiveAllocation>) => [...s.values()],
+    ofEnvironment: (s: Map<string, ActiveAllocation>, environmentId: string) =>
+      [...s.values()].filter((a) => a.environmentId === environmentId),
+    get: (s: Map<string, ActiveAllocation>, id: string) => s.get(id),
+    /** Uses retained by allocations, for the Environment API's "retained uses". */
+    retainedUses: (s: Map<string, ActiveAllocation>) =>
+      [...s.values()].flatMap((a) => Object.entries(a.uses).map(([useId, u]) => ({ allocationId: a.allocationId, useId, ...u }))),
+  },
+});

@@ -1,0 +1,86 @@
+/**
+ * The catalog read model: every Environment of every scope with its status and its strictly increasing
+ * per-resource `updatedAt`, folded from the environment streams. Allocation state is the active-allocation index's.
+ */
+import type { RecordedEvent } from '../store/event-store.ts';
+import { defineProjection } from './projection.ts';
+
+export interface CatalogEntry {
+  id: string;
+  name: string;
+  slug: string;
+  scope: string;
+  description: string;
+  entry: string;
+  profile: Record<string, unknown>;
+  /** defined | acquiring | allocated | releasing | lost | deleted */
+  status: string;
+  allocationId: string | null;
+  generation: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+type Data = Record<string, any>;
+
+const STATUS_BY_EVENT: Record<string, string> = {
+  'environment.acquisition_requested': 'acquiring',
+  'environment.allocated': 'allocated',
+  'environment.allocation_failed': 'defined',
+  'environment.allocation_lost': 'lost',
+  'environment.allocation_releasing': 'releasing',
+  'environment.allocation_released': 'defined',
+  'environment.deleted': 'deleted',
+};
+
+function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string, CatalogEntry> {
+  const id = e.stream.slice('environment-'.length);
+  const d = e.data as Data;
+  if (e.type === 'environment.created') {
+    state.set(id, {
+      id,
+      name: d.name,
+      slug: d.slug,
+      scope: d.scope,
+      description: d.description ?? '',
+      entry: d.entry ?? '',
+      profile: d.profile,
+      status: 'defined',
+      allocationId: null,
+      generation: 0,
+      createdAt: d.at,
+      updatedAt: d.at,
+    });
+    return state;
+  }
+  const entry = state.get(id);
+  if (!entry) return state;
+  if (typeof d.at === 'number') entry.updatedAt = Math.max(entry.updatedAt + 1, d.at);
+  if (e.type === 'environment.updated') {
+    for (const k of ['name', 'slug', 'profile'] as const) if (d[k] !== undefined) (entry as any)[k] = d[k];
+    for (const k of ['description', 'entry'] as const) if (d[k] !== undefined) entry[k] = d[k] ?? '';
+  }
+  const status = STATUS_BY_EVENT[e.type];
+  if (status) entry.status = status;
+  if (e.type === 'environment.acquisition_requested') {
+    entry.allocationId = d.allocationId;
+    entry.generation = d.generation;
+  }
+  if (e.type === 'environment.allocation_failed' || e.type === 'environment.allocation_released') entry.allocationId = null;
+  return state;
+}
+
+export const catalogProjection = defineProjection({
+  name: 'catalog',
+  version: 1,
+  filter: { streamPrefixes: ['environment-'] },
+  init: () => new Map<string, CatalogEntry>(),
+  reduce,
+  queries: {
+    list: (s: Map<string, CatalogEntry>, scope?: string) =>
+      [...s.values()].filter((e) => e.status !== 'deleted' && (scope === undefined || e.scope === scope)),
+    get: (s: Map<string, CatalogEntry>, id: string) => s.get(id),
+    bySlug: (s: Map<string, CatalogEntry>, scope: string, slug: string) =>
+      [...s.values()].find((e) => e.scope === scope && e.slug === slug && e.status !== 'deleted'),
+  },
+});

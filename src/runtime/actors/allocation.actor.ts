@@ -1,0 +1,76 @@
+/**
+ * The allocation actor type: provider calls as effects. Each call's outcome comes back as an event; a call that
+ * throws or times out reports `unknown` (never treated as absence), so recovery inspects by the original request id.
+ */
+import { allocationEvents, type AllocationReportData } from '../../../schemas/events/allocation.ts';
+import { isBerthError } from '../../../schemas/errors.ts';
+import {
+  allocationMachine,
+  finished,
+  reject,
+  type EnvironmentNotifyParams,
+  type ProviderCallParams,
+} from '../../machines/allocation.machine.ts';
+import { defineActor } from '../../actors/actor-type.ts';
+import type { AllocationRef } from '../../providers/provider.ts';
+import type { Services } from '../services.ts';
+
+/** A provider call that has not answered by then is reported unknown; inspection takes over. */
+const PROVIDER_CALL_TIMEOUT_MS = 120_000;
+
+const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
+  new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    p.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+
+const refOf = (p: ProviderCallParams): AllocationRef => ({
+  requestId: p.requestId,
+  allocationId: p.allocationId,
+  environmentId: p.environmentId,
+  ...(p.identity ? { identity: p.identity } : {}),
+});
+
+const reportOf = async (call: () => Promise<AllocationReportData>): Promise<AllocationReportData> => {
+  try {
+    return await withTimeout(call(), PROVIDER_CALL_TIMEOUT_MS);
+  } catch (e) {
+    return { status: 'unknown', reason: e instanceof Error ? e.message : String(e) };
+  }
+};
+
+export const allocationActor = defineActor<typeof allocationMachine, Services>({
+  type: 'allocation',
+  machine: allocationMachine,
+  input: (id) => ({ id }),
+  events: allocationEvents,
+  finished,
+  reject,
+  effects: {
+    'provider.allocate': async (p: ProviderCallParams, ctx) => {
+      const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).allocate(p) as Promise<AllocationReportData>);
+      return { type: 'allocation.reported', report, at: ctx.services.now() };
+    },
+    'provider.inspect': async (p: ProviderCallParams, ctx) => {
+      const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).inspect(refOf(p)) as Promise<AllocationReportData>);
+      return { type: 'allocation.reported', report, at: ctx.services.now() };
+    },
+    'provider.deallocate': async (p: ProviderCallParams, ctx) => {
+      let result: 'terminated' | 'unknown';
+      try {
+        result = await withTimeout(ctx.services.providers.get(p.profile.provider).deallocate(refOf(p)), PROVIDER_CALL_TIMEOUT_MS);
+      } catch {
+        result = 'unknown';
+      }
+      return { type: 'allocation.deallocated', result, at: ctx.services.now() };
+    },
+    /** The environment may already know (invalid_state) or have moved on (stale_target): both are fine. */
+    'environment.notify': async (p: EnvironmentNotifyParams, ctx) => {
+      try {
+        await ctx.send('environment', p.environmentId, p.event);
+      } catch (e) {
+        if (!isBerthError(e, 'invalid_state') && !isBerthError(e, 'stale_target')) throw e;
+      }
+    },
+  },
+});

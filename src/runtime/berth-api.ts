@@ -1,0 +1,205 @@
+/**
+ * The runtime API (src/runtime/runtime-api.ts) over one started BerthRuntime: environments and allocations,
+ * sessions, executions, the read models, replay, the audit feed and metrics. Scope checks happen here: another
+ * scope's resource is not found, never forbidden.
+ */
+import { randomUUID } from 'node:crypto';
+import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import type { SessionContext } from '../machines/session.machine.ts';
+import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
+import type { ActivityEntry } from '../projections/activity.projection.ts';
+import type { ReadModel } from '../projections/read-model.ts';
+import type { OutputStream } from '../providers/provider.ts';
+import type { RecordedEvent } from '../store/event-store.ts';
+import type { BerthRuntime } from './berth-runtime.ts';
+import { EnvironmentService, inScope } from './environment-service.ts';
+import { ExecutionService } from './execution-service.ts';
+import { metricsText } from './metrics.ts';
+import type {
+  AllocationView,
+  Caller,
+  CreateEnvironmentInput,
+  EnvironmentView,
+  ExecutionRecord,
+  ExecutionStatus,
+  OutputRead,
+  ReplayStep,
+  RuntimeApi,
+  SessionView,
+  SubmitExecutionInput,
+} from './runtime-api.ts';
+import type { Services } from './services.ts';
+import { replayStoredStream } from './stream-replay.ts';
+import { ScopeIndex } from './scope-index.ts';
+
+export interface BerthApiOptions {
+  /** The environment new sessions select when they name none (seed 000: explicit null disables it). */
+  defaultEnvironmentId?: string | null;
+}
+
+export class BerthApi implements RuntimeApi {
+  readonly environments: EnvironmentService;
+  readonly executions: ExecutionService;
+  private readonly scopes: ScopeIndex;
+
+  constructor(
+    private readonly runtime: BerthRuntime<Services>,
+    private readonly services: Services,
+    private readonly options: BerthApiOptions = {},
+  ) {
+    const now = services.now;
+    this.environments = new EnvironmentService({ actors: runtime.actors, providers: services.providers, catalog: this.model('catalog'), now });
+    this.executions = new ExecutionService({
+      actors: runtime.actors,
+      environments: this.environments,
+      services,
+      artifacts: services.artifacts,
+      activity: this.model('activity'),
+      now,
+    });
+    this.scopes = new ScopeIndex(runtime.actors);
+  }
+
+  capabilities(): Record<string, boolean> {
+    return { environments: true, executions: true, sessions: true, websocket: true, sse: true, providers: true };
+  }
+
+  createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView> {
+    return this.environments.create(caller, input);
+  }
+  listEnvironments(caller: Caller): Promise<EnvironmentView[]> {
+    return this.environments.list(caller);
+  }
+  getEnvironment(caller: Caller, id: string): Promise<EnvironmentView> {
+    return this.environments.get(caller, id);
+  }
+  updateEnvironment(caller: Caller, id: string, patch: Partial<CreateEnvironmentInput>): Promise<EnvironmentView> {
+    return this.environments.update(caller, id, patch);
+  }
+  deleteEnvironment(caller: Caller, id: string): Promise<void> {
+    return this.environments.delete(caller, id);
+  }
+  acquire(caller: Caller, environmentId: string): Promise<AllocationView> {
+    return this.environments.acquire(caller, environmentId);
+  }
+  listAllocations(caller: Caller, environmentId: string): Promise<AllocationView[]> {
+    return this.environments.listAllocations(caller, environmentId, this.model('active-allocations'));
+  }
+  release(caller: Caller, environmentId: string, allocationId: string): Promise<AllocationView> {
+    return this.environments.release(caller, environmentId, allocationId);
+  }
+
+  async activeAllocations(caller: Caller): Promise<AllocationView[]> {
+    const visible = new Set((await this.environments.list(caller)).map((e) => e.id));
+    const active = (this.model('active-allocations').query.list() as ActiveAllocation[]).filter((a) => visible.has(a.environmentId));
+    return Promise.all(active.map((a) => this.environments.allocationView(a.allocationId)));
+  }
+
+  catalog(caller: Caller): Promise<EnvironmentView[]> {
+    return this.environments.list(caller);
+  }
+
+  async createSession(caller: Caller, input: { environmentId?: string | null; workspaceId?: string; parentId?: string }): Promise<SessionView> {
+    if (input.environmentId) await this.environments.context(caller, input.environmentId);
+    const parent = input.parentId ? await this.sessionContext(caller, input.parentId) : undefined;
+    const id = `hses_${randomUUID().replace(/-/g, '')}`;
+    const defaultEnvironmentId = this.options.defaultEnvironmentId;
+    await this.runtime.actors.send('session', id, {
+      type: 'session.created',
+      scope: caller.scope,
+      ...(input.environmentId !== undefined ? { environmentId: input.environmentId } : {}),
+      ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
+      ...(defaultEnvironmentId !== undefined ? { defaultEnvironmentId } : {}),
+      ...(parent
+        ? { parent: { sessionId: parent.id, relation: 'child', environmentId: parent.environmentId, workspaceId: parent.workspaceId } }
+        : {}),
+      at: this.services.now(),
+    });
+    return this.getSession(caller, id);
+  }
+
+  async getSession(caller: Caller, id: string): Promise<SessionView> {
+    const c = await this.sessionContext(caller, id);
+    return { id, environmentId: c.environmentId, workspaceId: c.workspaceId, parentId: c.parent?.sessionId ?? null, createdAt: c.createdAt };
+  }
+
+  async submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord> {
+    let environmentId = input.environment;
+    if (input.session) {
+      const session = await this.sessionContext(caller, input.session);
+      if (environmentId === undefined) environmentId = session.environmentId ?? undefined;
+    }
+    if (!environmentId) {
+      throw new BerthError('invalid_request', 'Name an environment, or a session that selects one.', {});
+    }
+    await this.environments.context(caller, environmentId);
+    return this.executions.submit(caller, input, environmentId);
+  }
+  getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord> {
+    return this.executions.get(caller, id, waitMs);
+  }
+  listExecutions(caller: Caller, query: { operationId?: string; environment?: string; status?: ExecutionStatus }): Promise<ExecutionRecord[]> {
+    return this.executions.list(caller, query);
+  }
+  cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord> {
+    return this.executions.cancel(caller, id);
+  }
+  readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputRead> {
+    return this.executions.readOutput(caller, id, stream, cursor, maxBytes);
+  }
+  waitForOutput(caller: Caller, id: string, timeoutMs: number): Promise<void> {
+    return this.executions.waitForOutput(caller, id, timeoutMs);
+  }
+  writeStdin(caller: Caller, id: string, bytes: Buffer): Promise<void> {
+    return this.executions.writeStdin(caller, id, bytes);
+  }
+  endStdin(caller: Caller, id: string): Promise<void> {
+    return this.executions.endStdin(caller, id);
+  }
+  resize(caller: Caller, id: string, cols: number, rows: number): Promise<void> {
+    return this.executions.resize(caller, id, cols, rows);
+  }
+
+  async activity(caller: Caller): Promise<unknown[]> {
+    const scope = caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope;
+    return this.model('activity').query.list(scope) as ActivityEntry[];
+  }
+
+  async replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]> {
+    if (!(await this.scopes.visible(caller, stream))) throw new BerthError('not_found', 'No such stream.', { stream });
+    const replay = await replayStoredStream(this.runtime.store, stream, at === undefined ? {} : { at: BigInt(at) });
+    return replay.steps.map((s) => ({ event: s.event, stateBefore: s.stateBefore, stateAfter: s.stateAfter }));
+  }
+
+  events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> } {
+    const sub = this.runtime.store.subscribeToAll({ fromPosition });
+    const scopes = this.scopes;
+    return {
+      close: () => sub.close(),
+      async *[Symbol.asyncIterator]() {
+        for await (const e of sub) {
+          if (e.stream.startsWith('snapshot-')) continue;
+          if (await scopes.visible(caller, e.stream)) yield e;
+        }
+      },
+    };
+  }
+
+  metrics(): Promise<string> {
+    return metricsText(this.runtime, this.model('active-allocations'), this.model('activity'));
+  }
+
+  private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {
+    const view = await this.runtime.actors.get<SessionContext>('session', id).catch((e) => (isBerthError(e) ? undefined : Promise.reject(e)));
+    if (!view || view.state === 'pristine' || !inScope(caller, view.context.scope)) {
+      throw new BerthError('not_found', 'No such session.', { sessionId: id });
+    }
+    return view.context;
+  }
+
+  private model(name: string): ReadModel {
+    const m = this.runtime.projections.get(name);
+    if (!m) throw new BerthError('internal', `read model ${name} is not registered`, {});
+    return m;
+  }
+}

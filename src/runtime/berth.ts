@@ -1,0 +1,92 @@
+/**
+ * Composes one Berth: providers (native always; Docker when an engine is configured), the artifact store, the four
+ * actor types, the read models and the maintenance tasks, started through BerthRuntime, with the runtime API on top.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { ActorRuntime } from '../actors/actor-runtime.ts';
+import { DockerProvider } from '../providers/docker/docker-provider.ts';
+import { NativeProvider } from '../providers/native/native-provider.ts';
+import type { Executor, Provider } from '../providers/provider.ts';
+import type { AllocationContext } from '../machines/allocation.machine.ts';
+import { ArtifactStore } from '../store/artifact-store.ts';
+import { BerthError } from '../../schemas/errors.ts';
+import { BerthApi, type BerthApiOptions } from './berth-api.ts';
+import { BerthRuntime } from './berth-runtime.ts';
+import type { Settings } from './config.ts';
+import { maintenanceTasks } from './maintenance-tasks.ts';
+import { ProviderRegistry } from './provider-registry.ts';
+import type { Services } from './services.ts';
+
+export interface StartBerthOptions extends BerthApiOptions {
+  settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
+  runtimeId: string;
+  logger?: Logger;
+  /** Default: native, plus Docker when DOCKER_HOST is set or /var/run/docker.sock exists (BERTH_DOCKER=0 disables). */
+  providers?: Provider[];
+}
+
+export interface Berth {
+  runtime: BerthRuntime<Services>;
+  api: BerthApi;
+  services: Services;
+  stop(): Promise<void>;
+}
+
+export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = process.env): Provider[] {
+  const providers: Provider[] = [new NativeProvider({ dataDir })];
+  if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());
+  return providers;
+}
+
+export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
+  const { dataDir } = opts.settings;
+  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir));
+  const shutdown = new AbortController();
+  let actors: ActorRuntime<Services> | undefined;
+  const executors = new Map<string, Executor>();
+  const services: Services = {
+    providers,
+    artifacts: new ArtifactStore(join(dataDir, 'artifacts')),
+    now: () => Date.now(),
+    shutdown: shutdown.signal,
+    async executorFor(allocationId) {
+      const cached = executors.get(allocationId);
+      if (cached) return cached;
+      const view = await actors?.get<AllocationContext>('allocation', allocationId);
+      if (!view) throw new BerthError('not_found', 'No such allocation.', { allocationId });
+      const c = view.context;
+      const executor = providers.get(c.profile.provider).executor(
+        { requestId: c.requestId, allocationId, environmentId: c.environmentId, ...(c.identity ? { identity: c.identity } : {}) },
+        c.profile,
+      );
+      executors.set(allocationId, executor);
+      return executor;
+    },
+  };
+  let runtime: BerthRuntime<Services> | undefined;
+  runtime = await BerthRuntime.start<Services>({
+    settings: opts.settings,
+    runtimeId: opts.runtimeId,
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    services,
+    shutdown,
+    onActors: (a) => {
+      actors = a;
+    },
+    maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections }),
+  }).catch(async (e) => {
+    await providers.close();
+    throw e;
+  });
+  const api = new BerthApi(runtime, services, opts);
+  return {
+    runtime,
+    api,
+    services,
+    async stop() {
+      await runtime!.stop();
+      await providers.close();
+    },
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * What effect handlers are handed (`ctx.services`): the providers, the artifact store, the executor of each
+ * allocation, the clock, and a shutdown signal so long-running effects (watching a command) stop with the runtime
+ * instead of holding it open; recovery reattaches them.
+ */
+import type { ArtifactStore } from '../store/artifact-store.ts';
+import type { Executor } from '../providers/provider.ts';
+import type { ProviderRegistry } from './provider-registry.ts';
+
+export interface Services {
+  providers: ProviderRegistry;
+  artifacts: ArtifactStore;
+  /** The executor for an allocation (cached; built from the allocation actor's recorded profile and identity). */
+  executorFor(allocationId: string): Promise<Executor>;
+  now(): number;
+  shutdown: AbortSignal;
+}
