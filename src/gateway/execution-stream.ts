@@ -14,7 +14,7 @@ import { followExecution } from './output-follower.ts';
 import { parseOrReject } from './parse-request.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-import { closeCodes, encodeOutputFrame } from './ws-frames.ts';
+import { closeCodes, encodeOutputFrame, encodeOutputFrameInto, FrameBufferPool } from './ws-frames.ts';
 
 export interface ExecutionStreamOptions {
   deps: GatewayDeps;
@@ -75,6 +75,17 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
     return true;
   };
 
+  // Enough spare buffers to cover what the send buffer bound lets be in flight.
+  const pool = new FrameBufferPool(deps.limits.chunkBytes, Math.ceil(deps.limits.wsBufferBytes / deps.limits.chunkBytes) + 2);
+  const sendOutput = (stream: OutputStreamName, cursor: number, data: Buffer) => {
+    if (data.length > pool.dataBytes) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
+    const buffer = pool.take();
+    ws.send(encodeOutputFrameInto(buffer, stream, cursor, data), () => {
+      pool.give(buffer);
+      onSent();
+    });
+  };
+
   const pump = async () => {
     const follow = followExecution(deps.api, caller, id, {
       streams: ['stdout', 'stderr', 'pty'],
@@ -85,7 +96,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
     });
     for await (const item of follow) {
       if (ws.readyState !== WebSocket.OPEN) return;
-      if (item.kind === 'output') ws.send(encodeOutputFrame(item.stream, item.cursor, item.data), onSent);
+      if (item.kind === 'output') sendOutput(item.stream, item.cursor, item.data);
       else ws.send(stringifyWire({ type: 'status', ...item.record }), onSent);
       if (item.kind === 'status' && item.final) {
         ws.close(closeCodes.complete, 'complete');

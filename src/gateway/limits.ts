@@ -27,7 +27,7 @@ export const defaultLimits: GatewayLimits = {
   chunkBytes: 256 * 1024,
   pollMs: 250,
   heartbeatMs: 15_000,
-  wsBufferBytes: 8 * 1024 * 1024,
+  wsBufferBytes: 2 * 1024 * 1024,
   wsStallMs: 10_000,
   wsMaxFrameBytes: 1024 * 1024,
 };

@@ -5,8 +5,10 @@
  *
  * It honours scopes through the Caller (another scope's resource is not_found) and keeps everything in memory.
  * An execution plays a script chosen by its command:
- *   ['emit', bytes, durationMs?]  stdout gets `expectedOutput('stdout', bytes)` revealed in chunks over durationMs
- *                                 (default 300), stderr `expectedOutput('stderr', bytes / 8)`; then exit 0.
+ *   ['emit', bytes, durationMs?, stderrBytes?]
+ *                                 stdout gets `expectedOutput('stdout', bytes)` revealed in chunks over durationMs
+ *                                 (default 300; 0: all at once), stderr `expectedOutput('stderr', stderrBytes)`
+ *                                 (default bytes / 8); then exit 0.
  *   ['cat']                       stdin is echoed to stdout until the client ends stdin; then exit 0.
  *   anything else                 exits 0 at once without output.
  * With `pty`, what would go to stdout goes to the pty stream.
@@ -286,13 +288,13 @@ export class FakeRuntimeApi implements RuntimeApi {
   private start(execution: FakeExecution, main: OutputStream): void {
     if (execution.record.status !== 'accepted') return;
     this.setStatus(execution, { status: 'running' });
-    const [program, bytesArg, durationArg] = execution.record.command;
+    const [program, bytesArg, durationArg, stderrArg] = execution.record.command;
     if (program === 'cat') return;
     if (program !== 'emit') return this.finish(execution);
     const bytes = Number(bytesArg ?? 0);
     const durationMs = Number(durationArg ?? 300);
     execution.streams[main].data = expectedOutput('stdout', bytes);
-    execution.streams.stderr.data = expectedOutput('stderr', Math.floor(bytes / 8));
+    execution.streams.stderr.data = expectedOutput('stderr', Number(stderrArg ?? Math.floor(bytes / 8)));
     const steps = Math.max(1, Math.floor(durationMs / 10));
     let step = 0;
     const reveal = () => {
