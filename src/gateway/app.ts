@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { BerthError } from '../../schemas/errors.ts';
 import type { RuntimeApi } from '../runtime/runtime-api.ts';
 import { installAuth, type Authenticator } from './auth.ts';
 import { installErrorHandling, sendError, toBerthError } from './errors.ts';
@@ -59,10 +60,17 @@ export function buildGateway(options: GatewayOptions): Gateway {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: limits.bodyBytes,
     routerOptions: { maxParamLength: 1024 },
+    // The surface is exactly the declared routes (no implicit HEAD), and shutdown answers in the error shape.
+    exposeHeadRoutes: false,
+    return503OnClosing: false,
     frameworkErrors: (error, _request, reply) => sendError(reply, toBerthError(error)),
   });
   app.setReplySerializer((payload) => stringifyWire(payload));
   installErrorHandling(app, limits.bodyBytes);
+  let closing = false;
+  app.addHook('onRequest', async () => {
+    if (closing) throw new BerthError('unavailable', 'The gateway is shutting down; retry on another instance or later.');
+  });
   refuseStrayUpgrades(app);
   installAuth(app, options.auth);
   installRequestLog(app);
@@ -87,15 +95,20 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const routes = plugins.flatMap((plugin) => plugin.routes);
   for (const plugin of plugins) app.register(plugin, { deps });
 
+  let closed: Promise<void> | undefined;
   return {
     app,
     routes,
     limits,
     upgrade: upgradeListener(app),
-    async close() {
-      streams.closeAll();
-      wss.close();
-      await app.close();
+    close() {
+      closing = true;
+      closed ??= (async () => {
+        streams.closeAll();
+        wss.close();
+        await app.close();
+      })();
+      return closed;
     },
   };
 }

@@ -84,6 +84,12 @@ export function buildOpenApi(routes: RouteDef[], info: { title: string; version:
         requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } } },
       }),
       responses,
+      ...(spec.messages && {
+        'x-websocket-messages': {
+          server: jsonSchema(spec.messages.server, 'output'),
+          client: jsonSchema(spec.messages.client, 'input'),
+        },
+      }),
       ...(spec.auth === false && { security: [] }),
     };
   }

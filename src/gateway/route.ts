@@ -48,6 +48,8 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   body?: B;
   /** Request headers the route reads (documented only; parsed by the handler). */
   headers?: Record<string, { description: string; schema: z.ZodType }>;
+  /** WebSocket routes: the JSON messages each side sends (listed as `x-websocket-messages`). */
+  messages?: { server: z.ZodType; client: z.ZodType };
   /** Status of a returned payload. Default 200; a handler returning undefined answers 204. */
   status?: number;
   responses: Record<number, ResponseSpec>;

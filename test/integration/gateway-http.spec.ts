@@ -104,6 +104,52 @@ describe('error shape', () => {
     expect(Object.prototype).not.toHaveProperty('polluted');
   });
 
+  it('survives seeded random bodies, queries and paths with 4xx answers only', async () => {
+    let seed = 0x5eed;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const text = (max: number) =>
+      Array.from({ length: Math.floor(random() * max) }, () => String.fromCodePoint(pick([0, 9, 10, 34, 37, 47, 92, 0x7f, 0xe9, 0x1f600, 65 + Math.floor(random() * 58)]))).join('');
+    const value = (depth: number): unknown =>
+      pick([
+        () => null,
+        () => random() < 0.5,
+        () => Math.floor(random() * 2 ** 60) * (random() < 0.5 ? -1 : 1),
+        () => random() * 1e308,
+        () => text(20),
+        () => 'z'.repeat(70_000),
+        () => (depth > 2 ? [] : Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1))),
+        () => (depth > 2 ? {} : Object.fromEntries(Array.from({ length: Math.floor(random() * 4) }, () => [pick(keys), value(depth + 1)]))),
+      ])();
+    const keys = ['name', 'profile', 'provider', 'operationId', 'environment', 'session', 'command', 'cwd', 'env', 'stdin', 'pty', 'cols', 'timeoutMs', 'x', '__proto__', 'constructor'];
+    const posts = ['/v1/environments', '/v1/executions', '/v1/sessions', `/v1/environments/${env}`];
+    const gets = ['/v1/executions', `/v1/executions/${finished.id}`, `/v1/executions/${finished.id}/output`, '/v1/streams/execution-x', '/v1/environments'];
+    for (let i = 0; i < 150; i++) {
+      const path = pick(posts);
+      const body = JSON.stringify(Object.fromEntries(Array.from({ length: 1 + Math.floor(random() * 5) }, () => [pick(keys), value(0)])));
+      const response = await call(path.includes('henv_') ? 'PUT' : 'POST', path, { body });
+      expect(response.status, `${path} ${body.slice(0, 200)}`).toBeLessThan(500);
+      if (response.status >= 400) errorBodySchema.parse(await response.json());
+      else await response.arrayBuffer();
+
+      const query = Array.from({ length: Math.floor(random() * 3) }, () => `${encodeURIComponent(pick(['cursor', 'stream', 'waitMs', 'status', 'operationId', 'at', text(5)]))}=${encodeURIComponent(text(12))}`).join('&');
+      const get = await call('GET', `${pick(gets)}?${query}`);
+      expect(get.status, query).toBeLessThan(500);
+      await get.arrayBuffer();
+
+      const id = encodeURIComponent(text(40));
+      const byId = await call('GET', `/v1/executions/${id}/output`);
+      expect(byId.status, id).toBeLessThan(500);
+      await byId.arrayBuffer();
+    }
+    expect((await call('GET', '/healthz')).status).toBe(200);
+  });
+
   it('answers a body over the limit with invalid_request naming max_bytes', async () => {
     const body = JSON.stringify({ name: 'a', description: 'y'.repeat(2 * 1024 * 1024) });
     const error = await expectError(await call('POST', '/v1/environments', { body }), 400, 'invalid_request');
@@ -294,6 +340,9 @@ describe('OpenAPI', () => {
     const output = doc.paths['/v1/executions/{id}/output']!.get!;
     expect((output.parameters as { name: string }[]).map((p) => p.name)).toEqual(expect.arrayContaining(['stream', 'cursor']));
     expect(doc.paths['/healthz']!.get!.security).toEqual([]);
+    const stream = doc.paths['/v1/executions/{id}/stream']!.get! as { 'x-websocket-messages': { server: object; client: object } };
+    expect(JSON.stringify(stream['x-websocket-messages'].client)).toContain('resize');
+    expect(JSON.stringify(stream['x-websocket-messages'].server)).toContain('status');
   });
 });
 

@@ -14,7 +14,7 @@ let gw: RunningGateway;
 let env: string;
 
 beforeAll(async () => {
-  gw = await startGateway({ limits: { wsBufferBytes: 256 * 1024, wsStallMs: 300, chunkBytes: 64 * 1024 } });
+  gw = await startGateway({ limits: { wsBufferBytes: 256 * 1024, wsStallMs: 300, chunkBytes: 64 * 1024, heartbeatMs: 100 } });
   env = await createEnvironment(gw);
 });
 afterAll(() => gw.close());
@@ -228,6 +228,18 @@ describe('SSE', () => {
     expect(events.filter((e) => e.event === 'status').map((e) => JSON.parse(e.data).status).at(-1)).toBe('exited');
   });
 
+  it('sends heartbeat comments while nothing happens', async () => {
+    const record = await submit(gw, env, ['emit', '10', '2000']);
+    const response = await fetch(`${gw.url}/v1/executions/${record.id}/events?stream=stdout&stdout=10`, { headers: gw.headers() });
+    const reader = response.body!.getReader();
+    let text = '';
+    const until = Date.now() + 3000;
+    while (!text.includes(': heartbeat\n\n') && Date.now() < until) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text).toContain(': heartbeat\n\n');
+    expect(text).not.toContain('event: output'); // started at the end of stdout: nothing to send but heartbeats
+  });
+
   it('serves the audit feed with global positions as ids, resumable with Last-Event-ID, scoped to the caller', async () => {
     await createEnvironment(gw, tokens.bob, 'bob env');
     await submit(gw, env, ['emit', '10', '10']);
@@ -263,5 +275,29 @@ describe('SSE', () => {
     await createEnvironment(gw, tokens.bob, 'bob live');
     const [event] = await live;
     expect(JSON.parse(event!.data)).toMatchObject({ type: 'environment.defined', data: { name: 'bob live' } });
+  });
+});
+
+describe('shutdown', () => {
+  it('closes WebSockets with 1001, ends SSE responses and answers new requests with unavailable', async () => {
+    const own = await startGateway();
+    try {
+      const environment = await createEnvironment(own);
+      const record = await submit(own, environment, ['emit', '1000', '60000']);
+      const ws = new WebSocket(`${own.url.replace('http', 'ws')}/v1/executions/${record.id}/stream`, { headers: own.headers() });
+      await new Promise((resolve) => ws.once('open', resolve));
+      const closed = new Promise<number>((resolve) => ws.once('close', resolve));
+      const sse = await fetch(`${own.url}/v1/executions/${record.id}/events`, { headers: own.headers() });
+      const sseDone = sse.text();
+      await own.gateway.close();
+      expect(await closed).toBe(1001);
+      await sseDone;
+      const refused = await fetch(`${own.url}/v1/capabilities`, { headers: own.headers() });
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toMatchObject({ error: { code: 'unavailable' } });
+      expect(own.api.cancelCalls).toBe(0);
+    } finally {
+      await own.close();
+    }
   });
 });

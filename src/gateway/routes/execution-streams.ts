@@ -7,10 +7,11 @@
 import { z } from 'zod';
 import {
   executionEventsQuery,
-  executionRecordSchema,
   executionStreamQuery,
   idParams,
   outputEventIdSchema,
+  wsClientControlSchema,
+  wsServerTextSchema,
   type OutputStreamName,
 } from '../../../schemas/api.ts';
 import { BerthError } from '../../../schemas/errors.ts';
@@ -92,10 +93,8 @@ export const executionStreamsPlugin = resourcePlugin([
       query: executionStreamQuery,
       queryToken: true,
       websocket: true,
-      responses: {
-        101: { description: 'Switching to the WebSocket protocol' },
-        200: { description: 'Never: the record schema documents the status frames', schema: executionRecordSchema },
-      },
+      messages: { server: wsServerTextSchema, client: wsClientControlSchema },
+      responses: { 101: { description: 'Switching to the WebSocket protocol' } },
     },
     async ({ deps, caller, params, query, request, reply }) => {
       if (!isUpgradeRequest(request)) {
