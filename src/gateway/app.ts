@@ -44,7 +44,6 @@ export interface Gateway {
   app: FastifyInstance;
   /** Every declared route (what /v1/openapi.json lists). */
   routes: RouteDef[];
-  limits: GatewayLimits;
   /** The `upgrade` listener for the node servers that serve this gateway. */
   upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Ends open SSE and WebSocket streams (1001), then closes the application. */
@@ -99,7 +98,6 @@ export function buildGateway(options: GatewayOptions): Gateway {
   return {
     app,
     routes,
-    limits,
     upgrade: upgradeListener(app),
     close() {
       closing = true;

@@ -43,7 +43,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
   // Client frames run one after another so stdin bytes keep their order.
   let input = Promise.resolve();
   ws.on('message', (data: RawData, isBinary: boolean) => {
-    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
+    const bytes = data as Buffer; // binaryType 'nodebuffer': one Buffer per message
     input = input
       .then(() => handleClientFrame(bytes, isBinary))
       .catch((error) => sendError(toBerthError(error)));

@@ -8,10 +8,6 @@ export class OpenStreams {
     return () => this.closers.delete(close);
   }
 
-  get size(): number {
-    return this.closers.size;
-  }
-
   closeAll(): void {
     for (const close of [...this.closers]) close();
     this.closers.clear();

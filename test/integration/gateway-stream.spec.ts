@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { outputEventDataSchema } from '../../schemas/api.ts';
 import { expectedOutput } from '../unit/gateway/fake-runtime-api.ts';
 import { SseParser, type ParsedSseEvent } from '../../src/client/sse-parser.ts';
 import { createEnvironment, startGateway, submit, tokens, type RunningGateway } from './gateway-fixture.ts';
@@ -202,8 +203,7 @@ describe('SSE', () => {
     const outputs = first.filter((e) => e.event === 'output');
     let expectedCursor = 0;
     for (const e of outputs) {
-      const data = JSON.parse(e.data) as { stream: string; cursor: number; data: string };
-      expect(Object.keys(data).sort()).toEqual(['cursor', 'data', 'stream']);
+      const data = outputEventDataSchema.parse(JSON.parse(e.data)); // exactly {stream, cursor, data}
       expect(data.cursor).toBe(expectedCursor);
       expectedCursor += Buffer.from(data.data, 'base64').length;
       expect(e.id).toBe(`stdout:${expectedCursor}`);
