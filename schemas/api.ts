@@ -142,6 +142,14 @@ export const submitExecutionBody = z
     stdin: z.boolean().optional(),
     pty: ptySize.optional(),
     timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+    /** The allocation the caller expects to run on: refused with stale_target unless it is still current. */
+    target: z
+      .strictObject({
+        environmentId: resourceIdParam,
+        allocationId: resourceIdParam,
+        generation: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+      })
+      .optional(),
   })
   .refine((b) => (b.environment === undefined) !== (b.session === undefined), {
     message: 'exactly one of environment or session is required',
