@@ -61,6 +61,7 @@ export interface RouteContext<P, Q, B> {
   params: Out<P>;
   query: Out<Q>;
   body: Out<B>;
+  /** The authenticated caller (null on routes declared `auth: false`, which must not use it). */
   caller: Caller;
   request: FastifyRequest;
   reply: FastifyReply;
