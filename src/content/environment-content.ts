@@ -1,0 +1,56 @@
+/**
+ * One environment's content, as the gateway and the runtime use it: its source tree, imports into it, version
+ * snapshots out of it, crash recovery and removal. A thin facade over the modules that do the work.
+ */
+import type { ContentLimits } from './content-limits.ts';
+import { contentLayout, environmentDir, recoverContent, versionDir, type ContentLayout } from './content-layout.ts';
+import { importArchive, type ImportOptions } from './import/archive-import.ts';
+import { importGit, type GitImportOptions, type GitSource } from './import/git-import.ts';
+import type { ImportResult } from './import/import-result.ts';
+import { SourceTree } from './source-tree.ts';
+import { removeReadOnlyTree, snapshotSource, type SnapshotResult } from './versions.ts';
+
+export class EnvironmentContent {
+  readonly layout: ContentLayout;
+  readonly source: SourceTree;
+
+  constructor(
+    dir: string,
+    private readonly limits: Partial<ContentLimits> = {},
+  ) {
+    this.layout = contentLayout(dir);
+    this.source = new SourceTree(this.layout, limits);
+  }
+
+  /** The content of environment `environmentId` under `<dataDir>/environments/`. */
+  static of(dataDir: string, environmentId: string, limits: Partial<ContentLimits> = {}): EnvironmentContent {
+    return new EnvironmentContent(environmentDir(dataDir, environmentId), limits);
+  }
+
+  importArchive(body: AsyncIterable<Uint8Array>, options: Omit<ImportOptions, 'limits'> = {}): Promise<ImportResult> {
+    return importArchive(this.layout, body, { ...options, limits: this.limits });
+  }
+
+  importGit(source: GitSource, options: Omit<GitImportOptions, 'limits'> = {}): Promise<ImportResult> {
+    return importGit(this.layout, source, { ...options, limits: this.limits });
+  }
+
+  /** Copy the source into `versions/<version>` (the build then installs into it and makes it read-only). */
+  snapshot(version: number): Promise<SnapshotResult> {
+    return snapshotSource(this.layout, version);
+  }
+
+  versionDir(version: number): string {
+    return versionDir(this.layout, version);
+  }
+
+  /** After a crash, before admitting work: finish or undo what was half done (content-layout.ts). */
+  recover(): Promise<void> {
+    return recoverContent(this.layout);
+  }
+
+  /** Remove everything: source, staging and every version. */
+  removeAll(): Promise<void> {
+    return removeReadOnlyTree(this.layout.root);
+  }
+}
