@@ -1,11 +1,11 @@
 /**
- * `berth serve`: starts one runtime (store, epoch, projections, recovery, maintenance) and only then listens, printing
- * `Berth listening on http://HOST:PORT` once it admits work. SIGINT/SIGTERM stop it cleanly (a second one forces).
- * The HTTP side is a minimal health server until the gateway's app replaces it.
+ * `berth serve`: starts one Berth (providers, store, epoch, projections, recovery, maintenance) and only then
+ * listens, printing `Berth listening on http://HOST:PORT` once it admits work. SIGINT/SIGTERM stop it cleanly (a
+ * second one forces). The HTTP side is a minimal health server until the gateway's app replaces it.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { loadConfig, type BerthConfig } from '../runtime/config.ts';
-import { BerthRuntime } from '../runtime/berth-runtime.ts';
+import { startBerth, type Berth } from '../runtime/berth.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
 
@@ -31,15 +31,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve).once('SIGTERM', resolve);
   });
-  const runtime = await BerthRuntime.start({ settings: config, runtimeId: config.runtimeId, logger: log });
+  const berth = await startBerth({ settings: config, runtimeId: config.runtimeId, logger: log });
   let app: FastifyInstance | undefined;
   try {
-    app = healthServer(runtime);
+    app = healthServer(berth);
     await app.listen({ host: config.host, port: config.port });
     console.log(`Berth listening on ${listeningUrl(app, config)}`);
   } catch (e) {
     await app?.close();
-    await runtime.stop();
+    await berth.stop();
     throw e;
   }
 
@@ -51,11 +51,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   };
   process.once('SIGINT', force).once('SIGTERM', force);
   await app.close();
-  await runtime.stop();
+  await berth.stop();
   return 0;
 }
 
-function healthServer(runtime: BerthRuntime): FastifyInstance {
+function healthServer({ runtime }: Berth): FastifyInstance {
   const app = Fastify({ logger: false });
   app.get('/healthz', async () => ({
     status: 'ok',
