@@ -4,6 +4,7 @@
  */
 import { isBerthError } from '../../schemas/errors.ts';
 import { UsageError } from './command-args.ts';
+import { envCommand } from './env.ts';
 import { eventsCommand } from './events.ts';
 import { helpCommand, overview } from './help.ts';
 import { replayCommand } from './replay.ts';
@@ -13,6 +14,7 @@ import { StdoutClosed } from './stdout-lines.ts';
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
   serve: serveCommand,
   events: eventsCommand,
+  env: envCommand,
   replay: replayCommand,
   help: helpCommand,
   '--help': helpCommand,

@@ -3,6 +3,7 @@
  * and retained uses. Recovery reconciles what it lists before work is admitted; maintenance walks it.
  */
 import type { RecordedEvent } from '../store/event-store.ts';
+import { nextUpdatedAt } from '../machines/updated-at.ts';
 import { defineProjection } from './projection.ts';
 
 export interface ActiveAllocation {
@@ -42,7 +43,7 @@ function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<str
   }
   const a = state.get(id);
   if (!a) return state;
-  if (typeof d.at === 'number') a.updatedAt = Math.max(a.updatedAt + 1, d.at);
+  if (typeof d.at === 'number') a.updatedAt = nextUpdatedAt(a.updatedAt, d.at);
   switch (e.type) {
     case 'allocation.reported': {
       const next = REPORT_STATE[d.report.status];
@@ -59,6 +60,9 @@ function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<str
       break;
     case 'allocation.use_released':
       delete a.uses[d.useId];
+      break;
+    case 'allocation.resume_requested':
+      a.state = 'requested';
       break;
     case 'allocation.release_requested':
       a.state = 'releasing';
@@ -78,7 +82,7 @@ function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<str
 
 export const activeAllocationsProjection = defineProjection({
   name: 'active-allocations',
-  version: 1,
+  version: 2,
   filter: { streamPrefixes: ['allocation-'] },
   init: () => new Map<string, ActiveAllocation>(),
   reduce,

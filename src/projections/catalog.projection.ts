@@ -1,8 +1,10 @@
 /**
  * The catalog read model: every Environment of every scope with its status and its strictly increasing
- * per-resource `updatedAt`, folded from the environment streams. Allocation state is the active-allocation index's.
+ * per-resource `updatedAt` (the same value the environment actor stamps: one rule, `nextUpdatedAt`), folded from the
+ * environment streams. Allocation state is the active-allocation index's.
  */
 import type { RecordedEvent } from '../store/event-store.ts';
+import { nextUpdatedAt } from '../machines/updated-at.ts';
 import { defineProjection } from './projection.ts';
 
 export interface CatalogEntry {
@@ -54,8 +56,9 @@ function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string,
     return state;
   }
   const entry = state.get(id);
-  if (!entry) return state;
-  if (typeof d.at === 'number') entry.updatedAt = Math.max(entry.updatedAt + 1, d.at);
+  // runtime.recovered changes nothing the catalog shows (the machine does not stamp it either).
+  if (!entry || e.type === 'runtime.recovered') return state;
+  entry.updatedAt = nextUpdatedAt(entry.updatedAt, d.at);
   if (e.type === 'environment.updated') {
     for (const k of ['name', 'slug', 'profile'] as const) if (d[k] !== undefined) (entry as any)[k] = d[k];
     for (const k of ['description', 'entry'] as const) if (d[k] !== undefined) entry[k] = d[k] ?? '';
@@ -72,7 +75,7 @@ function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string,
 
 export const catalogProjection = defineProjection({
   name: 'catalog',
-  version: 1,
+  version: 2,
   filter: { streamPrefixes: ['environment-'] },
   init: () => new Map<string, CatalogEntry>(),
   reduce,

@@ -14,7 +14,7 @@ import { BerthError } from '../../schemas/errors.ts';
 import { BerthApi, type BerthApiOptions } from './berth-api.ts';
 import { BerthRuntime } from './berth-runtime.ts';
 import type { Settings } from './config.ts';
-import { maintenanceTasks } from './maintenance-tasks.ts';
+import { maintenanceTasks, settleActiveAllocations } from './maintenance-tasks.ts';
 import { ProviderRegistry } from './provider-registry.ts';
 import type { Services } from './services.ts';
 
@@ -76,6 +76,12 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     },
     maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections }),
   }).catch(async (e) => {
+    await providers.close();
+    throw e;
+  });
+  // Recovery reconciles the active-allocation index before work is admitted.
+  await settleActiveAllocations(runtime.actors, runtime.projections).catch(async (e) => {
+    await runtime!.stop();
     await providers.close();
     throw e;
   });

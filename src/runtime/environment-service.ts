@@ -6,7 +6,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import { profileSchema } from '../../schemas/profile.ts';
-import type { ActorRuntime } from '../actors/actor-runtime.ts';
+import type { UseKind } from '../../schemas/events/allocation.ts';
+import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import type { ReadModel } from '../projections/read-model.ts';
@@ -17,6 +18,9 @@ import { waitUntil } from './wait-until.ts';
 
 /** How long an acquire waits for an allocation under way before answering `unavailable`. */
 const ACQUIRE_TIMEOUT_MS = 180_000;
+/** How long a release waits for the provider to confirm termination. */
+const RELEASE_TIMEOUT_MS = 120_000;
+const ENVIRONMENT_ID = /^henv_[0-9a-f]{32}$/;
 
 export const slugOf = (name: string): string =>
   name
@@ -75,19 +79,21 @@ export class EnvironmentService {
 
   list(caller: Caller): Promise<EnvironmentView[]> {
     const entries = this.deps.catalog.query.list(caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope) as CatalogEntry[];
-    return Promise.all(entries.map((e) => this.get(caller, e.id)));
+    const availability = new Map<string, Promise<EnvironmentView['availability']>>();
+    return Promise.all(entries.map((e) => this.get(caller, e.id, availability)));
   }
 
-  async get(caller: Caller, id: string): Promise<EnvironmentView> {
-    const ctx = await this.context(caller, id);
+  async get(caller: Caller, id: string, availability?: Map<string, Promise<EnvironmentView['availability']>>): Promise<EnvironmentView> {
+    const view = await this.view(caller, id);
+    const ctx = view.context;
     const allocation = ctx.acquisition
       ? await this.deps.actors.get<AllocationContext>('allocation', ctx.acquisition.allocationId)
       : undefined;
-    let availability: EnvironmentView['availability'] = 'available';
-    try {
-      if (!(await this.deps.providers.get(ctx.profile.provider).available())) availability = 'unavailable';
-    } catch {
-      availability = 'unavailable';
+    const kind = ctx.profile.provider;
+    let answer = availability?.get(kind);
+    if (!answer) {
+      answer = this.availability(kind);
+      availability?.set(kind, answer);
     }
     return {
       id,
@@ -101,7 +107,9 @@ export class EnvironmentService {
       version: null,
       latestVersion: null,
       profile: ctx.profile,
-      availability,
+      availability: await answer,
+      // The allocation lifecycle (idle, acquiring, allocated, releasing, lost); `status` is the content's (seed 001).
+      state: String(view.state),
       allocation:
         ctx.acquisition && allocation
           ? { allocationId: ctx.acquisition.allocationId, generation: ctx.acquisition.generation, state: String(allocation.state) }
@@ -140,13 +148,20 @@ export class EnvironmentService {
     await this.deps.catalog.waitFor(sent.position, 10_000);
   }
 
-  /** The environment's ready allocation, allocating it first if there is none (coalesced with concurrent callers). */
+  /**
+   * The environment's ready allocation, allocating it first if there is none. Coalesced: whoever finds the
+   * environment idle (or its allocation lost) requests the next generation; everyone else, and a request that lost
+   * that race, waits for the allocation under way. Answers `unavailable` when the provider cannot tell whether it
+   * exists, and `environment_invalid` when the provider refused the profile.
+   */
   async acquire(caller: Caller, id: string): Promise<AllocationView> {
     const deadline = Date.now() + ACQUIRE_TIMEOUT_MS;
-    for (;;) {
-      const env = await this.context(caller, id);
+    // An acquisition already under way when this call began (perhaps from before a restart): if recovery finds it
+    // never happened, this call requests its own instead of failing.
+    let inherited: string | undefined;
+    for (let first = true; ; first = false) {
+      const { state, context: env } = await this.view(caller, id);
       const a = env.acquisition;
-      const state = await this.stateOf(id);
       if (a && state === 'allocated') return this.allocationView(a.allocationId);
       if (state === 'idle' || state === 'lost') {
         this.deps.providers.get(env.profile.provider);
@@ -164,9 +179,37 @@ export class EnvironmentService {
         }
         continue;
       }
-      if (state === 'acquiring' && a) await this.waitForAllocation(id, a.allocationId, deadline);
-      else await waitUntil(async () => (await this.stateOf(id)) !== state, deadline);
+      if (!a) throw new BerthError('internal', `The environment is ${String(state)} without an allocation.`, { environmentId: id });
+      if (first) inherited = a.allocationId;
+      const failure = await this.waitForAllocation(id, String(state), a.allocationId, deadline);
+      if (!failure) continue;
+      if (a.allocationId !== inherited || failure.code !== 'unavailable') throw failure;
+      inherited = undefined;
     }
+  }
+
+  /**
+   * A durable claim on an allocation that blocks its release until given back. An `admission` use carries this
+   * runtime's epoch and is dropped by its next recovery; other kinds survive restarts.
+   */
+  async acquireUse(
+    caller: Caller,
+    environmentId: string,
+    allocationId: string,
+    kind: UseKind,
+    useId = `huse_${randomUUID()}`,
+  ): Promise<AllocationView> {
+    await this.allocationOf(caller, environmentId, allocationId);
+    const { actors } = this.deps;
+    const owner = kind === 'admission' ? { runtimeId: actors.runtimeId, epoch: actors.epoch } : {};
+    await actors.send('allocation', allocationId, { type: 'allocation.use_acquired', useId, kind, ...owner, at: this.deps.now() });
+    return this.allocationView(allocationId);
+  }
+
+  async releaseUse(caller: Caller, environmentId: string, allocationId: string, useId: string): Promise<AllocationView> {
+    await this.allocationOf(caller, environmentId, allocationId);
+    await this.deps.actors.send('allocation', allocationId, { type: 'allocation.use_released', useId, at: this.deps.now() });
+    return this.allocationView(allocationId);
   }
 
   async listAllocations(caller: Caller, id: string, active: ReadModel): Promise<AllocationView[]> {
@@ -175,19 +218,20 @@ export class EnvironmentService {
     return Promise.all(ids.map((allocationId) => this.allocationView(allocationId)));
   }
 
+  /**
+   * Closes admission and deallocates; refused with `environment_busy` while a use is held or a provider call is in
+   * flight. Resolves once the provider confirmed termination (state `released`), or with state `releasing` when it
+   * could not confirm it (the release intent is kept; recovery and maintenance retry it).
+   */
   async release(caller: Caller, id: string, allocationId: string): Promise<AllocationView> {
-    await this.context(caller, id);
-    const view = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
-    if (!view || view.context.environmentId !== id) {
-      throw new BerthError('not_found', 'The environment has no such allocation.', { environmentId: id, allocationId });
-    }
+    const view = await this.allocationOf(caller, id, allocationId);
     if (view.state !== 'releasing') {
       await this.deps.actors.send('allocation', allocationId, { type: 'allocation.release_requested', reason: 'explicit', at: this.deps.now() });
     }
     await waitUntil(async () => {
-      const a = await this.deps.actors.get('allocation', allocationId);
+      const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
       return !a || a.state === 'released' || (a.state === 'releasing' && a.context.call === null);
-    }, Date.now() + 120_000);
+    }, Date.now() + RELEASE_TIMEOUT_MS);
     return this.allocationView(allocationId);
   }
 
@@ -210,43 +254,91 @@ export class EnvironmentService {
   }
 
   /** The environment's context, or environment_not_found when absent, deleted or of another scope. */
-  async context(caller: Caller, id: string): Promise<EnvironmentContext & { generation: number }> {
-    const view = /^henv_[0-9a-f]{32}$/.test(id) ? await this.deps.actors.get<EnvironmentContext>('environment', id) : undefined;
+  async context(caller: Caller, id: string): Promise<EnvironmentContext> {
+    return (await this.view(caller, id)).context;
+  }
+
+  private async view(caller: Caller, id: string): Promise<ActorView<EnvironmentContext>> {
+    const view = ENVIRONMENT_ID.test(id) ? await this.deps.actors.get<EnvironmentContext>('environment', id) : undefined;
     if (!view || view.state === 'pristine' || view.state === 'deleted' || !inScope(caller, view.context.scope)) {
       throw new BerthError('environment_not_found', 'No such environment.', { environmentId: id });
     }
-    return view.context;
+    return view;
   }
 
-  private async stateOf(id: string): Promise<string> {
-    return String((await this.deps.actors.get('environment', id))?.state);
+  private async allocationOf(caller: Caller, environmentId: string, allocationId: string): Promise<ActorView<AllocationContext>> {
+    await this.view(caller, environmentId);
+    const view = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
+    if (!view || view.state === 'pristine' || view.context.environmentId !== environmentId) {
+      throw new BerthError('not_found', 'The environment has no such allocation.', { environmentId, allocationId });
+    }
+    return view;
   }
 
-  /** Waits until the allocation under way is ready, or fails the acquire when it cannot become ready now. */
-  private async waitForAllocation(environmentId: string, allocationId: string, deadline: number): Promise<void> {
+  private async availability(kind: string): Promise<EnvironmentView['availability']> {
+    try {
+      return (await this.deps.providers.get(kind).available()) ? 'available' : 'unavailable';
+    } catch {
+      return 'unavailable';
+    }
+  }
+
+  /**
+   * Waits for the allocation under way (acquiring) or going away (releasing) to settle. A partial allocation is
+   * resumed under its original intent; one the provider cannot tell about (or whose release it could not confirm)
+   * is inspected once more by its request id, then the caller gets `unavailable`: the intent stays and maintenance
+   * keeps reconciling it. Never allocates anew. Returns the failure when the acquisition ended with nothing allocated.
+   */
+  private async waitForAllocation(
+    environmentId: string,
+    envState: string,
+    allocationId: string,
+    deadline: number,
+  ): Promise<BerthError | undefined> {
+    const nudged = new Set<string>();
     await waitUntil(async () => {
-      const envState = await this.stateOf(environmentId);
-      if (envState !== 'acquiring') return true;
+      const env = await this.deps.actors.get<EnvironmentContext>('environment', environmentId);
+      if (String(env?.state) !== envState || env?.context.acquisition?.allocationId !== allocationId) return true;
       const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
-      if (a?.state === 'unknown') {
+      if (!a || a.context.call !== null) return false;
+      const state = String(a.state);
+      const nudge = NUDGES[state];
+      if (!nudge) return false;
+      if (nudged.has(state)) {
         const report = a.context.lastReport;
-        throw new BerthError('unavailable', `The provider cannot tell whether the allocation exists: ${report && 'reason' in report ? report.reason : 'unknown'}.`, {
-          environmentId,
-          allocationId,
-        });
+        const why = report && 'reason' in report && report.reason ? report.reason : state;
+        const message =
+          state === 'releasing'
+            ? `The provider has not confirmed the release of the previous allocation: ${why}.`
+            : `The provider cannot tell whether the allocation exists: ${why}.`;
+        throw new BerthError('unavailable', message, { environmentId, allocationId, state });
+      }
+      nudged.add(state);
+      try {
+        await this.deps.actors.send('allocation', allocationId, { type: nudge, at: this.deps.now() });
+      } catch (e) {
+        if (!isBerthError(e)) throw e; // another call got in first: wait for it
       }
       return false;
     }, deadline);
     const env = await this.deps.actors.get<EnvironmentContext>('environment', environmentId);
-    if (env?.state === 'idle') {
+    if (envState === 'acquiring' && env?.state === 'idle') {
       const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
       const report = a?.context.lastReport;
-      throw new BerthError('unavailable', `The allocation failed: ${report && 'reason' in report && report.reason ? report.reason : 'the provider confirmed nothing was created'}.`, {
-        environmentId,
-        allocationId,
-      });
+      if (report?.status === 'absent' && report.reason) {
+        return new BerthError('environment_invalid', `The provider refused the allocation: ${report.reason}`, { environmentId, allocationId });
+      }
+      return new BerthError('unavailable', 'The allocation failed: the provider confirmed nothing was created.', { environmentId, allocationId });
     }
+    return undefined;
   }
 }
+
+/** What a waiting acquire sends an allocation that stopped short, once: resume a partial one, inspect an uncertain one. */
+const NUDGES: Record<string, string> = {
+  pending: 'allocation.resume_requested',
+  unknown: 'allocation.reconcile_requested',
+  releasing: 'allocation.reconcile_requested',
+};
 
 export const inScope = (caller: Caller, scope: string): boolean => caller.scope === scope || (caller.role === 'admin' && caller.scope === '*');

@@ -1,14 +1,17 @@
 /**
- * What the maintenance loop does every tick (seed 000): reconcile unfinished allocations by inspecting them,
- * reclaim managed allocations idle past their interval (borrowed ones and those with uses stay), and reconcile
- * executions whose lifecycle stalled after their command exited. Each sends events carrying the time it read;
- * a refusal only means the actor moved on meanwhile.
+ * What the maintenance loop does every tick (seed 000): reclaim managed allocations idle past their interval
+ * (borrowed ones and those with uses stay), reconcile unfinished allocations by inspecting them (resuming a verified
+ * partial one under its original intent), and reconcile executions whose lifecycle stalled after their command
+ * exited. Each sends events carrying the time it read; a refusal only means the actor moved on meanwhile.
+ * Also the startup step that settles the active-allocation index before the runtime admits work.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { ActorRuntime } from '../actors/actor-runtime.ts';
-import { reclaimableAt, type AllocationSnapshot } from '../machines/allocation.machine.ts';
+import { reclaimableAt, type AllocationContext, type AllocationSnapshot } from '../machines/allocation.machine.ts';
 import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
 import type { ActivityEntry } from '../projections/activity.projection.ts';
+import type { CatalogEntry } from '../projections/catalog.projection.ts';
 import type { ProjectionEngine } from '../projections/projection-engine.ts';
 import type { MaintenanceTask } from './maintenance-loop.ts';
 
@@ -19,7 +22,7 @@ export interface MaintenanceParts {
   stalledMs?: number;
 }
 
-const RECONCILED_STATES = new Set(['ready', 'pending', 'unknown', 'releasing']);
+const RECONCILED_STATES = new Set(['ready', 'unknown', 'releasing']);
 const POST_EXIT_STEPS = new Set(['exited', 'drained', 'saved', 'closing']);
 
 async function tolerate(send: Promise<unknown>): Promise<void> {
@@ -30,18 +33,14 @@ async function tolerate(send: Promise<unknown>): Promise<void> {
   }
 }
 
+const activeIndex = (projections: ProjectionEngine) =>
+  projections.get('active-allocations')!.query.list() as ActiveAllocation[];
+
 export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
-  const active = () => parts.projections().get('active-allocations')!.query.list() as ActiveAllocation[];
+  const active = () => activeIndex(parts.projections());
   return [
-    {
-      name: 'reconcile-allocations',
-      async run(now) {
-        for (const a of active()) {
-          if (!RECONCILED_STATES.has(a.state)) continue;
-          await tolerate(parts.actors().send('allocation', a.allocationId, { type: 'allocation.reconcile_requested', at: now.getTime() }));
-        }
-      },
-    },
+    // Before reconciliation: an inspection it starts is a call in flight, which makes an allocation unreclaimable
+    // until it answers, so reclaiming after it would starve.
     {
       name: 'reclaim-idle-allocations',
       async run(now) {
@@ -51,6 +50,17 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
           const at = reclaimableAt({ value: view.state, context: view.context } as unknown as AllocationSnapshot);
           if (at === null || at > now.getTime()) continue;
           await tolerate(parts.actors().send('allocation', a.allocationId, { type: 'allocation.release_requested', reason: 'idle', at: now.getTime() }));
+        }
+      },
+    },
+    {
+      name: 'reconcile-allocations',
+      async run(now) {
+        for (const a of active()) {
+          // A partial allocation (created, never started or admitted) is finished under its original intent.
+          const type =
+            a.state === 'pending' ? 'allocation.resume_requested' : RECONCILED_STATES.has(a.state) ? 'allocation.reconcile_requested' : null;
+          if (type) await tolerate(parts.actors().send('allocation', a.allocationId, { type, at: now.getTime() }));
         }
       },
     },
@@ -67,4 +77,43 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
       },
     },
   ];
+}
+
+/**
+ * Recovery reconciles the active-allocation index before admitting work: waits (up to `timeoutMs`) until every
+ * allocation it lists has had its recovery inspection (or deallocation) answered, resumes once each one found
+ * partial, until every environment has heard the outcome, and catches the read models up with what that wrote. An allocation whose provider does not answer in time stays
+ * in flight; maintenance keeps at it, and admission refuses it meanwhile.
+ */
+/**
+ * The environment has not yet heard what its allocation became: the intent recovery re-sends is not appended yet,
+ * or the allocation settled and its notification is on its way.
+ */
+const awaitsNotification = (environment: string, allocation: unknown): boolean =>
+  allocation === undefined ||
+  (environment === 'acquiring' ? !['requested', 'pending', 'unknown'].includes(String(allocation)) : allocation === 'released');
+
+export async function settleActiveAllocations(actors: ActorRuntime<any>, projections: ProjectionEngine, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const resumed = new Set<string>();
+  for (;;) {
+    await projections.catchUp();
+    let unsettled = false;
+    for (const e of projections.get('catalog')!.query.list() as CatalogEntry[]) {
+      if ((e.status === 'acquiring' || e.status === 'releasing') && e.allocationId) {
+        if (awaitsNotification(e.status, (await actors.get('allocation', e.allocationId))?.state)) unsettled = true;
+      }
+    }
+    for (const a of activeIndex(projections)) {
+      const view = await actors.get<AllocationContext>('allocation', a.allocationId);
+      if (view?.context.call != null) unsettled = true;
+      else if (view?.state === 'pending' && !resumed.has(a.allocationId)) {
+        resumed.add(a.allocationId);
+        unsettled = true;
+        await tolerate(actors.send('allocation', a.allocationId, { type: 'allocation.resume_requested', at: Date.now() }));
+      }
+    }
+    if (!unsettled || Date.now() >= deadline) return;
+    await sleep(10);
+  }
 }

@@ -1,9 +1,12 @@
 /**
  * The allocation actor type: provider calls as effects. Each call's outcome comes back as an event; a call that
  * throws or times out reports `unknown` (never treated as absence), so recovery inspects by the original request id.
+ * The one exception is a provider's definite refusal of the profile (`environment_invalid`: the image is missing,
+ * the engine rejects the limits): it created nothing, so that is confirmed absence with its reason.
  */
 import { allocationEvents, type AllocationReportData } from '../../../schemas/events/allocation.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
+import { crashAt } from '../../providers/crash-point.ts';
 import {
   allocationMachine,
   finished,
@@ -35,6 +38,7 @@ const reportOf = async (call: () => Promise<AllocationReportData>): Promise<Allo
   try {
     return await withTimeout(call(), PROVIDER_CALL_TIMEOUT_MS);
   } catch (e) {
+    if (isBerthError(e, 'environment_invalid')) return { status: 'absent', reason: e.message };
     return { status: 'unknown', reason: e instanceof Error ? e.message : String(e) };
   }
 };
@@ -49,6 +53,7 @@ export const allocationActor = defineActor<typeof allocationMachine, Services>({
   effects: {
     'provider.allocate': async (p: ProviderCallParams, ctx) => {
       const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).allocate(p) as Promise<AllocationReportData>);
+      crashAt('allocation.provider-answered'); // recovery tests: the resource exists, its report is not yet durable
       return { type: 'allocation.reported', report, at: ctx.services.now() };
     },
     'provider.inspect': async (p: ProviderCallParams, ctx) => {
