@@ -7,7 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { profileSchema } from '../../schemas/profile.ts';
+import { ActorRuntime } from '../../src/actors/actor-runtime.ts';
 import { actorTypes } from '../../src/runtime/registry.ts';
 import { SqliteEventStore } from '../../src/store/sqlite-event-store.ts';
 import { berth, spawnBerth } from './cli-process.ts';
@@ -109,13 +111,19 @@ describe('berth replay', () => {
     expect(bad.stderr).toMatch(/--at takes a revision/);
   });
 
-  const environment = actorTypes.find((t) => t.type === 'environment');
-  it.skipIf(!environment)('should replay a real environment stream with its states, identically twice', async () => {
+  it('should replay a real environment stream with its states, identically twice', async () => {
+    const environment = actorTypes.find((t) => t.type === 'environment');
+    expect(environment, 'the registry names the environment actor type').toBeDefined();
     const id = `henv_${'a'.repeat(32)}`;
     const stream = `environment-${id}`;
+    // Written by the real actor runtime, as `berth serve` would.
+    const actors = new ActorRuntime({ store, runtimeId: 'rt_cli_replay', logger: pino({ level: 'silent' }) });
+    actors.register(environment!);
+    await actors.start();
     const profile = profileSchema.parse({ provider: 'native' });
-    await append(stream, 'environment.created', { name: 'Demo', slug: 'demo', scope: 'default', profile, at: 1000 });
-    await append(stream, 'environment.updated', { name: 'Demo 2', at: 2000 });
+    await actors.send('environment', id, { type: 'environment.created', name: 'Demo', slug: 'demo', scope: 'default', profile, at: 1000 });
+    await actors.send('environment', id, { type: 'environment.updated', name: 'Demo 2', at: 2000 });
+    await actors.whenIdle();
     const first = await berth(['replay', stream, '--json', '--data-dir', dir]);
     expect(first.code).toBe(0);
     const steps = jsonLines(first.stdout);
@@ -124,6 +132,7 @@ describe('berth replay', () => {
     expect(steps[0].stateBefore).not.toEqual(steps[0].stateAfter);
     expect(steps[1].stateBefore).toEqual(steps[0].stateAfter);
     expect(steps[1].contextDiff).toHaveProperty('name', { before: 'Demo', after: 'Demo 2' });
+    expect(steps[1].metadata).toMatchObject({ runtimeId: 'rt_cli_replay', epoch: 1, actorType: 'environment' });
     const second = await berth(['replay', stream, '--json', '--data-dir', dir]);
     expect(second.stdout).toBe(first.stdout);
   });
