@@ -272,6 +272,11 @@ export const positionEventIdSchema = z.string().regex(/^\d{1,20}$/, 'expected a 
 // ---------------------------------------------------------------------------------------------------------- misc
 
 export const capabilitiesSchema = z.strictObject({ capabilities: z.record(z.string(), z.boolean()) });
-export const healthSchema = z.strictObject({ status: z.literal('ok') });
+export const healthSchema = z.looseObject({
+  status: z.literal('ok'),
+  runtimeId: z.string().optional(),
+  epoch: z.number().optional(),
+  store: z.string().optional(),
+});
 export const activitySchema = z.array(z.unknown());
 export const emptyQuery = z.strictObject({});

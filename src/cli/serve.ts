@@ -1,27 +1,65 @@
 /**
- * `berth serve`: starts one Berth (providers, store, epoch, projections, recovery, maintenance) and only then
- * listens, printing `Berth listening on http://HOST:PORT` once it admits work. SIGINT/SIGTERM stop it cleanly (a
- * second one forces). The HTTP side is a minimal health server until the gateway's app replaces it.
+ * `berth serve`: starts one Berth (providers, store, epoch, projections, recovery, maintenance) and only then opens
+ * the gateway (DESIGN §8) on its listeners — TCP (127.0.0.1:7420 by default), a Unix socket, HTTPS — printing
+ * `Berth listening on URL` for each once it admits work. The admin token acts in scope `default`; a tokens file adds
+ * tenants. SIGINT/SIGTERM stop it cleanly (a second one forces); running commands survive it and are reconciled by
+ * the next start.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
-import { loadConfig, type BerthConfig } from '../runtime/config.ts';
-import { startBerth, type Berth } from '../runtime/berth.ts';
+import { buildGateway, type Gateway } from '../gateway/app.ts';
+import { createTokenAuth, loadTokensFile, type TokenEntry } from '../gateway/auth.ts';
+import { listen, type ListenAddress, type Listener, type TlsFiles } from '../gateway/listen.ts';
+import { loadConfig } from '../runtime/config.ts';
+import { startBerth } from '../runtime/berth.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
 
 export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--port PORT] [--store sqlite|esdb://…]
-  Starts Berth. Environment: BERTH_DATA_DIR, BERTH_HOST, BERTH_PORT, BERTH_EVENTSTORE_URL, BERTH_TOKEN,
-  BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL.`;
+                   [--socket PATH] [--tls-cert FILE --tls-key FILE] [--tokens FILE]
+  Starts Berth and its HTTP API. The admin token (BERTH_TOKEN, or generated into DIR/token) acts in scope
+  "default"; --tokens FILE (or BERTH_TOKENS_FILE) adds tokens as JSON [{"token","scope","role":"admin"|"member"}].
+  --socket listens on a Unix socket (mode 0600) instead of TCP, or as well when --host/--port is given. A host other
+  than loopback needs --tls-cert/--tls-key. Environment: BERTH_DATA_DIR, BERTH_HOST, BERTH_PORT,
+  BERTH_EVENTSTORE_URL, BERTH_TOKEN, BERTH_TOKENS_FILE, BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL.`;
+
+/** The scope the admin token acts in: the one the in-process CLI commands (`berth env`, `berth run`) use. */
+export const ADMIN_SCOPE = 'default';
+
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 
 export async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { ...storeOptions, host: { type: 'string' }, port: { type: 'string', short: 'p' } },
+    {
+      ...storeOptions,
+      host: { type: 'string' },
+      port: { type: 'string', short: 'p' },
+      socket: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      tokens: { type: 'string' },
+    },
     serveUsage,
   );
   if (values.help) return void console.log(serveUsage), 0;
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`, serveUsage);
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
+    throw new UsageError('--tls-cert and --tls-key go together', serveUsage);
+  }
   const config = loadConfig({ dataDir: values['data-dir'], host: values.host, port: values.port, store: values.store });
+  const tls: TlsFiles | undefined = values['tls-cert'] ? { certPath: values['tls-cert'], keyPath: values['tls-key']! } : undefined;
+  const tcpAsked = [values.host, values.port, process.env.BERTH_HOST, process.env.BERTH_PORT].some((v) => v !== undefined && v !== '');
+  const addresses: ListenAddress[] = [];
+  if (values.socket) addresses.push({ socketPath: values.socket });
+  if (!values.socket || tcpAsked) {
+    if (!tls && !isLoopback(config.host)) {
+      throw new UsageError(`listening on ${config.host} needs TLS (--tls-cert/--tls-key): tokens must not cross a network in clear`, serveUsage);
+    }
+    addresses.push({ host: config.host, port: config.port });
+  }
+  const tokensFile = values.tokens ?? (process.env.BERTH_TOKENS_FILE || undefined);
+  const tokens: TokenEntry[] = tokensFile ? await loadTokensFile(tokensFile) : [];
+  const auth = createTokenAuth({ adminToken: config.token, adminScope: ADMIN_SCOPE, tokens });
+
   const log = createLogger();
   if (config.tokenGenerated) {
     // The only time the token is shown: it is kept in the data directory, readable by its owner only.
@@ -32,16 +70,27 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', resolve).once('SIGTERM', resolve);
   });
   const berth = await startBerth({ settings: config, runtimeId: config.runtimeId, logger: log });
-  let app: FastifyInstance | undefined;
-  try {
-    app = healthServer(berth);
-    await app.listen({ host: config.host, port: config.port });
-    console.log(`Berth listening on ${listeningUrl(app, config)}`);
-  } catch (e) {
-    await app?.close();
+  const { identity, store } = berth.runtime;
+  const gateway: Gateway = buildGateway({
+    api: berth.api,
+    auth,
+    logger: log,
+    health: () => ({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }),
+  });
+  const listeners: Listener[] = [];
+  const close = async () => {
+    const gatewayClosed = gateway.close();
+    await Promise.all(listeners.map((l) => l.close()));
+    await gatewayClosed;
     await berth.stop();
+  };
+  try {
+    for (const address of addresses) listeners.push(await listen(gateway, address, tls));
+  } catch (e) {
+    await close();
     throw e;
   }
+  for (const listener of listeners) console.log(`Berth listening on ${listener.url}`);
 
   const signal = await stopRequested;
   log.info({ signal }, 'stopping');
@@ -50,26 +99,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.exit(1);
   };
   process.once('SIGINT', force).once('SIGTERM', force);
-  await app.close();
-  await berth.stop();
+  await close();
   return 0;
 }
-
-function healthServer({ runtime }: Berth): FastifyInstance {
-  const app = Fastify({ logger: false });
-  app.get('/healthz', async () => ({
-    status: 'ok',
-    runtimeId: runtime.identity.runtimeId,
-    epoch: runtime.identity.epoch,
-    store: runtime.store.kind,
-  }));
-  return app;
-}
-
-function listeningUrl(app: FastifyInstance, config: BerthConfig): string {
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  return `http://${host}:${port}`;
-}
-

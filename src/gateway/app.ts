@@ -38,6 +38,8 @@ export interface GatewayOptions {
   /** The parent logger; the gateway logs through a redacting child. Default: silent. */
   logger?: Logger;
   limits?: Partial<GatewayLimits>;
+  /** Extra fields of the open `/healthz` answer (e.g. the runtime's identity); never a secret. */
+  health?: () => Record<string, unknown>;
 }
 
 export interface Gateway {
@@ -76,7 +78,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   const streams = new OpenStreams();
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.wsMaxFrameBytes, perMessageDeflate: false });
-  const deps: GatewayDeps = { api: options.api, limits, streams, wss };
+  const deps: GatewayDeps = { api: options.api, limits, streams, wss, health: options.health ?? (() => ({})) };
   const plugins: ResourcePlugin[] = [
     healthPlugin,
     capabilitiesPlugin,

@@ -17,6 +17,8 @@ export interface GatewayDeps {
   limits: GatewayLimits;
   streams: OpenStreams;
   wss: WebSocketServer;
+  /** Extra fields of `/healthz`. */
+  health: () => Record<string, unknown>;
 }
 
 export interface ResponseSpec {

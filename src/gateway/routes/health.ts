@@ -1,4 +1,4 @@
-/** `GET /healthz` (open: says only that the process serves) and `GET /metrics` (Prometheus text; needs a token). */
+/** `GET /healthz` (open: says that the process serves, with the runtime's identity) and `GET /metrics` (Prometheus text; needs a token). */
 import { z } from 'zod';
 import { healthSchema } from '../../../schemas/api.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
@@ -12,7 +12,7 @@ export const healthPlugin = resourcePlugin([
       auth: false,
       responses: { 200: { description: 'Serving', schema: healthSchema } },
     },
-    async () => ({ status: 'ok' }),
+    async ({ deps }) => ({ ...deps.health(), status: 'ok' }),
   ),
   defineRoute(
     {
