@@ -2,21 +2,16 @@
  * An EventStore decorator that measures append latency for `/metrics` and hosts the tests' crash points;
  * everything else passes through.
  */
+import type { AppendOptions, EventData } from '../store/event-store.ts';
+import { ForwardingEventStore } from '../store/forwarding-event-store.ts';
 import { crashAfterAppend } from './crash-point.ts';
-import type { AppendOptions, EventData, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from '../store/event-store.ts';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-export class TimedEventStore implements EventStore {
+export class TimedEventStore extends ForwardingEventStore {
   readonly appendLatency = { buckets: BUCKETS, counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
 
-  constructor(readonly inner: EventStore) {}
-
-  get kind() {
-    return this.inner.kind;
-  }
-
-  async append(stream: string, events: EventData[], options: AppendOptions) {
+  override async append(stream: string, events: EventData[], options: AppendOptions) {
     const started = process.hrtime.bigint();
     try {
       const result = await this.inner.append(stream, events, options);
@@ -30,24 +25,5 @@ export class TimedEventStore implements EventStore {
       h.sum += seconds;
       h.count++;
     }
-  }
-
-  readStream(stream: string, options?: ReadStreamOptions) {
-    return this.inner.readStream(stream, options);
-  }
-  readAll(options?: ReadAllOptions) {
-    return this.inner.readAll(options);
-  }
-  subscribeToAll(options?: SubscribeOptions) {
-    return this.inner.subscribeToAll(options);
-  }
-  streamRevision(stream: string) {
-    return this.inner.streamRevision(stream);
-  }
-  headPosition() {
-    return this.inner.headPosition();
-  }
-  close() {
-    return this.inner.close();
   }
 }

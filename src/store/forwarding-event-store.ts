@@ -1,0 +1,31 @@
+/** A base for EventStore decorators (timing, counting): every call goes to the wrapped store unless overridden. */
+import type { AppendOptions, EventData, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './event-store.ts';
+
+export class ForwardingEventStore implements EventStore {
+  constructor(readonly inner: EventStore) {}
+
+  get kind(): EventStore['kind'] {
+    return this.inner.kind;
+  }
+  append(stream: string, events: EventData[], options: AppendOptions) {
+    return this.inner.append(stream, events, options);
+  }
+  readStream(stream: string, options?: ReadStreamOptions) {
+    return this.inner.readStream(stream, options);
+  }
+  readAll(options?: ReadAllOptions) {
+    return this.inner.readAll(options);
+  }
+  subscribeToAll(options?: SubscribeOptions) {
+    return this.inner.subscribeToAll(options);
+  }
+  streamRevision(stream: string) {
+    return this.inner.streamRevision(stream);
+  }
+  headPosition() {
+    return this.inner.headPosition();
+  }
+  close() {
+    return this.inner.close();
+  }
+}
