@@ -5,6 +5,7 @@
 import type { ContentLimits } from './content-limits.ts';
 import { contentLayout, environmentDir, recoverContent, versionDir, type ContentLayout } from './content-layout.ts';
 import { importArchive, type ImportOptions } from './import/archive-import.ts';
+import type { Body } from './import/byte-reader.ts';
 import { importGit, type GitImportOptions, type GitSource } from './import/git-import.ts';
 import type { ImportResult } from './import/import-result.ts';
 import { SourceTree } from './source-tree.ts';
@@ -27,7 +28,7 @@ export class EnvironmentContent {
     return new EnvironmentContent(environmentDir(dataDir, environmentId), limits);
   }
 
-  importArchive(body: AsyncIterable<Uint8Array>, options: Omit<ImportOptions, 'limits'> = {}): Promise<ImportResult> {
+  importArchive(body: Body, options: Omit<ImportOptions, 'limits'> = {}): Promise<ImportResult> {
     return importArchive(this.layout, body, { ...options, limits: this.limits });
   }
 

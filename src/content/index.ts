@@ -9,8 +9,9 @@ export { contentLayout, environmentDir, recoverContent, versionDir, type Content
 export { contentLimits, defaultContentLimits, type ContentLimits } from './content-limits.ts';
 export { parseContentPath, resolveContentPath, splitRelativePath, type PathProblem, type ResolvedContentPath } from './content-path.ts';
 export { contentTypeOf } from './content-type.ts';
-export { SourceTree, type Body, type FileRead, type TreeEntry, type TreeListing } from './source-tree.ts';
+export { SourceTree, type FileRead, type TreeEntry, type TreeListing } from './source-tree.ts';
 export { importArchive, type ImportOptions } from './import/archive-import.ts';
+export type { Body } from './import/byte-reader.ts';
 export { importGit, type GitImportOptions, type GitSource } from './import/git-import.ts';
 export type { ImportResult, SkippedReason } from './import/import-result.ts';
 export { DEPENDENCY_DIRS, type SkipReason } from './import/member-policy.ts';

@@ -16,6 +16,7 @@ import { withContentLock } from './content-lock.ts';
 import { contentLimits, type ContentLimits } from './content-limits.ts';
 import { resolveContentPath, type ResolvedContentPath } from './content-path.ts';
 import { contentTypeOf } from './content-type.ts';
+import type { Body } from './import/byte-reader.ts';
 
 export interface TreeEntry {
   path: string;
@@ -35,8 +36,6 @@ export interface FileRead {
   contentType: string;
   stream: Readable;
 }
-
-export type Body = AsyncIterable<Uint8Array>;
 
 export class SourceTree {
   readonly dir: string;

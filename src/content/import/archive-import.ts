@@ -16,7 +16,7 @@ import type { ContentLayout } from '../content-layout.ts';
 import { contentLimits, type ContentLimits } from '../content-limits.ts';
 import type { ArchiveMember } from './archive-member.ts';
 import { archiveKind } from './archive-kind.ts';
-import { ByteReader } from './byte-reader.ts';
+import { ByteReader, type Body } from './byte-reader.ts';
 import { ImportMeter } from './import-meter.ts';
 import { SkipTally, type ImportResult } from './import-result.ts';
 import { contentRootOf, landStaged } from './land-staged.ts';
@@ -31,7 +31,7 @@ export interface ImportOptions {
   limits?: Partial<ContentLimits>;
 }
 
-export async function importArchive(layout: ContentLayout, body: AsyncIterable<Uint8Array>, options: ImportOptions = {}): Promise<ImportResult> {
+export async function importArchive(layout: ContentLayout, body: Body, options: ImportOptions = {}): Promise<ImportResult> {
   const meter = new ImportMeter(contentLimits(options.limits));
   const work = path.join(layout.staging, `import-${randomUUID()}`);
   const reader = new ByteReader(body);

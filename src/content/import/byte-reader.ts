@@ -3,6 +3,9 @@
  * archive member's bytes flow to disk without being gathered in memory. `close()` stops the source (an HTTP body, a
  * decompressor) as soon as the reader is no longer wanted: a refused import stops reading.
  */
+/** A request body, a file stream, a decompressor's output, or bytes in hand. */
+export type Body = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
 export class ByteReader {
   private readonly source: AsyncIterator<Uint8Array>;
   private chunks: Buffer[] = [];
@@ -11,8 +14,13 @@ export class ByteReader {
   /** Bytes handed out so far (reads and skips). */
   position = 0;
 
-  constructor(source: AsyncIterable<Uint8Array>) {
-    this.source = source[Symbol.asyncIterator]();
+  constructor(source: Body) {
+    this.source =
+      Symbol.asyncIterator in source
+        ? source[Symbol.asyncIterator]()
+        : (async function* () {
+            yield* source;
+          })();
   }
 
   /** Buffer at least `n` bytes if the stream has them; false when it ends first. */
