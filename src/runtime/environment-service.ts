@@ -230,7 +230,10 @@ export class EnvironmentService {
     }
     await waitUntil(async () => {
       const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
-      return !a || a.state === 'released' || (a.state === 'releasing' && a.context.call === null);
+      if (a?.state === 'releasing') return a.context.call === null;
+      // Released: done once the environment has heard it too (it no longer names this allocation).
+      const env = await this.deps.actors.get<EnvironmentContext>('environment', id);
+      return env?.context.acquisition?.allocationId !== allocationId;
     }, Date.now() + RELEASE_TIMEOUT_MS);
     return this.allocationView(allocationId);
   }
