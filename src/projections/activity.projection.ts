@@ -1,6 +1,7 @@
 /**
- * The activity view: every execution with its status and structured failure, never payloads (no command output,
- * no environment values). Unfinished operations are the ones whose status is not terminal.
+ * The activity view: every execution with its status, lifecycle step and structured failure, never payloads (no
+ * command, no output, no environment values). Unfinished operations are those whose lifecycle has not reached
+ * `released`: what recovery and maintenance still own, listed with `unfinished: true`.
  */
 import type { RecordedEvent } from '../store/event-store.ts';
 import { defineProjection } from './projection.ts';
@@ -13,16 +14,30 @@ export interface ActivityEntry {
   allocationId: string;
   scope: string;
   status: 'accepted' | 'running' | 'exited' | 'cancelled' | 'failed' | 'unknown';
-  /** Lifecycle step (accepted … released): what remains to reconcile. */
+  /** The execution machine's state (accepted … released, closing): what remains to reconcile. */
   step: string;
   exitCode: number | null;
+  signal: string | null;
   failure: { code: string; message: string } | null;
   createdAt: number;
   updatedAt: number;
 }
 
+export type ActivityItem = ActivityEntry & { unfinished: boolean };
+
 type Data = Record<string, any>;
 
+/** The machine state each event enters (cancellation requests and recovery notices leave it where it is). */
+const STEP_OF: Record<string, string> = {
+  'execution.dispatched': 'dispatched',
+  'execution.started': 'running',
+  'execution.exited': 'exited',
+  'execution.drained': 'drained',
+  'execution.saved': 'saved',
+  'execution.released': 'released',
+  'execution.failed': 'closing',
+  'execution.unknown': 'closing',
+};
 
 function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string, ActivityEntry> {
   const id = e.stream.slice('execution-'.length);
@@ -38,6 +53,7 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
       status: 'accepted',
       step: 'accepted',
       exitCode: null,
+      signal: null,
       failure: null,
       createdAt: d.at,
       updatedAt: d.at,
@@ -46,9 +62,9 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
   }
   const x = state.get(id);
   if (!x) return state;
+  if (e.type === 'runtime.recovered') return state;
   if (typeof d.at === 'number') x.updatedAt = Math.max(x.updatedAt + 1, d.at);
-  const step = e.type.slice('execution.'.length);
-  if (e.type !== 'runtime.recovered' && !step.startsWith('cancel')) x.step = step;
+  x.step = STEP_OF[e.type] ?? x.step;
   switch (e.type) {
     case 'execution.started':
       x.status = 'running';
@@ -56,9 +72,14 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
     case 'execution.exited':
       x.status = d.cancelled ? 'cancelled' : 'exited';
       x.exitCode = d.exitCode;
+      x.signal = d.signal;
       break;
     case 'execution.cancel_requested':
-      if (x.step === 'accepted') x.status = 'cancelled';
+      // Before dispatch nothing was sent: the cancel completes at once (the machine closes).
+      if (x.step === 'accepted') {
+        x.status = 'cancelled';
+        x.step = 'closing';
+      }
       break;
     case 'execution.failed':
       x.status = 'failed';
@@ -72,17 +93,22 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
   return state;
 }
 
+const item = (x: ActivityEntry): ActivityItem => ({ ...x, unfinished: x.step !== 'released' });
+
 export const activityProjection = defineProjection({
   name: 'activity',
-  version: 1,
+  version: 2,
   filter: { streamPrefixes: ['execution-'] },
   init: () => new Map<string, ActivityEntry>(),
   reduce,
   queries: {
-    list: (s: Map<string, ActivityEntry>, scope?: string) =>
-      [...s.values()].filter((x) => scope === undefined || x.scope === scope),
+    /** Every execution of `scope` (all scopes when undefined), oldest first. */
+    list: (s: Map<string, ActivityEntry>, scope?: string): ActivityItem[] =>
+      [...s.values()].filter((x) => scope === undefined || x.scope === scope).map(item),
+    get: (s: Map<string, ActivityEntry>, id: string): ActivityEntry | undefined => s.get(id),
     /** Operations whose lifecycle is not finished (released): what recovery and maintenance still own. */
-    unfinished: (s: Map<string, ActivityEntry>) => [...s.values()].filter((x) => x.step !== 'released'),
+    unfinished: (s: Map<string, ActivityEntry>, scope?: string): ActivityItem[] =>
+      [...s.values()].filter((x) => x.step !== 'released' && (scope === undefined || x.scope === scope)).map(item),
     byStatus: (s: Map<string, ActivityEntry>) => {
       const counts: Record<string, number> = {};
       for (const x of s.values()) counts[x.status] = (counts[x.status] ?? 0) + 1;

@@ -45,6 +45,11 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const shutdown = new AbortController();
   let actors: ActorRuntime<Services> | undefined;
   const executors = new Map<string, Executor>();
+  const allocation = async (allocationId: string): Promise<AllocationContext> => {
+    const view = await actors?.get<AllocationContext>('allocation', allocationId);
+    if (!view) throw new BerthError('not_found', 'No such allocation.', { allocationId });
+    return view.context;
+  };
   const services: Services = {
     providers,
     artifacts: new ArtifactStore(join(dataDir, 'artifacts')),
@@ -53,9 +58,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     async executorFor(allocationId) {
       const cached = executors.get(allocationId);
       if (cached) return cached;
-      const view = await actors?.get<AllocationContext>('allocation', allocationId);
-      if (!view) throw new BerthError('not_found', 'No such allocation.', { allocationId });
-      const c = view.context;
+      const c = await allocation(allocationId);
       const executor = providers.get(c.profile.provider).executor(
         { requestId: c.requestId, allocationId, environmentId: c.environmentId, ...(c.identity ? { identity: c.identity } : {}) },
         c.profile,
@@ -63,6 +66,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       executors.set(allocationId, executor);
       return executor;
     },
+    profileOf: async (allocationId) => (await allocation(allocationId)).profile,
   };
   let runtime: BerthRuntime<Services> | undefined;
   runtime = await BerthRuntime.start<Services>({

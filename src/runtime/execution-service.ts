@@ -2,23 +2,29 @@
  * Executions for callers: submit (idempotent per operationId within a scope), records, cancel, output by cursor,
  * stdin and resize. The execution id is derived from (scope, operationId), so a repeated submission lands on the
  * same stream: the same input returns the existing execution, a different one fails with operation_conflict.
+ * Waiting (long polls, followers) wakes on the activity read model, which moves with every appended event: no
+ * polling of the actor, and a waiter costs nothing between events.
  */
 import { createHash } from 'node:crypto';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
 import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../machines/execution.machine.ts';
+import type { ActivityEntry } from '../projections/activity.projection.ts';
 import { assertCommandEnv } from '../providers/command-env.ts';
-import type { OutputStream } from '../providers/provider.ts';
+import type { Executor, OutputStream } from '../providers/provider.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { inScope, type EnvironmentService } from './environment-service.ts';
-import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, SubmitExecutionInput } from './runtime-api.ts';
+import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, SubmitExecutionInput, Target } from './runtime-api.ts';
 import type { Services } from './services.ts';
-import { waitUntil } from './wait-until.ts';
 
 /** Lifecycle steps after which the record and its output no longer change. */
 const SETTLED = new Set(['saved', 'released', 'closing']);
+/** Steps before the executor holds the operation: nothing to read, write or resize yet. */
+const UNSENT = new Set(['pristine', 'accepted', 'dispatched']);
 const READ_MAX = 4 * 1024 * 1024;
+/** How long stdin and resize wait for a just-submitted execution to start. */
+const START_WAIT_MS = 30_000;
 
 export const executionIdOf = (scope: string, operationId: string): string =>
   `hexe_${createHash('sha256').update(`${scope}\0${operationId}`).digest('hex').slice(0, 32)}`;
@@ -66,14 +72,14 @@ export class ExecutionService {
       }
       return this.record(existing);
     }
-    const allocation = await this.deps.environments.acquire(caller, environmentId);
+    const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     try {
       const sent = await this.deps.actors.send('execution', id, {
         type: 'execution.accepted',
         operationId: input.operationId,
         inputDigest,
         environmentId,
-        target: { environmentId, allocationId: allocation.allocationId, generation: allocation.generation },
+        target,
         command,
         ...(input.cwd !== undefined ? { cwd: input.cwd } : {}),
         ...(input.env ? { env: input.env } : {}),
@@ -92,24 +98,21 @@ export class ExecutionService {
   }
 
   async get(caller: Caller, id: string, waitMs = 0): Promise<ExecutionRecord> {
-    let view = await this.view(caller, id);
-    if (waitMs > 0 && !SETTLED.has(String(view.state))) {
-      await waitUntil(async () => {
-        view = await this.view(caller, id);
-        return SETTLED.has(String(view.state));
-      }, Date.now() + waitMs).catch((e) => (isBerthError(e, 'unavailable') ? undefined : Promise.reject(e)));
-    }
-    return this.record(view);
+    const view = await this.view(caller, id);
+    if (waitMs <= 0 || SETTLED.has(String(view.state))) return this.record(view);
+    await this.until(id, (x) => SETTLED.has(x.step), Date.now() + waitMs);
+    return this.record(await this.view(caller, id));
   }
 
   async list(caller: Caller, query: { operationId?: string; environment?: string; status?: ExecutionStatus }): Promise<ExecutionRecord[]> {
+    const matches = (r: { environment: string; status: string }) =>
+      (!query.environment || r.environment === query.environment) && (!query.status || r.status === query.status);
     if (query.operationId !== undefined) {
       const view = await this.deps.actors.get<ExecutionContext>('execution', executionIdOf(caller.scope, query.operationId));
-      const records = view && view.state !== 'pristine' ? [this.record(view)] : [];
-      return records.filter((r) => (!query.environment || r.environment === query.environment) && (!query.status || r.status === query.status));
+      return view && view.state !== 'pristine' ? [this.record(view)].filter(matches) : [];
     }
-    const entries = (this.deps.activity.query.list(caller.scope) as { id: string; environmentId: string; status: string }[]).filter(
-      (x) => (!query.environment || x.environmentId === query.environment) && (!query.status || x.status === query.status),
+    const entries = (this.deps.activity.query.list(scopeOf(caller)) as ActivityEntry[]).filter((x) =>
+      matches({ environment: x.environmentId, status: x.status }),
     );
     return Promise.all(entries.map((x) => this.get(caller, x.id)));
   }
@@ -127,49 +130,46 @@ export class ExecutionService {
 
   /** Bytes from `cursor`: from the saved artifact once saved, else live from the executor's spool. */
   async readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes = READ_MAX): Promise<OutputRead> {
+    if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
     const view = await this.view(caller, id);
     const c = view.context;
     const max = Math.min(Math.max(1, maxBytes), READ_MAX);
-    const saved = c.artifacts?.[stream];
     if (SETTLED.has(String(view.state)) || c.artifacts) {
+      const saved = c.artifacts?.[stream];
       if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), complete: true };
       const chunks: Buffer[] = [];
       for await (const chunk of this.deps.artifacts.read(saved, cursor, Math.min(saved.size, cursor + max))) chunks.push(chunk as Buffer);
       const data = Buffer.concat(chunks);
       return { data, next: cursor + data.length, complete: cursor + data.length >= saved.size };
     }
-    if (!c.target.allocationId || ['accepted', 'pristine'].includes(String(view.state))) {
-      return { data: Buffer.alloc(0), next: cursor, complete: false };
-    }
+    if (UNSENT.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
-    const chunk = await executor.read(c.operationId, stream, cursor, max);
+    const chunk = await executor.read(id, stream, cursor, max);
     return { data: chunk.data, next: chunk.next, complete: false };
   }
 
+  /** Resolves when new output or a new lifecycle step may be there, or after `timeoutMs`. */
   async waitForOutput(caller: Caller, id: string, timeoutMs: number): Promise<void> {
     const view = await this.view(caller, id);
-    if (SETTLED.has(String(view.state))) return;
-    if (['accepted', 'dispatched', 'pristine'].includes(String(view.state))) {
-      await waitUntil(async () => !['accepted', 'dispatched'].includes(String((await this.view(caller, id)).state)), Date.now() + timeoutMs).catch(() => undefined);
-      return;
-    }
+    const step = String(view.state);
+    if (SETTLED.has(step)) return;
+    const deadline = Date.now() + timeoutMs;
+    const moved = this.until(id, (x) => x.step !== step, deadline);
+    if (UNSENT.has(step)) return void (await moved);
     const executor = await this.deps.services.executorFor(view.context.target.allocationId);
-    await executor.waitForChange(view.context.operationId, timeoutMs);
+    await Promise.race([moved, executor.waitForChange(id, timeoutMs)]);
   }
 
   async writeStdin(caller: Caller, id: string, bytes: Buffer): Promise<void> {
-    const { executor, operationId } = await this.live(caller, id);
-    await executor.writeStdin(operationId, bytes);
+    await (await this.live(caller, id)).writeStdin(id, bytes);
   }
 
   async endStdin(caller: Caller, id: string): Promise<void> {
-    const { executor, operationId } = await this.live(caller, id);
-    await executor.endStdin(operationId);
+    await (await this.live(caller, id)).endStdin(id);
   }
 
   async resize(caller: Caller, id: string, cols: number, rows: number): Promise<void> {
-    const { executor, operationId } = await this.live(caller, id);
-    await executor.resize(operationId, cols, rows);
+    await (await this.live(caller, id)).resize(id, cols, rows);
   }
 
   record(view: ActorView<ExecutionContext>): ExecutionRecord {
@@ -195,6 +195,28 @@ export class ExecutionService {
     };
   }
 
+  /** The environment's ready allocation (acquiring it when there is none) as the execution's target. */
+  private async acquire(caller: Caller, environmentId: string): Promise<Target> {
+    const allocation = await this.deps.environments.acquire(caller, environmentId);
+    return { environmentId, allocationId: allocation.allocationId, generation: allocation.generation };
+  }
+
+  /** A target named by the caller must still be the environment's current, ready allocation: else stale_target. */
+  private async currentTarget(caller: Caller, environmentId: string, target: Target): Promise<Target> {
+    if (target.environmentId !== environmentId) {
+      throw new BerthError('invalid_request', 'The target names another environment.', { environmentId, target });
+    }
+    const current = (await this.deps.environments.context(caller, environmentId)).acquisition;
+    const allocation = current ? await this.deps.environments.allocationView(current.allocationId) : undefined;
+    if (!current || current.allocationId !== target.allocationId || current.generation !== target.generation || allocation?.state !== 'ready') {
+      throw new BerthError('stale_target', 'The allocation generation named is no longer current; acquire the environment again.', {
+        target,
+        current: current && allocation ? { allocationId: current.allocationId, generation: current.generation, state: allocation.state } : null,
+      });
+    }
+    return { environmentId, allocationId: target.allocationId, generation: target.generation };
+  }
+
   private async view(caller: Caller, id: string): Promise<ActorView<ExecutionContext>> {
     const view = /^hexe_[0-9a-f]{32}$/.test(id) ? await this.deps.actors.get<ExecutionContext>('execution', id) : undefined;
     if (!view || view.state === 'pristine' || !inScope(caller, view.context.scope)) {
@@ -203,14 +225,39 @@ export class ExecutionService {
     return view;
   }
 
-  /** The executor of a running execution (stdin and resize only make sense while it runs). */
-  private async live(caller: Caller, id: string) {
-    await waitUntil(async () => (await this.view(caller, id)).state !== 'accepted', Date.now() + 30_000);
-    const view = await this.view(caller, id);
-    if (view.state !== 'running' && view.state !== 'dispatched') {
+  /**
+   * Resolves true once the activity entry of `id` satisfies `done`, false at the deadline. The model's position is
+   * read in the same tick as the entry, so an event appended after the check always wakes the wait.
+   */
+  private async until(id: string, done: (x: ActivityEntry) => boolean, deadline: number): Promise<boolean> {
+    const activity = this.deps.activity;
+    for (;;) {
+      const position = activity.position;
+      const x = activity.query.get(id) as ActivityEntry | undefined;
+      if (x && done(x)) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      try {
+        await activity.waitFor(position + 1n, left);
+      } catch {
+        // The read model failed: it will not move again; fall back to the deadline.
+        await new Promise((r) => setTimeout(r, Math.min(left, 50)));
+      }
+    }
+  }
+
+  /** The executor holding a running execution (stdin and resize only make sense while it runs). */
+  private async live(caller: Caller, id: string): Promise<Executor> {
+    let view = await this.view(caller, id);
+    if (UNSENT.has(String(view.state))) {
+      await this.until(id, (x) => !UNSENT.has(x.step), Date.now() + START_WAIT_MS);
+      view = await this.view(caller, id);
+    }
+    if (view.state !== 'running') {
       throw new BerthError('invalid_state', 'The execution is not running.', { executionId: id, state: view.state });
     }
-    const executor = await this.deps.services.executorFor(view.context.target.allocationId);
-    return { executor, operationId: view.context.operationId };
+    return this.deps.services.executorFor(view.context.target.allocationId);
   }
 }
+
+const scopeOf = (caller: Caller): string | undefined => (caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope);

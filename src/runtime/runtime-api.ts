@@ -77,6 +77,8 @@ export interface SubmitExecutionInput {
   stdin?: boolean;
   pty?: { cols: number; rows: number };
   timeoutMs?: number;
+  /** The allocation the caller expects to run on; refused with stale_target unless it is still the current one. */
+  target?: Target;
 }
 
 export type ExecutionStatus = 'accepted' | 'running' | 'exited' | 'cancelled' | 'failed' | 'unknown';

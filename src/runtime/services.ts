@@ -4,6 +4,7 @@
  * instead of holding it open; recovery reattaches them.
  */
 import type { ArtifactStore } from '../store/artifact-store.ts';
+import type { Profile } from '../../schemas/profile.ts';
 import type { Executor } from '../providers/provider.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
 
@@ -12,6 +13,8 @@ export interface Services {
   artifacts: ArtifactStore;
   /** The executor for an allocation (cached; built from the allocation actor's recorded profile and identity). */
   executorFor(allocationId: string): Promise<Executor>;
+  /** The profile the allocation was made with (which provider's base environment a command starts from). */
+  profileOf(allocationId: string): Promise<Profile>;
   now(): number;
   shutdown: AbortSignal;
 }

@@ -1,7 +1,8 @@
 /**
  * The execution actor type: executor calls as effects (DESIGN §5–7). Submission happens only from the
  * `execution.dispatched` transition; recovery inspects receipts (abandoning what has none), reattaches, drains and
- * saves, and never submits again.
+ * saves, and never submits again. Executors address an operation by the execution id (unique per scope and
+ * operationId, and always a valid spool name), never by the caller's operationId alone.
  */
 import { executionEvents } from '../../../schemas/events/execution.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
@@ -15,16 +16,19 @@ import {
   type SubmitParams,
   type UseParams,
 } from '../../machines/execution.machine.ts';
+import type { Profile } from '../../../schemas/profile.ts';
+import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
 import type { Executor, OutputStream, Receipt } from '../../providers/provider.ts';
+import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { Services } from '../services.ts';
 
 const ms = (iso: string | undefined, fallback: number): number => (iso ? Date.parse(iso) : fallback);
 
 /** The events a receipt proves, for an execution that was dispatched. */
-const fromReceipt = (r: Receipt, now: number): DomainEvent[] => {
-  if (r.state === 'absent') return [{ type: 'execution.unknown', reason: r.error ?? 'no executor receipt exists for the operation', at: now }];
-  if (r.state === 'running') return [{ type: 'execution.started', ...(r.pid ? { pid: r.pid } : {}), at: ms(r.startedAt, now) }];
-  return [exitedEvent(r, now)];
+const fromReceipt = (r: Receipt, now: number): DomainEvent => {
+  if (r.state === 'absent') return { type: 'execution.unknown', reason: r.error ?? 'no executor receipt exists for the operation', at: now };
+  if (r.state === 'running') return { type: 'execution.started', ...(r.pid ? { pid: r.pid } : {}), at: ms(r.startedAt, now) };
+  return exitedEvent(r, now);
 };
 
 const exitedEvent = (r: Receipt, now: number): DomainEvent => ({
@@ -36,21 +40,57 @@ const exitedEvent = (r: Receipt, now: number): DomainEvent => ({
   at: ms(r.exitedAt, now),
 });
 
-/** Waits for the receipt to say exited; resolves undefined when the runtime shuts down first (recovery reattaches). */
-async function waitExited(executor: Executor, operationId: string, shutdown: AbortSignal): Promise<Receipt | undefined> {
-  for (;;) {
-    const r = await executor.status(operationId);
-    if (r.state === 'exited') return r;
-    if (shutdown.aborted) return undefined;
-    await Promise.race([
-      executor.waitForChange(operationId, 1_000),
-      new Promise((resolve) => shutdown.addEventListener('abort', resolve, { once: true })),
-    ]);
+/** One promise per shutdown signal (a single listener), however many effects wait on it. */
+const stopping = new WeakMap<AbortSignal, Promise<void>>();
+function stopped(signal: AbortSignal): Promise<void> {
+  let p = stopping.get(signal);
+  if (!p) {
+    p = new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    stopping.set(signal, p);
   }
+  return p;
+}
+
+/** Resolves after `ms`, or earlier when the runtime stops. */
+async function pause(signal: AbortSignal, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([stopped(signal), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+/**
+ * Follows the receipt until it says exited (for a spool executor that also means drained: the receipt is written
+ * once the process tree is gone and every writer closed). A failing executor call (engine hiccup) is retried, not
+ * reported: only a receipt may decide. Resolves undefined when the runtime shuts down first; recovery reattaches.
+ */
+async function waitExited(executor: Executor, operationId: string, shutdown: AbortSignal): Promise<Receipt | undefined> {
+  let backoff = 100;
+  while (!shutdown.aborted) {
+    try {
+      const r = await executor.status(operationId);
+      if (r.state === 'exited') return r;
+      await Promise.race([executor.waitForChange(operationId, 1_000), stopped(shutdown)]);
+      backoff = 100;
+    } catch {
+      await pause(shutdown, backoff);
+      backoff = Math.min(backoff * 2, 5_000);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The command's whole environment: the caller's variables over the target's base, nothing of the runtime's own.
+ * Native: the host's minimal base (command-env.ts). Docker: the exec adds the container's own (image PATH, HOME).
+ */
+function commandEnvFor(provider: Profile['provider'], p: SubmitParams): Record<string, string> {
+  if (provider === 'native') return commandEnv({ env: p.env, pty: p.pty !== undefined });
+  return { ...(p.pty ? { TERM: DEFAULT_TERM } : {}), ...p.env };
 }
 
 const STREAMS: OutputStream[] = ['stdout', 'stderr', 'pty'];
 const SAVE_CHUNK = 4 * 1024 * 1024;
+const EMPTY_DIGEST = 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 async function* spooled(executor: Executor, operationId: string, stream: OutputStream, size: number) {
   let cursor = 0;
@@ -60,6 +100,12 @@ async function* spooled(executor: Executor, operationId: string, stream: OutputS
     yield chunk.data;
     cursor = chunk.next;
   }
+}
+
+/** An empty stream is one shared artifact: published once, then only checked (no write, no fsync). */
+async function emptyArtifact(artifacts: ArtifactStore): Promise<ArtifactRef> {
+  const ref = { digest: EMPTY_DIGEST, size: 0 };
+  return (await artifacts.has(ref)) ? ref : artifacts.putBytes(Buffer.alloc(0));
 }
 
 export const executionActor = defineActor<typeof executionMachine, Services>({
@@ -77,6 +123,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         return { type: 'execution.dispatched', at: ctx.services.now() };
       } catch (e) {
         if (!isBerthError(e)) throw e;
+        // The target is not a live allocation any more (released, failed, never existed): refused before dispatch.
         const code = e.code === 'invalid_state' || e.code === 'not_found' ? 'stale_target' : e.code;
         return { type: 'execution.failed', code, message: e.message, at: ctx.services.now() };
       }
@@ -91,60 +138,70 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       return { type: 'execution.released', at: ctx.services.now() };
     },
     'executor.submit': async (p: SubmitParams, ctx) => {
-      const executor = await ctx.services.executorFor(p.target.allocationId);
+      let executor: Executor;
+      let env: Record<string, string>;
+      try {
+        executor = await ctx.services.executorFor(p.target.allocationId);
+        env = commandEnvFor((await ctx.services.profileOf(p.target.allocationId)).provider, p);
+      } catch (e) {
+        // Nothing was sent, so no receipt can exist: the command could not start.
+        if (!isBerthError(e)) throw e;
+        return { type: 'execution.failed', code: e.code, message: e.message, at: ctx.services.now() };
+      }
       let receipt: Receipt;
       try {
         receipt = await executor.submit({
-          operationId: p.operationId,
+          operationId: p.executionId,
           command: p.command,
           ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
-          env: p.env,
+          env,
           stdin: p.stdin,
           ...(p.pty ? { pty: p.pty } : {}),
           ...(p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),
         });
       } catch {
         // The submit's outcome is uncertain: only the receipt can tell, and abandoning fences a late start.
-        receipt = await executor.abandon(p.operationId);
+        receipt = await executor.abandon(p.executionId);
       }
       if (receipt.state === 'exited' && receipt.error) {
-        return { type: 'execution.failed', code: 'invalid_request', message: receipt.error, at: ctx.services.now() };
+        return { type: 'execution.failed', code: 'invalid_request', message: `the command could not start: ${receipt.error}`, at: ctx.services.now() };
       }
       return fromReceipt(receipt, ctx.services.now());
     },
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      return fromReceipt(await executor.abandon(p.operationId), ctx.services.now());
+      return fromReceipt(await executor.abandon(p.executionId), ctx.services.now());
     },
     'executor.watch': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const receipt = await waitExited(executor, p.operationId, ctx.services.shutdown);
+      const receipt = await waitExited(executor, p.executionId, ctx.services.shutdown);
       return receipt ? exitedEvent(receipt, ctx.services.now()) : undefined;
     },
     'executor.cancel': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      await executor.cancel(p.operationId);
+      await executor.cancel(p.executionId);
       return { type: 'execution.cancel_confirmed', at: ctx.services.now() };
     },
     'executor.drain': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const receipt = await waitExited(executor, p.operationId, ctx.services.shutdown);
+      const receipt = await waitExited(executor, p.executionId, ctx.services.shutdown);
       if (!receipt) return undefined;
       return { type: 'execution.drained', sizes: receipt.sizes ?? {}, at: ctx.services.now() };
     },
     'output.save': async (p: SaveParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const artifacts: Record<string, { digest: string; size: number }> = {};
+      const { artifacts } = ctx.services;
+      const saved: Partial<Record<OutputStream, ArtifactRef>> = {};
       for (const stream of STREAMS) {
-        const size = p.sizes[stream as keyof typeof p.sizes];
+        const size = p.sizes[stream];
         if (size === undefined || (size === 0 && stream === 'pty')) continue;
-        artifacts[stream] = await ctx.services.artifacts.putChunks(spooled(executor, p.operationId, stream, size));
+        saved[stream] = size === 0 ? await emptyArtifact(artifacts) : await artifacts.putChunks(spooled(executor, p.executionId, stream, size));
       }
-      return { type: 'execution.saved', artifacts, at: ctx.services.now() };
+      return { type: 'execution.saved', artifacts: saved, at: ctx.services.now() };
     },
     'executor.release': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      await executor.release(p.operationId);
+      await executor.release(p.executionId);
     },
   },
 });

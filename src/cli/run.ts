@@ -1,0 +1,164 @@
+/**
+ * `berth run ENV -- COMMAND…`: runs one command in an environment through an in-process runtime on the data
+ * directory (recovery first, as `serve` does), streams its output live by cursor, and exits with the command's code.
+ * Ctrl-C cancels the command (a second one leaves it running and detaches); re-running with the same
+ * --operation-id re-attaches to the first run instead of starting another.
+ */
+import { randomUUID } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
+import type { Writable } from 'node:stream';
+import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import type { OutputStream } from '../providers/provider.ts';
+import { startBerth } from '../runtime/berth.ts';
+import type { BerthApi } from '../runtime/berth-api.ts';
+import { loadConfig } from '../runtime/config.ts';
+import type { Caller, ExecutionRecord } from '../runtime/runtime-api.ts';
+import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
+import { createLogger } from './logger.ts';
+
+export const runUsage = `usage: berth run [--data-dir DIR] [--store SPEC] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]...
+                 [--timeout MS] [-i|--interactive] [-t|--tty] ENV -- COMMAND [ARG...]
+  Runs COMMAND in the environment ENV (its id, name or slug), streams its output and exits with its exit code
+  (128+n when killed by signal n, 125 when it could not start or its outcome is unknown). -i forwards stdin;
+  -t runs it on a terminal of this terminal's size. Ctrl-C cancels it. A repeated --operation-id never runs twice:
+  it re-attaches to the first run and replays its output.`;
+
+/** The CLI acts as the data directory's administrator, in the scope the admin token maps to by default. */
+const caller: Caller = { scope: 'default', role: 'admin' };
+const FAILED_EXIT = 125;
+
+export async function runCommand(argv: string[]): Promise<number> {
+  const split = argv.indexOf('--');
+  const { values, positionals } = parseCommandArgs(
+    split < 0 ? argv : argv.slice(0, split),
+    {
+      ...storeOptions,
+      'operation-id': { type: 'string' },
+      cwd: { type: 'string' },
+      env: { type: 'string', multiple: true },
+      timeout: { type: 'string' },
+      interactive: { type: 'boolean', short: 'i' },
+      tty: { type: 'boolean', short: 't' },
+    },
+    runUsage,
+  );
+  if (values.help) return void console.log(runUsage), 0;
+  const command = split < 0 ? [] : argv.slice(split + 1);
+  if (positionals.length !== 1 || command.length === 0) throw new UsageError('name one environment, then -- and the command', runUsage);
+  const env = Object.fromEntries(
+    (values.env ?? []).map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) throw new UsageError(`--env takes NAME=VALUE, not "${pair}"`, runUsage);
+      return [pair.slice(0, eq), pair.slice(eq + 1)];
+    }),
+  );
+  const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout takes milliseconds', runUsage);
+
+  const config = loadConfig({ dataDir: values['data-dir'], store: values.store });
+  const berth = await startBerth({
+    settings: config,
+    runtimeId: config.runtimeId,
+    logger: createLogger({ level: process.env.BERTH_LOG_LEVEL ?? 'warn' }),
+  });
+  try {
+    const environment = await findEnvironment(berth.api, positionals[0]);
+    const tty = values.tty ?? false;
+    const record = await berth.api.submitExecution(caller, {
+      operationId: values['operation-id'] ?? `run-${randomUUID()}`,
+      environment,
+      command,
+      ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
+      ...(Object.keys(env).length > 0 ? { env } : {}),
+      stdin: (values.interactive ?? false) || tty,
+      ...(tty ? { pty: { cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 } } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+    const detach = attachInput(berth.api, record.id, { stdin: (values.interactive ?? false) || tty, tty });
+    try {
+      return exitCodeOf(await follow(berth.api, record.id, tty ? ['pty'] : ['stdout', 'stderr']));
+    } finally {
+      detach();
+    }
+  } finally {
+    await berth.stop();
+  }
+}
+
+async function findEnvironment(api: BerthApi, name: string): Promise<string> {
+  if (/^henv_[0-9a-f]{32}$/.test(name)) return (await api.getEnvironment(caller, name)).id;
+  const found = (await api.listEnvironments(caller)).find((e) => e.name === name || e.slug === name);
+  if (!found) throw new BerthError('environment_not_found', `No environment is named "${name}".`, { name });
+  return found.id;
+}
+
+/** Copies every stream to this process until each one is saved, then answers the final record. */
+async function follow(api: BerthApi, id: string, streams: OutputStream[]): Promise<ExecutionRecord> {
+  const cursors = new Map<OutputStream, number>(streams.map((s) => [s, 0]));
+  const complete = new Set<OutputStream>();
+  while (complete.size < streams.length) {
+    let progressed = false;
+    for (const stream of streams) {
+      if (complete.has(stream)) continue;
+      const chunk = await api.readOutput(caller, id, stream, cursors.get(stream)!);
+      if (chunk.data.length > 0) {
+        await write(stream === 'stderr' ? process.stderr : process.stdout, chunk.data);
+        progressed = true;
+      }
+      cursors.set(stream, chunk.next);
+      if (chunk.complete) complete.add(stream);
+    }
+    if (!progressed && complete.size < streams.length) await api.waitForOutput(caller, id, 1_000);
+  }
+  return api.getExecution(caller, id);
+}
+
+const write = (out: Writable, data: Buffer) =>
+  new Promise<void>((resolve, reject) => out.write(data, (e) => (e ? reject(e) : resolve())));
+
+/** Forwards stdin (raw on a terminal, with resizes) and turns Ctrl-C into a cancel; returns the undo. */
+function attachInput(api: BerthApi, id: string, o: { stdin: boolean; tty: boolean }): () => void {
+  const undo: (() => void)[] = [];
+  const report = (e: unknown) => {
+    if (!isBerthError(e, 'invalid_state')) process.stderr.write(`berth: ${(e as Error).message}\n`);
+  };
+  if (o.stdin) {
+    let queue = Promise.resolve();
+    const onData = (bytes: Buffer) => (queue = queue.then(() => api.writeStdin(caller, id, bytes)).catch(report));
+    const onEnd = () => (queue = queue.then(() => api.endStdin(caller, id)).catch(report));
+    if (o.tty && process.stdin.isTTY) {
+      process.stdin.setRawMode(true);
+      undo.push(() => process.stdin.setRawMode(false));
+    }
+    process.stdin.on('data', onData).once('end', onEnd);
+    undo.push(() => {
+      process.stdin.off('data', onData).off('end', onEnd);
+      process.stdin.pause();
+    });
+  }
+  if (o.tty) {
+    const onResize = () => void api.resize(caller, id, process.stdout.columns || 80, process.stdout.rows || 24).catch(report);
+    process.on('SIGWINCH', onResize);
+    undo.push(() => process.off('SIGWINCH', onResize));
+  }
+  let interrupts = 0;
+  const onInterrupt = () => {
+    if (++interrupts === 1) {
+      process.stderr.write('berth: cancelling (Ctrl-C again to detach and leave it running)\n');
+      void api.cancelExecution(caller, id).catch(report);
+    } else process.exit(130);
+  };
+  process.on('SIGINT', onInterrupt);
+  undo.push(() => process.off('SIGINT', onInterrupt));
+  return () => undo.reverse().forEach((f) => f());
+}
+
+function exitCodeOf(record: ExecutionRecord): number {
+  if (record.status === 'failed' || record.status === 'unknown') {
+    process.stderr.write(`berth: the command ${record.status === 'failed' ? 'could not start' : 'has an unknown outcome'}: ${record.failure?.message ?? ''}\n`);
+    return FAILED_EXIT;
+  }
+  if (typeof record.exitCode === 'number') return record.exitCode;
+  const signal = record.signal ? osConstants.signals[record.signal as NodeJS.Signals] : undefined;
+  return signal ? 128 + signal : record.status === 'cancelled' ? 130 : FAILED_EXIT;
+}
