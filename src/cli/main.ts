@@ -16,6 +16,7 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   events: eventsCommand,
   env: envCommand,
   replay: replayCommand,
+  run: (argv) => import('./run.ts').then((m) => m.runCommand(argv)),
   help: helpCommand,
   '--help': helpCommand,
   '-h': helpCommand,
