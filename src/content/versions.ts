@@ -12,9 +12,10 @@
  * read-only bind (bubblewrap --ro-bind, a Docker bind mount with read_only), which refuses writes even for root.
  */
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { chmod, copyFile, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { BerthError } from '../../schemas/errors.ts';
 import { PARTIAL_VERSION_PREFIX, versionDir, type ContentLayout } from './content-layout.ts';
 import { withContentLock } from './content-lock.ts';
 import { DEPENDENCY_DIRS } from './import/member-policy.ts';
@@ -28,6 +29,7 @@ export interface SnapshotResult {
 
 /** Copy `source` into the new directory `dest` (which must not exist), without dependency directories. */
 export async function snapshot(source: string, dest: string): Promise<SnapshotResult> {
+  if (existsSync(dest)) throw new BerthError('invalid_state', 'That version directory already exists.', { dir: dest });
   const partial = path.join(path.dirname(dest), `${PARTIAL_VERSION_PREFIX}${path.basename(dest)}-${randomUUID()}`);
   await mkdir(path.dirname(dest), { recursive: true });
   const copies: Array<[string, string]> = [];
