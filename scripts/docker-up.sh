@@ -37,24 +37,32 @@ mkdir -p "$DIR"
 chmod 0711 "$DIR"
 
 answers() { docker info --format '{{.ServerVersion}}' >/dev/null 2>&1; }
+# A pidfile left by a killed dockerd may name a pid reused by something else: only a live dockerd counts.
+dockerd_alive() { [ -f "$PIDFILE" ] && [ "$(cat "/proc/$(cat "$PIDFILE")/comm" 2>/dev/null)" = dockerd ]; }
 
+start_dockerd() {
+  rm -f "$PIDFILE" "$SOCK"
+  # No default bridge (--bridge=none): Berth gives every allocation its own labelled bridge network, and this
+  # engine must not fight a system dockerd over docker0.
+  say "starting dockerd (log: $LOG)"
+  nohup setsid dockerd \
+    --host "unix://$SOCK" \
+    --data-root "$DIR/data" \
+    --exec-root "$DIR/exec" \
+    --pidfile "$PIDFILE" \
+    --bridge=none \
+    >>"$LOG" 2>&1 </dev/null &
+  started_here=1
+}
+
+started_here=
 if answers; then
   say "dockerd already answers on $SOCK"
 else
-  if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+  if dockerd_alive; then
     say "dockerd $(cat "$PIDFILE") is running but not answering yet"
   else
-    rm -f "$PIDFILE" "$SOCK"
-    # No default bridge (--bridge=none): Berth gives every allocation its own labelled bridge network, and this
-    # engine must not fight a system dockerd over docker0.
-    say "starting dockerd (log: $LOG)"
-    nohup setsid dockerd \
-      --host "unix://$SOCK" \
-      --data-root "$DIR/data" \
-      --exec-root "$DIR/exec" \
-      --pidfile "$PIDFILE" \
-      --bridge=none \
-      >>"$LOG" 2>&1 </dev/null &
+    start_dockerd
   fi
   deadline=$((SECONDS + WAIT_SECONDS))
   until answers; do
@@ -63,10 +71,14 @@ else
       tail -n 30 "$LOG" >&2 || true
       exit 1
     fi
-    if [ -f "$PIDFILE" ] && ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-      say "dockerd exited; last lines of $LOG:"
-      tail -n 30 "$LOG" >&2 || true
-      exit 1
+    # The pidfile appears a moment after the start; a dockerd we did not start may have been on its way out.
+    if [ -f "$PIDFILE" ] && ! dockerd_alive; then
+      if [ -n "$started_here" ]; then
+        say "dockerd exited; last lines of $LOG:"
+        tail -n 30 "$LOG" >&2 || true
+        exit 1
+      fi
+      start_dockerd
     fi
     sleep 0.5
   done

@@ -5,6 +5,7 @@ import { isBerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import { containerSpec, networkSpec, volumeSpec } from '../../src/providers/docker/container-spec.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
+import { layOutThroughArchive } from '../../src/providers/docker/spool-volume.ts';
 import { allocationLabels, LABEL, resourceNames } from '../../src/providers/docker/labels.ts';
 import type { AllocationIntent, AllocationReport, PhysicalIdentity } from '../../src/providers/provider.ts';
 import { dockerAvailable, dockerEndpoint, execIn, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
@@ -130,6 +131,25 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     expect(await leftovers(intent)).toEqual({ containers: 1, networks: 1, volumes: 1 });
     const probe = await execIn(identity.resourceId, ['/bin/sh', '-c', 'touch /berth/spool/ops/x && echo ok']);
     expect(probe.output).toContain('ok');
+  });
+
+  it('should lay out the spool through the archive API when the volume is not reachable from this host', async () => {
+    const intent = newIntent({ network: 'none' });
+    const names = resourceNames(intent.requestId);
+    const labels = allocationLabels(intent, run);
+    await rawDocker.createVolume(volumeSpec(names, labels));
+    const container = await rawDocker.createContainer(containerSpec(intent, names, labels));
+    await layOutThroughArchive(container);
+    await container.start();
+    const probe = await execIn(container.id, [
+      '/bin/sh',
+      '-c',
+      'stat -c "%u %a %n" /berth/spool/ops /berth/spool/supervisor.sh; touch /berth/spool/ops/x && echo ops-writable; echo >> /berth/spool/supervisor.sh 2>/dev/null || echo supervisor-readonly',
+    ]);
+    expect(probe.output).toContain('1000 755 /berth/spool/ops');
+    expect(probe.output).toContain('0 555 /berth/spool/supervisor.sh');
+    expect(probe.output).toContain('ops-writable');
+    expect(probe.output).toContain('supervisor-readonly');
   });
 
   it('should say absent when the acknowledged container was removed behind its back, leftovers notwithstanding', async () => {

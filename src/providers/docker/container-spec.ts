@@ -9,7 +9,8 @@ import type { Labels } from './labels.ts';
 
 export const DEFAULT_IMAGE = 'berth-base:latest';
 export const SPOOL_PATH = '/berth/spool';
-export const COMMAND_USER = '1000:1000';
+export const COMMAND_UID = 1000;
+export const COMMAND_USER = `${COMMAND_UID}:${COMMAND_UID}`;
 
 const DEFAULT_MEMORY_MB = 512;
 const DEFAULT_PIDS_LIMIT = 256;

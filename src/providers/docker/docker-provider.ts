@@ -17,6 +17,7 @@
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
+import { crashAt } from '../crash-point.ts';
 import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
 import { containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
 import {
@@ -27,6 +28,7 @@ import {
   engineStatus,
   isDefiniteRefusal,
 } from './docker-client.ts';
+import { DockerExecutor } from './docker-executor.ts';
 import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
 import { prepareSpool } from './spool-volume.ts';
 
@@ -40,6 +42,8 @@ export interface DockerProviderOptions {
   /** Idle timeout of each engine call (ms). */
   timeoutMs?: number;
   pingTimeoutMs?: number;
+  /** How executors reach the spool: `auto` (the volume's mountpoint when writable, else exec) or always `exec`. */
+  spoolAccess?: 'auto' | 'exec';
 }
 
 /** Docker's StartedAt for a container that never ran. */
@@ -50,16 +54,21 @@ export class DockerProvider implements Provider {
   readonly ownership = 'managed' as const;
   readonly endpoint: DockerEndpoint;
   private readonly docker: Docker;
+  private readonly streams: Docker;
+  private readonly executors = new Map<string, DockerExecutor>();
   private readonly defaultImage: string;
   private readonly extraLabels: Labels;
   private readonly pingTimeoutMs: number;
+  private readonly spoolAccess: 'auto' | 'exec';
 
   constructor(options: DockerProviderOptions = {}) {
     this.endpoint = options.endpoint ?? endpointFromEnv();
     this.docker = createDockerClient(this.endpoint, options.timeoutMs ?? 30_000);
+    this.streams = createDockerClient(this.endpoint);
     this.defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
     this.extraLabels = options.extraLabels ?? {};
     this.pingTimeoutMs = options.pingTimeoutMs ?? 2_000;
+    this.spoolAccess = options.spoolAccess ?? 'auto';
   }
 
   async available(): Promise<boolean> {
@@ -104,6 +113,8 @@ export class DockerProvider implements Provider {
       }
       const info = await this.docker.getContainer(found[0].Id).inspect();
       const identity = identityOf(info);
+      // Being removed (docker rm -f under way): absent in a moment, so neither fenced nor ready yet.
+      if (info.State.Status === 'removing') return { status: 'unknown', reason: `container ${info.Id} is being removed` };
       if (info.State.StartedAt === NEVER_STARTED) {
         return recorded
           ? { status: 'fenced', identity, reason: `container ${info.Id} is not the acknowledged incarnation ${recorded}` }
@@ -126,6 +137,7 @@ export class DockerProvider implements Provider {
   async deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'> {
     try {
       await this.removeParts(ref.requestId, ref.allocationId);
+      if (ref.identity) this.executors.delete(ref.identity.resourceId);
       for (const [key, value] of [[LABEL.requestId, ref.requestId], [LABEL.allocationId, ref.allocationId]]) {
         const containers = await this.containersOf(key, value);
         const { networks, volumes } = await this.partsOf(key, value);
@@ -137,9 +149,19 @@ export class DockerProvider implements Provider {
     }
   }
 
-  executor(_ref: AllocationRef, _profile: Profile): Executor {
-    // Placeholder until the shared in-container supervisor (src/providers/supervisor.sh, spool.ts) lands.
-    throw new BerthError('unavailable', 'The Docker executor is not available yet.', { provider: 'docker' });
+  /** One executor per container, so terminals and stdin writers held by this runtime are found again. */
+  executor(ref: AllocationRef, _profile: Profile): Executor {
+    const containerId = ref.identity?.resourceId;
+    const volume = ref.identity?.volume;
+    if (!containerId || !volume) {
+      throw new BerthError('invalid_state', 'The allocation has no container identity yet.', { requestId: ref.requestId });
+    }
+    let executor = this.executors.get(containerId);
+    if (!executor) {
+      executor = new DockerExecutor({ docker: this.docker, streams: this.streams, containerId, volume, spoolAccess: this.spoolAccess });
+      this.executors.set(containerId, executor);
+    }
+    return executor;
   }
 
   private async create(intent: AllocationIntent): Promise<AllocationReport> {
@@ -159,20 +181,24 @@ export class DockerProvider implements Provider {
       if (found.length !== 1) throw error;
       return this.bringUp(found[0].Id);
     }
-    return this.startCreated(container);
+    crashAt('docker.container-created'); // recovery tests: created, not started
+    return this.startCreated(container, names.volume);
   }
 
   /** Adopts a running container, starts a created one, refuses anything else. */
   private async bringUp(id: string): Promise<AllocationReport> {
     const container = this.docker.getContainer(id);
     const info = await container.inspect();
-    if (info.State.StartedAt === NEVER_STARTED && info.State.Status === 'created') return this.startCreated(container);
+    const volume = info.Mounts.find((m) => m.Destination === SPOOL_PATH)?.Name;
+    if (info.State.StartedAt === NEVER_STARTED && info.State.Status === 'created' && volume) {
+      return this.startCreated(container, volume);
+    }
     return serving(info);
   }
 
   /** Lays out the spool (again, if resuming), starts, and reports what actually runs. */
-  private async startCreated(container: Docker.Container): Promise<AllocationReport> {
-    await prepareSpool(container);
+  private async startCreated(container: Docker.Container, volume: string): Promise<AllocationReport> {
+    await prepareSpool(this.docker, container, volume);
     try {
       await container.start();
     } catch (error) {

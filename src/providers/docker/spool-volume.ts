@@ -1,21 +1,53 @@
 /**
- * What goes into an allocation's spool volume before its container starts. The engine creates a named volume owned
- * by root, and the container has no capability to chown it, so Berth writes the layout through the archive API
- * (allowed into a volume even with a read-only root): `ops/` owned by UID 1000, where commands' spools and receipts
- * live. Writing it again is harmless, so a resumed allocation simply does it again.
+ * What goes into an allocation's spool volume before its container starts: `ops/` owned by UID 1000, where
+ * commands' spools and receipts live, and Berth's own supervisor, root-owned and read-only, so any image with a
+ * /bin/sh can run commands. The engine creates the volume owned by root and the container has no capability to
+ * chown it, so Berth lays it out itself: directly in the volume's mountpoint when this process can write there (the
+ * engine is local and we are root: a few file operations), else through the archive API (allowed into a volume even
+ * with a read-only root, but the engine mounts the container for it: about 40 ms). Doing it again is harmless, so a
+ * resumed allocation simply does it again.
  */
+import { access, chmod, chown, constants, copyFile, mkdir, readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { SPOOL_PATH } from './container-spec.ts';
+import { SUPERVISOR_PATH } from '../spool.ts';
+import { COMMAND_UID, SPOOL_PATH } from './container-spec.ts';
 import { tarArchive, type TarEntry } from './tar-archive.ts';
 
 export const OPS_DIR = `${SPOOL_PATH}/ops`;
+export const SUPERVISOR_IN_CONTAINER = `${SPOOL_PATH}/supervisor.sh`;
 
-const COMMAND_UID = 1000;
-
-export function spoolEntries(): TarEntry[] {
-  return [{ path: 'ops', type: 'directory', mode: 0o755, uid: COMMAND_UID, gid: COMMAND_UID }];
+export async function spoolEntries(): Promise<TarEntry[]> {
+  return [
+    { path: 'ops', type: 'directory', mode: 0o755, uid: COMMAND_UID, gid: COMMAND_UID },
+    { path: 'supervisor.sh', type: 'file', mode: 0o555, uid: 0, gid: 0, content: await readFile(SUPERVISOR_PATH) },
+  ];
 }
 
-export async function prepareSpool(container: Docker.Container): Promise<void> {
-  await container.putArchive(tarArchive(spoolEntries()), { path: SPOOL_PATH });
+export async function prepareSpool(docker: Docker, container: Docker.Container, volume: string): Promise<void> {
+  const { Mountpoint } = await docker.getVolume(volume).inspect();
+  if (!(await layOutOnHost(Mountpoint))) await layOutThroughArchive(container);
+}
+
+/** The remote-engine way: one tar with exact owners and modes, extracted by the engine into the volume. */
+export async function layOutThroughArchive(container: Docker.Container): Promise<void> {
+  await container.putArchive(tarArchive(await spoolEntries()), { path: SPOOL_PATH });
+}
+
+async function layOutOnHost(mountpoint: string): Promise<boolean> {
+  try {
+    await access(mountpoint, constants.W_OK);
+  } catch {
+    return false;
+  }
+  const ops = join(mountpoint, 'ops');
+  await mkdir(ops, { recursive: true });
+  await chown(ops, COMMAND_UID, COMMAND_UID);
+  // Copied aside, then renamed: a container never sees a half-written supervisor.
+  const partial = join(mountpoint, '.supervisor.sh.partial');
+  await copyFile(SUPERVISOR_PATH, partial);
+  await chown(partial, 0, 0);
+  await chmod(partial, 0o555);
+  await rename(partial, join(mountpoint, 'supervisor.sh'));
+  return true;
 }

@@ -1,0 +1,108 @@
+/**
+ * One short command in a Docker allocation: the executor (`sh -c true` submitted through the in-container
+ * supervisor until its receipt says exited) against a raw dockerode exec of the same command (create, start
+ * attached, wait for the end, inspect the exit code). Needs an engine (scripts/docker-up.sh) and root (the executor
+ * reads the spool from the volume); without them it prints a skip line.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
+import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
+import type { AllocationRef, Executor } from '../src/providers/provider.ts';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 21);
+const TARGET = 1.1;
+const COMMAND = ['/bin/sh', '-c', 'true'];
+const env = { PATH: '/usr/bin:/bin' };
+
+const endpoint = endpointFromEnv();
+const docker = createDockerClient(endpoint, 30_000);
+const provider = new DockerProvider({ endpoint, extraLabels: { 'berth.bench-run': randomUUID() } });
+
+async function viaExecutor(executor: Executor): Promise<void> {
+  const operationId = `op_${randomUUID()}`;
+  let receipt = await executor.submit({ operationId, command: COMMAND, env, stdin: false });
+  while (receipt.state !== 'exited') {
+    await executor.waitForChange(operationId, 1_000);
+    receipt = await executor.status(operationId);
+  }
+  if (receipt.exitCode !== 0) throw new Error(`executor: ${JSON.stringify(receipt)}`);
+}
+
+async function raw(containerId: string): Promise<void> {
+  const exec = await docker.getContainer(containerId).exec({
+    Cmd: COMMAND,
+    User: '1000:1000',
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+    stream.resume();
+  });
+  const { ExitCode } = await exec.inspect();
+  if (ExitCode !== 0) throw new Error(`raw exec exited ${ExitCode}`);
+}
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+if (!(await provider.available()) || process.getuid?.() !== 0) {
+  console.log('skipped: docker-exec needs a Docker engine (run scripts/docker-up.sh) and root');
+  process.exit(0);
+}
+
+const intent = {
+  environmentId: `henv_${randomUUID()}`,
+  allocationId: `halloc_${randomUUID()}`,
+  requestId: `hreq_${randomUUID()}`,
+  generation: 1,
+  profile: { provider: 'docker' as const },
+};
+const report = await provider.allocate(intent);
+if (report.status !== 'ready') throw new Error(`allocate: ${JSON.stringify(report)}`);
+const ref: AllocationRef = { ...intent, identity: report.identity };
+const executor = provider.executor(ref, intent.profile);
+const containerId = report.identity.resourceId;
+
+try {
+  await timed(() => raw(containerId));
+  await timed(() => viaExecutor(executor));
+  const executorMs: number[] = [];
+  const rawMs: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    // Alternate the order so drift on the shared machine hits both sides alike.
+    if (i % 2 === 0) {
+      rawMs.push(await timed(() => raw(containerId)));
+      executorMs.push(await timed(() => viaExecutor(executor)));
+    } else {
+      executorMs.push(await timed(() => viaExecutor(executor)));
+      rawMs.push(await timed(() => raw(containerId)));
+    }
+  }
+  const value = median(executorMs);
+  const baseline = median(rawMs);
+  const ratio = value / baseline;
+  console.log(
+    JSON.stringify({
+      bench: 'docker-exec',
+      value: Number(value.toFixed(1)),
+      unit: 'ms',
+      baseline: Number(baseline.toFixed(1)),
+      ratio: Number(ratio.toFixed(3)),
+      target: `<= ${TARGET}`,
+      met: ratio <= TARGET,
+    }),
+  );
+} finally {
+  await provider.deallocate(ref);
+}

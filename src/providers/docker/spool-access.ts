@@ -1,0 +1,121 @@
+/**
+ * How the Docker executor reaches an allocation's spool (the volume's `ops/` directory): the operations it needs,
+ * and the host implementation, which reads and writes the volume's mountpoint directly with spool.ts (the engine is
+ * on this host and this process may write its data root). exec-spool-access.ts does the same through the engine.
+ */
+import { chown, open, readFile, writeFile } from 'node:fs/promises';
+import type { OutputChunk, OutputStream } from '../provider.ts';
+import type { FinalReceipt, Spool, SpoolState } from '../spool.ts';
+import { COMMAND_UID } from './container-spec.ts';
+
+export interface ReceiptFields {
+  status: number | null;
+  cancelled: boolean;
+  timedOut: boolean;
+  error?: string;
+}
+
+/** An append-only writer of one spool file (a terminal's output). */
+export interface AppendSink {
+  write(bytes: Buffer): void;
+  close(): Promise<void>;
+}
+
+export interface SpoolAccess {
+  /** Where the bytes are read: the host's filesystem, or the engine (exec). */
+  readonly via: 'host' | 'exec';
+  readState(operationId: string): Promise<SpoolState>;
+  readReceipt(operationId: string): Promise<FinalReceipt | undefined>;
+  currentSizes(operationId: string): Promise<Record<OutputStream, number>>;
+  read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputChunk>;
+  /** O_EXCL create of a file of the operation (its directory made first, owned by the command's user). */
+  createExclusive(operationId: string, name: string, content: string): Promise<boolean>;
+  readText(operationId: string, name: string): Promise<string | undefined>;
+  marker(operationId: string, name: 'cancel' | 'timedout'): Promise<void>;
+  hasMarker(operationId: string, name: 'cancel' | 'timedout'): Promise<boolean>;
+  writeReceipt(operationId: string, receipt: ReceiptFields): Promise<void>;
+  openAppend(operationId: string, name: OutputStream): Promise<AppendSink>;
+  /** Resolves with the first defined result of `check`, re-run on changes (or polling), undefined after the timeout. */
+  waitUntil<T>(operationId: string, check: () => Promise<T | undefined>, timeoutMs: number, subscribe?: (wake: () => void) => () => void): Promise<T | undefined>;
+  release(operationId: string): Promise<void>;
+}
+
+/** The volume's mountpoint, as this host sees it. Files this process creates are handed to the command's user. */
+export class HostSpoolAccess implements SpoolAccess {
+  readonly via = 'host' as const;
+
+  constructor(private readonly spool: Spool) {}
+
+  readState(operationId: string) {
+    return this.spool.readState(operationId);
+  }
+
+  readReceipt(operationId: string) {
+    return this.spool.readReceipt(operationId);
+  }
+
+  currentSizes(operationId: string) {
+    return this.spool.currentSizes(operationId);
+  }
+
+  async read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputChunk> {
+    const { data, next, closed } = await this.spool.read(operationId, stream, cursor, maxBytes);
+    return { data, next, closed };
+  }
+
+  async createExclusive(operationId: string, name: string, content: string): Promise<boolean> {
+    const dir = await this.spool.prepare(operationId);
+    await chown(dir, COMMAND_UID, COMMAND_UID);
+    try {
+      await writeFile(this.spool.file(operationId, name), content, { flag: 'wx' });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+  }
+
+  async readText(operationId: string, name: string): Promise<string | undefined> {
+    try {
+      return await readFile(this.spool.file(operationId, name), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }
+
+  marker(operationId: string, name: 'cancel' | 'timedout') {
+    return this.spool.marker(operationId, name);
+  }
+
+  hasMarker(operationId: string, name: 'cancel' | 'timedout') {
+    return this.spool.hasMarker(operationId, name);
+  }
+
+  writeReceipt(operationId: string, receipt: ReceiptFields) {
+    return this.spool.writeReceipt(operationId, receipt);
+  }
+
+  async openAppend(operationId: string, name: OutputStream): Promise<AppendSink> {
+    const handle = await open(this.spool.file(operationId, name), 'a');
+    let pending: Promise<unknown> = Promise.resolve();
+    return {
+      // Writes are chained so the bytes land in arrival order.
+      write: (bytes) => {
+        pending = pending.then(() => handle.write(bytes));
+      },
+      close: async () => {
+        await pending;
+        await handle.close();
+      },
+    };
+  }
+
+  waitUntil<T>(operationId: string, check: () => Promise<T | undefined>, timeoutMs: number, subscribe?: (wake: () => void) => () => void) {
+    return this.spool.waitUntil(operationId, check, timeoutMs, subscribe);
+  }
+
+  release(operationId: string) {
+    return this.spool.release(operationId);
+  }
+}

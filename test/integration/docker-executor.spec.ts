@@ -1,0 +1,206 @@
+/** The Docker executor: the spool/receipt protocol inside a real container (DESIGN §6, §7). */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DockerExecutor } from '../../src/providers/docker/docker-executor.ts';
+import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
+import type { AllocationRef, ExecSpec, Executor, Receipt } from '../../src/providers/provider.ts';
+import { dockerAvailable, dockerEndpoint, execIn, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
+
+const run = newTestRun();
+const env = { PATH: '/usr/bin:/bin', HOME: '/home/user' };
+
+const spec = (command: string[], more: Partial<ExecSpec> = {}): ExecSpec => ({
+  operationId: `op_${randomUUID()}`,
+  command,
+  env,
+  stdin: false,
+  ...more,
+});
+
+async function untilExited(ex: Executor, operationId: string, timeoutMs = 15_000): Promise<Receipt> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const receipt = await ex.status(operationId);
+    if (receipt.state === 'exited') return receipt;
+    if (Date.now() > deadline) throw new Error(`not exited: ${JSON.stringify(receipt)}`);
+    await ex.waitForChange(operationId, 250);
+  }
+}
+
+async function output(ex: Executor, operationId: string, stream: 'stdout' | 'stderr' | 'pty'): Promise<string> {
+  const chunks: Buffer[] = [];
+  for (let cursor = 0; ; ) {
+    const chunk = await ex.read(operationId, stream, cursor);
+    chunks.push(chunk.data);
+    cursor = chunk.next;
+    if (chunk.closed) return Buffer.concat(chunks).toString('utf8');
+    if (chunk.data.length === 0) await ex.waitForChange(operationId, 250);
+  }
+}
+
+// Both ways of reaching the spool: the volume's mountpoint from this host (root), and exec in the container (what a
+// remote engine gets).
+describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecutor on a real container (spool access: %s)', (spoolAccess) => {
+  const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run, spoolAccess });
+  let ref: AllocationRef;
+  let executor: Executor;
+
+  beforeAll(async () => {
+    const intent = {
+      environmentId: `henv_${randomUUID()}`,
+      allocationId: `halloc_${randomUUID()}`,
+      requestId: `hreq_${randomUUID()}`,
+      generation: 1,
+      profile: { provider: 'docker' as const },
+    };
+    const report = await provider.allocate(intent);
+    if (report.status !== 'ready') throw new Error(JSON.stringify(report));
+    ref = { ...intent, identity: report.identity };
+    executor = provider.executor(ref, intent.profile);
+  });
+
+  it('should reach the spool the way it was asked to', async () => {
+    const via = await (executor as DockerExecutor).spoolVia();
+    expect(via).toBe(spoolAccess === 'exec' || process.getuid?.() !== 0 ? 'exec' : 'host');
+  });
+
+  afterAll(async () => {
+    if (ref) await provider.deallocate(ref);
+    await removeTestResources(run);
+  });
+
+  it('should report the exit code and keep stdout and stderr apart', async () => {
+    const s = spec(['/bin/sh', '-c', 'echo out; echo err >&2; id -u >&2; exit 7']);
+    await executor.submit(s);
+    const receipt = await untilExited(executor, s.operationId);
+    expect(receipt).toMatchObject({ state: 'exited', exitCode: 7, signal: null, cancelled: false });
+    expect(await output(executor, s.operationId, 'stdout')).toBe('out\n');
+    expect(await output(executor, s.operationId, 'stderr')).toBe('err\n1000\n');
+  });
+
+  it('should never run an operation twice when it is submitted again', async () => {
+    const marker = `/tmp/count-${randomUUID()}`;
+    const s = spec(['/bin/sh', '-c', `echo run >> ${marker}`]);
+    await executor.submit(s);
+    await untilExited(executor, s.operationId);
+    expect((await executor.submit(s)).state).toBe('exited');
+    const count = await execIn(ref.identity!.resourceId, ['/bin/sh', '-c', `wc -l < ${marker}`]);
+    expect(count.output.trim()).toBe('1');
+  });
+
+  it('should feed stdin to the command and close it on end', async () => {
+    const s = spec(['cat'], { stdin: true });
+    expect((await executor.submit(s)).state).toBe('running');
+    await executor.writeStdin(s.operationId, Buffer.from('hello '));
+    await executor.writeStdin(s.operationId, Buffer.from('through the fifo\n'));
+    await executor.endStdin(s.operationId);
+    expect(await untilExited(executor, s.operationId)).toMatchObject({ exitCode: 0 });
+    expect(await output(executor, s.operationId, 'stdout')).toBe('hello through the fifo\n');
+  });
+
+  it('should run a command on a terminal of the requested size and follow resizes', async () => {
+    const s = spec(['/bin/sh', '-c', 'stty size; read line; echo "got $line"; stty size'], { stdin: true, pty: { cols: 100, rows: 30 } });
+    expect((await executor.submit(s)).state).toBe('running');
+    await executor.resize(s.operationId, 132, 43);
+    await executor.writeStdin(s.operationId, Buffer.from('abc\n'));
+    expect(await untilExited(executor, s.operationId)).toMatchObject({ exitCode: 0 });
+    const text = await output(executor, s.operationId, 'pty');
+    expect(text).toMatch(/^30 100\r\n/);
+    expect(text).toContain('got abc\r\n');
+    expect(text).toMatch(/43 132\r\n$/);
+  });
+
+  it('should cancel the whole process tree and leave no process behind', async () => {
+    const s = spec(['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait']);
+    expect((await executor.submit(s)).state).toBe('running');
+    const receipt = await executor.cancel(s.operationId);
+    expect(receipt).toMatchObject({ state: 'exited', cancelled: true });
+    expect(receipt.signal ?? receipt.exitCode).toBeTruthy();
+    const ps = await execIn(ref.identity!.resourceId, ['/bin/sh', '-c', 'ps -o pid,args']);
+    expect(ps.output).not.toContain('sleep 1000');
+  });
+
+  it('should cancel a command on a terminal', async () => {
+    const s = spec(['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'], { pty: { cols: 80, rows: 24 } });
+    expect((await executor.submit(s)).state).toBe('running');
+    expect(await executor.cancel(s.operationId)).toMatchObject({ state: 'exited', cancelled: true });
+    const ps = await execIn(ref.identity!.resourceId, ['/bin/sh', '-c', 'ps -o pid,args']);
+    expect(ps.output).not.toContain('sleep 1000');
+  });
+
+  it('should stop a terminal command at its timeout', async () => {
+    const s = spec(['sleep', '30'], { pty: { cols: 80, rows: 24 }, timeoutMs: 300 });
+    await executor.submit(s);
+    expect(await untilExited(executor, s.operationId)).toMatchObject({ state: 'exited', timedOut: true });
+  });
+
+  it('should stop a command at its timeout', async () => {
+    const s = spec(['sleep', '30'], { timeoutMs: 300 });
+    await executor.submit(s);
+    expect(await untilExited(executor, s.operationId)).toMatchObject({ state: 'exited', timedOut: true, signal: 'SIGTERM' });
+  });
+
+  it('should say why a command never started', async () => {
+    const s = spec(['true'], { cwd: '/no/such/dir' });
+    await executor.submit(s);
+    expect(await untilExited(executor, s.operationId)).toMatchObject({ exitCode: null, error: 'cwd' });
+  });
+
+  it('should fence an abandoned operation so a late submit never starts it', async () => {
+    const operationId = `op_${randomUUID()}`;
+    expect((await executor.abandon(operationId)).state).toBe('absent');
+    expect((await executor.submit({ ...spec(['true']), operationId })).state).toBe('absent');
+  });
+
+  it('should keep output and status when the runtime that submitted is SIGKILLed', async () => {
+    const s = spec(['/bin/sh', '-c', 'echo before; sleep 1; echo after; exit 3']);
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('./fixtures/docker-submit-then-hang.ts', import.meta.url)), JSON.stringify({ ref, spec: s }), JSON.stringify(dockerEndpoint), spoolAccess],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const said = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => resolve(d.toString()));
+      child.on('exit', (code) => reject(new Error(`child exited ${code}`)));
+    });
+    expect(said).toContain('submitted running');
+    child.kill('SIGKILL');
+
+    // A fresh provider: nothing in memory about the operation.
+    const fresh = new DockerProvider({ endpoint: dockerEndpoint, spoolAccess }).executor(ref, { provider: 'docker' });
+    expect(await untilExited(fresh, s.operationId)).toMatchObject({ exitCode: 3 });
+    expect(await output(fresh, s.operationId, 'stdout')).toBe('before\nafter\n');
+  });
+
+  it('should release an operation\'s spool', async () => {
+    const s = spec(['echo', 'bye']);
+    await executor.submit(s);
+    await untilExited(executor, s.operationId);
+    await executor.release(s.operationId);
+    expect((await executor.status(s.operationId)).state).toBe('absent');
+  });
+
+  it('should report a supervisor killed with its container as absent, never running', async () => {
+    const intent = {
+      environmentId: `henv_${randomUUID()}`,
+      allocationId: `halloc_${randomUUID()}`,
+      requestId: `hreq_${randomUUID()}`,
+      generation: 1,
+      profile: { provider: 'docker' as const },
+    };
+    const report = await provider.allocate(intent);
+    if (report.status !== 'ready') throw new Error(JSON.stringify(report));
+    const other = { ...intent, identity: report.identity };
+    try {
+      const ex = provider.executor(other, intent.profile);
+      const s = spec(['sleep', '1000']);
+      expect((await ex.submit(s)).state).toBe('running');
+      await rawDocker.getContainer(report.identity.resourceId).restart({ t: 0 });
+      expect((await ex.status(s.operationId)).state).toBe('absent');
+    } finally {
+      await provider.deallocate(other);
+    }
+  });
+});
