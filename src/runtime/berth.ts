@@ -78,7 +78,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     onActors: (a) => {
       actors = a;
     },
-    maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections }),
+    maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections, providers }),
   }).catch(async (e) => {
     await providers.close();
     throw e;

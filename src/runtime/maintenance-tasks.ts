@@ -1,9 +1,9 @@
 /**
  * What the maintenance loop does every tick (seed 000): reclaim managed allocations idle past their interval
- * (borrowed ones and those with uses stay), reconcile unfinished allocations by inspecting them (resuming a verified
- * partial one under its original intent), and reconcile executions whose lifecycle stalled after their command
- * exited. Each sends events carrying the time it read; a refusal only means the actor moved on meanwhile.
- * Also the startup step that settles the active-allocation index before the runtime admits work.
+ * (borrowed ones and those with uses stay), reconcile allocations (inspect uncertain ones, retry releases, resume a
+ * verified partial one under its original intent, and look at ready managed ones for loss or a new incarnation), and
+ * reconcile executions whose lifecycle stalled after their command exited. Each sends events carrying the time it
+ * read; a refusal only means the actor moved on meanwhile. Also the startup step that settles the active-allocation index before the runtime admits work.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isBerthError } from '../../schemas/errors.ts';
@@ -14,15 +14,16 @@ import type { ActivityEntry } from '../projections/activity.projection.ts';
 import type { CatalogEntry } from '../projections/catalog.projection.ts';
 import type { ProjectionEngine } from '../projections/projection-engine.ts';
 import type { MaintenanceTask } from './maintenance-loop.ts';
+import type { ProviderRegistry } from './provider-registry.ts';
 
 export interface MaintenanceParts {
   actors: () => ActorRuntime<any>;
   projections: () => ProjectionEngine;
+  providers: ProviderRegistry;
   /** An execution whose step has not moved for this long after exit is reconciled again. */
   stalledMs?: number;
 }
 
-const RECONCILED_STATES = new Set(['ready', 'unknown', 'releasing']);
 const POST_EXIT_STEPS = new Set(['exited', 'drained', 'saved', 'closing']);
 
 async function tolerate(send: Promise<unknown>): Promise<void> {
@@ -38,9 +39,28 @@ const activeIndex = (projections: ProjectionEngine) =>
 
 export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
   const active = () => activeIndex(parts.projections());
+  const send = (allocationId: string, type: string, now: Date) =>
+    tolerate(parts.actors().send('allocation', allocationId, { type, at: now.getTime() }));
+  /**
+   * Looks at a ready allocation without writing anything: only a report that may change it (absent, fenced, another
+   * incarnation) goes through the actor, whose own inspection records it. Unchanged observations append no events.
+   */
+  const changed = async (a: ActiveAllocation): Promise<boolean> => {
+    const view = await parts.actors().get<AllocationContext>('allocation', a.allocationId);
+    if (!view || view.state !== 'ready' || view.context.call !== null || view.context.ownership === 'borrowed') return false;
+    const { requestId, environmentId, identity, profile } = view.context;
+    try {
+      const ref = { requestId, allocationId: a.allocationId, environmentId, ...(identity ? { identity } : {}) };
+      const report = await parts.providers.get(profile.provider).inspect(ref);
+      if (report.status === 'ready') return report.identity.incarnation !== identity?.incarnation;
+      return report.status !== 'unknown' && report.status !== 'pending';
+    } catch {
+      return false; // provider missing or failing: an uncertain look proves nothing
+    }
+  };
   return [
-    // Before reconciliation: an inspection it starts is a call in flight, which makes an allocation unreclaimable
-    // until it answers, so reclaiming after it would starve.
+    // Before reconciliation: an inspection it starts is a call in flight, which keeps an allocation unreclaimable
+    // until it answers.
     {
       name: 'reclaim-idle-allocations',
       async run(now) {
@@ -49,7 +69,9 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
           if (!view) continue;
           const at = reclaimableAt({ value: view.state, context: view.context } as unknown as AllocationSnapshot);
           if (at === null || at > now.getTime()) continue;
-          await tolerate(parts.actors().send('allocation', a.allocationId, { type: 'allocation.release_requested', reason: 'idle', at: now.getTime() }));
+          await tolerate(
+            parts.actors().send('allocation', a.allocationId, { type: 'allocation.release_requested', reason: 'idle', at: now.getTime() }),
+          );
         }
       },
     },
@@ -58,9 +80,9 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
       async run(now) {
         for (const a of active()) {
           // A partial allocation (created, never started or admitted) is finished under its original intent.
-          const type =
-            a.state === 'pending' ? 'allocation.resume_requested' : RECONCILED_STATES.has(a.state) ? 'allocation.reconcile_requested' : null;
-          if (type) await tolerate(parts.actors().send('allocation', a.allocationId, { type, at: now.getTime() }));
+          if (a.state === 'pending') await send(a.allocationId, 'allocation.resume_requested', now);
+          else if (a.state === 'unknown' || a.state === 'releasing') await send(a.allocationId, 'allocation.reconcile_requested', now);
+          else if (a.state === 'ready' && (await changed(a))) await send(a.allocationId, 'allocation.reconcile_requested', now);
         }
       },
     },
