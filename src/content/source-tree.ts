@@ -113,7 +113,7 @@ export class SourceTree {
         for await (const chunk of body) {
           size += chunk.byteLength;
           if (size > max) throw tooLarge(rel, max);
-          await out.write(chunk);
+          await out.writeFile(chunk); // writes all of it, from the current position, looping over short writes
         }
         await out.sync();
       } finally {

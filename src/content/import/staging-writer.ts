@@ -14,8 +14,8 @@ const MAX_IN_FLIGHT_FILES = 64;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
 
 export class StagingWriter {
-  files = 0;
-  bytes = 0;
+  /** Each landed file's size; a repeated name counts once, with its last size. */
+  private readonly landed = new Map<string, number>();
   private readonly dirs = new Map<string, Promise<void>>([['', Promise.resolve()]]);
   private readonly lastWrite = new Map<string, Promise<void>>();
   private readonly pending = new Set<Promise<void>>();
@@ -41,12 +41,12 @@ export class StagingWriter {
       await previous;
       const out = await open(abs, WRITE_FLAGS, fileMode);
       try {
-        for await (const chunk of body) await out.write(chunk);
+        for await (const chunk of body) await out.writeFile(chunk); // writeFile loops over short writes
         if (previous) await out.chmod(fileMode);
       } finally {
         await out.close();
       }
-      this.count(size);
+      this.landed.set(rel, size);
       return;
     }
     const chunks: Buffer[] = [];
@@ -62,7 +62,7 @@ export class StagingWriter {
       if (previous) await chmod(abs, fileMode);
     })();
     const tracked = write.then(
-      () => this.count(bytes.length),
+      () => void this.landed.set(rel, bytes.length),
       (error) => {
         this.failure ??= { error };
       },
@@ -85,9 +85,14 @@ export class StagingWriter {
     await Promise.allSettled(this.pending);
   }
 
-  private count(size: number): void {
-    this.files++;
-    this.bytes += size;
+  get files(): number {
+    return this.landed.size;
+  }
+
+  get bytes(): number {
+    let total = 0;
+    for (const size of this.landed.values()) total += size;
+    return total;
   }
 
   private check(): void {

@@ -19,6 +19,8 @@ const CENTRAL_SIG = 0x02014b50;
 const LOCAL_SIG = 0x04034b50;
 const MAX_COMMENT = 0xffff;
 const RAW_CHUNK = 256 * 1024;
+/** The central directory is read whole: 50,000 members with long names fit easily; a claimed huge one is refused. */
+const MAX_CENTRAL_DIRECTORY_BYTES = 64 * 1024 * 1024;
 
 interface CentralEntry {
   name: string;
@@ -79,6 +81,9 @@ async function readCentralDirectory(handle: FileHandle, fileSize: number, meter:
     }
   }
   if (cdOffset + cdSize > fileSize) throw corrupt('The zip central directory is outside the file.');
+  if (cdSize > MAX_CENTRAL_DIRECTORY_BYTES) {
+    throw new BerthError('environment_invalid', 'The zip central directory is too large.', { reason: 'too_large', limit: MAX_CENTRAL_DIRECTORY_BYTES });
+  }
   // Refuse by the declared count before reading a byte of the directory.
   for (let i = 0; i < count; i++) meter.entry();
   const cd = await readAt(handle, cdOffset, cdSize);

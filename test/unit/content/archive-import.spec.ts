@@ -95,6 +95,22 @@ describe('archive import', () => {
     expect(readFileSync(path.join(fx.content.layout.source, 'pax.txt'), 'utf8')).toBe('hello');
   });
 
+  it('should stream a big member to disk, and let a repeated name win in archive order', async () => {
+    const big = randomBytes(3 * 1024 * 1024 + 17);
+    const result = await fx.content.importArchive([
+      craftTar([
+        { name: 'big.bin', content: Buffer.from('first, small') },
+        { name: 'big.bin', content: big },
+        { name: 'small.txt', content: randomBytes(100) },
+        { name: 'small.txt', content: Buffer.from('last'), mode: 0o755 },
+      ]),
+    ]);
+    expect(result).toMatchObject({ files: 2, bytes: big.length + 4, skipped: 0 });
+    expect(readFileSync(path.join(fx.content.layout.source, 'big.bin')).equals(big)).toBe(true);
+    expect(readFileSync(path.join(fx.content.layout.source, 'small.txt'), 'utf8')).toBe('last');
+    expect(statSync(path.join(fx.content.layout.source, 'small.txt')).mode & 0o777).toBe(0o755);
+  });
+
   it('should not strip a single top-level directory that sits beside files, nor a single file', async () => {
     await fx.content.importArchive([craftTar([{ name: 'lib/a.js', content: Buffer.from('a') }, { name: 'index.js', content: Buffer.from('i') }])]);
     expect(sourcePaths(fx.content)).toEqual(['index.js', 'lib/', 'lib/a.js']);
