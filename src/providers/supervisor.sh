@@ -168,7 +168,13 @@ set -C
 { echo "supervisor $$" >"$_bsv_dir/claim"; } 2>/dev/null || exit 3
 set +C
 
-_bsv_setsid=$(command -v setsid) || _bsv_receipt null setsid
+_bsv_setsid=
+_bsv_p=$PATH:
+while [ -n "$_bsv_p" ]; do   # a PATH lookup without forking a $(command -v) subshell
+  [ -x "${_bsv_p%%:*}/setsid" ] && _bsv_setsid=${_bsv_p%%:*}/setsid && break
+  _bsv_p=${_bsv_p#*:}
+done
+[ -n "$_bsv_setsid" ] || _bsv_receipt null setsid
 if [ -n "$_bsv_cwd" ]; then cd "$_bsv_cwd" 2>/dev/null || _bsv_receipt null cwd; fi
 _bsv_in=/dev/null
 if [ -n "$_bsv_stdin" ]; then
@@ -213,7 +219,7 @@ _bsv_status=$?
 _bsv_d=10
 while _bsv_live "$_bsv_pid"; do
   _bsv_sleep "$_bsv_d"
-  [ "$_bsv_d" -lt 500 ] && _bsv_d=$((_bsv_d * 2))
+  [ "$_bsv_d" -lt 200 ] && _bsv_d=$((_bsv_d * 2))
 done
 
 if [ -n "$_bsv_timer" ]; then

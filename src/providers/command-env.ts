@@ -1,0 +1,47 @@
+/**
+ * The environment a command gets: a minimal base (PATH, HOME, LANG, USER, and TERM on a PTY) plus the caller's
+ * explicit variables. Nothing else of Berth's own process environment (tokens, BERTH_*, store URLs, DOCKER_*,
+ * cloud credentials) ever reaches a command.
+ */
+import { userInfo } from 'node:os';
+import { BerthError } from '../../schemas/errors.ts';
+
+export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+export const DEFAULT_TERM = 'xterm-256color';
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Names a POSIX shell can carry; values without NUL (an argv/environ string cannot hold one). */
+export function assertCommandEnv(env: Record<string, string>): void {
+  for (const [name, value] of Object.entries(env)) {
+    if (!NAME.test(name) || typeof value !== 'string' || value.includes('\0')) {
+      throw new BerthError('invalid_request', 'Environment names are [A-Za-z_][A-Za-z0-9_]* and values hold no NUL byte.', { name });
+    }
+  }
+}
+
+export interface CommandEnvOptions {
+  /** The caller's variables; they win over the base. */
+  env?: Record<string, string>;
+  pty?: boolean;
+  /** The identity commands run as (native: the host user running Berth). */
+  user?: { name: string; home: string };
+}
+
+/**
+ * The base takes PATH and LANG from the host (the borrowed host's own tool locations and locale; neither is a
+ * secret) and HOME/USER from the account, not from the environment.
+ */
+export function commandEnv(options: CommandEnvOptions = {}): Record<string, string> {
+  const account = options.user ?? { name: userInfo().username, home: userInfo().homedir };
+  const base: Record<string, string> = {
+    PATH: process.env.PATH || DEFAULT_PATH,
+    HOME: account.home,
+    USER: account.name,
+    LANG: process.env.LANG || 'C.UTF-8',
+  };
+  if (options.pty) base.TERM = DEFAULT_TERM;
+  const env = { ...base, ...options.env };
+  assertCommandEnv(env);
+  return env;
+}

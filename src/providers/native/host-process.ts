@@ -1,0 +1,81 @@
+/**
+ * Host process facts from Linux /proc, for the native executor: whether a claim's owner still runs (fenced against
+ * pid reuse), and the members of a session or process group, so a tree can be stopped and proven gone.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+
+interface ProcStat {
+  pid: number;
+  state: string;
+  pgrp: number;
+  session: number;
+  /** Clock ticks since boot: with the pid, a process identity that survives pid reuse. */
+  startTime: string;
+}
+
+async function procStat(pid: number | string): Promise<ProcStat | undefined> {
+  let text: string;
+  try {
+    text = await readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { pid: Number(pid), state: fields[0], pgrp: Number(fields[2]), session: Number(fields[3]), startTime: fields[19] };
+}
+
+export async function processStartTime(pid: number): Promise<string | undefined> {
+  return (await procStat(pid))?.startTime;
+}
+
+/** A live (not zombie) process whose start time is `startTime`. */
+export async function isProcessAlive(pid: number, startTime?: string): Promise<boolean> {
+  const st = await procStat(pid);
+  return st !== undefined && st.state !== 'Z' && (startTime === undefined || st.startTime === startTime);
+}
+
+/** A live supervisor of `opDir`: its command line names the operation directory, so a reused pid does not count. */
+export async function isSupervisorAlive(pid: number, opDir: string): Promise<boolean> {
+  try {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    return argv.includes(opDir) && (await isProcessAlive(pid));
+  } catch {
+    return false;
+  }
+}
+
+/** Live (not zombie) processes in session `sid` or process group `pgid`. */
+export async function liveMembers(which: { session?: number; pgid?: number }): Promise<number[]> {
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+  const stats = await Promise.all(pids.map((pid) => procStat(pid)));
+  return stats
+    .filter((st): st is ProcStat => st !== undefined && st.state !== 'Z')
+    .filter((st) => st.session === which.session || st.pgrp === which.pgid)
+    .map((st) => st.pid);
+}
+
+function signalAll(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
+/**
+ * Stops every process of session `sid` (a PTY run's whole tree, process groups made by job control included): `first`
+ * signal, then SIGKILL after `graceMs`, until none is left.
+ */
+export async function stopSession(sid: number, graceMs: number, first: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  signalAll(await liveMembers({ session: sid }), first);
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    const left = await liveMembers({ session: sid });
+    if (left.length === 0) return;
+    if (Date.now() >= deadline) signalAll(left, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

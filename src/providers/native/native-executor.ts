@@ -1,0 +1,375 @@
+/**
+ * The native executor: runs commands on the borrowed host under the detached sh supervisor (supervisor.sh), so
+ * their output and receipts live in the spool and outlive the runtime; PTY commands run under the runtime itself
+ * (pty-run.ts). Optional bubblewrap containment comes from the profile. One spool directory per allocation.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { stat, writeFile } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { Profile } from '../../../schemas/profile.ts';
+import type { ExecSpec, Executor, OutputChunk, OutputStream, Receipt } from '../provider.ts';
+import { assertCommandEnv } from '../command-env.ts';
+import {
+  assertOperationId,
+  deriveReceipt,
+  DEFAULT_READ_BYTES,
+  OUTPUT_STREAMS,
+  SPOOL_PROTOCOL_VERSION,
+  Spool,
+  SUPERVISOR_CLAIM_LOST,
+  SUPERVISOR_PATH,
+  type Claim,
+} from '../spool.ts';
+import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
+import { FifoWriter } from './fifo-writer.ts';
+import { isProcessAlive, isSupervisorAlive, stopSession } from './host-process.ts';
+import { PtyRun } from './pty-run.ts';
+
+export interface NativeExecutorOptions {
+  /** `<dataDir>/spool/<allocationId>`. */
+  spoolDir: string;
+  profile: Profile;
+  /** Host paths a contained command must not see (the Berth data dir). */
+  hidden?: string[];
+  /** Between SIGTERM and SIGKILL when cancelling or timing out. */
+  graceMs?: number;
+}
+
+/** What this process holds for an operation it runs: handles that exist only while the runtime lives. */
+interface LiveOperation {
+  supervisor?: ChildProcess;
+  pty?: PtyRun;
+  stdin?: FifoWriter;
+  listeners: Set<() => void>;
+}
+
+/** Process-wide, keyed by operation directory: every executor over the same spool sees the same handles. */
+const live = new Map<string, LiveOperation>();
+
+function liveFor(dir: string): LiveOperation {
+  let op = live.get(dir);
+  if (!op) live.set(dir, (op = { listeners: new Set() }));
+  return op;
+}
+
+function notify(dir: string): void {
+  for (const listener of live.get(dir)?.listeners ?? []) listener();
+}
+
+function forget(dir: string): void {
+  const op = live.get(dir);
+  if (op && !op.supervisor && !op.pty && !op.stdin && op.listeners.size === 0) live.delete(dir);
+}
+
+/** A claim whose content is not written yet is taken as live for this long. */
+const PENDING_CLAIM_MS = 10_000;
+
+/** What a read of one stream saw: the stream's size then, and whether the receipt was already there. */
+interface StreamSeen {
+  size: number;
+  final: boolean;
+}
+
+export class NativeExecutor implements Executor {
+  readonly protocolVersion = SPOOL_PROTOCOL_VERSION;
+  private readonly spool: Spool;
+  private readonly graceMs: number;
+  /** What reads last saw of each stream, so waitForChange cannot miss a change made just before it. */
+  private readonly observed = new Map<string, Partial<Record<OutputStream, StreamSeen>>>();
+
+  constructor(private readonly options: NativeExecutorOptions) {
+    this.spool = new Spool(options.spoolDir);
+    this.graceMs = options.graceMs ?? 2000;
+  }
+
+  async submit(spec: ExecSpec): Promise<Receipt> {
+    validate(spec);
+    const id = spec.operationId;
+    if (!(await this.spool.create(id))) {
+      const claim = await this.spool.readClaim(id);
+      if (claim) return this.existing(id, claim);
+    }
+    const argv = this.argv(spec);
+    const cwd = spec.cwd ?? (this.options.profile.contain ? '/tmp' : spec.env.HOME ?? '/');
+    const { env: _secret, ...recorded } = spec;
+    const recording = writeFile(this.spool.file(id, 'spec.json'), `${JSON.stringify({ ...recorded, argv })}\n`);
+    const receipt = spec.pty ? await this.startPty(spec, argv, cwd) : await this.startSupervised(spec, argv, cwd);
+    await recording;
+    return receipt;
+  }
+
+  private async startSupervised(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
+    const id = spec.operationId;
+    const dir = this.spool.dir(id);
+    const args = [SUPERVISOR_PATH, 'run', dir, '-C', cwd, '-g', String(this.graceMs)];
+    if (spec.stdin) args.push('-i');
+    if (spec.timeoutMs !== undefined) args.push('-t', String(spec.timeoutMs));
+    // Its own session (detached): no SIGHUP, not in the runtime's process group, outlives the runtime.
+    const child = spawn('/bin/sh', [...args, '--', ...argv], { detached: true, stdio: 'ignore', env: spec.env, cwd: '/' });
+    child.unref();
+    const op = liveFor(dir);
+    op.supervisor = child;
+    let exit: { code: number | null } | { error: Error } | undefined;
+    const settle = (outcome: NonNullable<typeof exit>): void => {
+      exit ??= outcome;
+      if (op.supervisor === child) op.supervisor = undefined;
+      op.stdin?.destroy();
+      op.stdin = undefined;
+      notify(dir);
+      forget(dir);
+    };
+    child.once('exit', (code) => settle({ code }));
+    child.once('error', (error) => settle({ error }));
+
+    // Started (or already finished), or the supervisor ended without starting anything.
+    const seen = await this.spool.waitUntil(
+      id,
+      async () => {
+        const receipt = await this.spool.readReceipt(id);
+        if (receipt) return { receipt, started: await this.spool.readStarted(id) };
+        const started = await this.spool.readStarted(id);
+        if (started) return { started };
+        return exit && { exit };
+      },
+      Number.POSITIVE_INFINITY,
+      (wake) => this.listen(dir, wake),
+    );
+    if (seen && 'exit' in seen) {
+      const outcome = seen.exit!;
+      if ('error' in outcome) throw new BerthError('unavailable', `Cannot start the supervisor: ${outcome.error.message}`, { operationId: id });
+      if (outcome.code === SUPERVISOR_CLAIM_LOST) return this.existing(id, await this.spool.readClaim(id));
+      throw new BerthError('internal', `The supervisor exited with status ${outcome.code} without a receipt.`, { operationId: id });
+    }
+    if (spec.stdin && !seen?.receipt && op.supervisor === child) op.stdin = new FifoWriter(this.spool.file(id, 'stdin'));
+    return deriveReceipt(id, { claim: { kind: 'supervisor', pid: child.pid! }, ...seen }, true);
+  }
+
+  private async startPty(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
+    const id = spec.operationId;
+    const dir = this.spool.dir(id);
+    const run = await PtyRun.start({
+      spool: this.spool,
+      operationId: id,
+      argv,
+      cwd,
+      env: spec.env,
+      cols: spec.pty!.cols,
+      rows: spec.pty!.rows,
+      timeoutMs: spec.timeoutMs,
+      graceMs: this.graceMs,
+      onChange: () => notify(dir),
+    });
+    if (!run) return this.existing(id, await this.spool.readClaim(id));
+    const op = liveFor(dir);
+    op.pty = run;
+    void run.done.finally(() => {
+      if (op.pty === run) op.pty = undefined;
+      forget(dir);
+    });
+    return this.status(id);
+  }
+
+  /** A second submit of a claimed operation never runs it: it reports what the first one did. */
+  private async existing(id: string, claim: Claim | undefined): Promise<Receipt> {
+    if (claim?.kind === 'abandoned') {
+      throw new BerthError('invalid_state', 'Recovery declared this operation absent: it can never run.', { operationId: id });
+    }
+    return this.status(id);
+  }
+
+  private argv(spec: ExecSpec): string[] {
+    if (!this.options.profile.contain) return spec.command;
+    const bwrap = findBubblewrap();
+    if (!bwrap) throw new BerthError('unavailable', 'The profile asks for containment and bubblewrap (bwrap) is not installed.', { operationId: spec.operationId });
+    const containment = {
+      workspace: spec.cwd,
+      mounts: spec.mounts,
+      network: this.options.profile.network,
+      hidden: this.options.hidden,
+    };
+    return [...bubblewrapArgv(bwrap, containment), ...spec.command];
+  }
+
+  async status(operationId: string): Promise<Receipt> {
+    const state = await this.spool.readState(operationId);
+    if (state.receipt || !state.claim || state.claim.kind === 'abandoned') return deriveReceipt(operationId, state, false);
+    if (!(await this.ownerAlive(operationId, state.claim))) {
+      // The owner may have written its receipt just before exiting.
+      const receipt = await this.spool.readReceipt(operationId);
+      return deriveReceipt(operationId, receipt ? { ...state, receipt } : state, false);
+    }
+    return deriveReceipt(operationId, state, true, await this.spool.currentSizes(operationId));
+  }
+
+  private async ownerAlive(operationId: string, claim: Claim): Promise<boolean> {
+    const dir = this.spool.dir(operationId);
+    const op = live.get(dir);
+    if (op?.supervisor || op?.pty) return true;
+    switch (claim.kind) {
+      case 'supervisor':
+        return isSupervisorAlive(claim.pid, dir);
+      case 'pty':
+        return isProcessAlive(claim.pid, claim.startTime);
+      case 'pending': {
+        const { mtimeMs } = await stat(this.spool.file(operationId, 'claim'));
+        return Date.now() - mtimeMs < PENDING_CLAIM_MS;
+      }
+      case 'abandoned':
+        return false;
+    }
+  }
+
+  async abandon(operationId: string): Promise<Receipt> {
+    if (await this.spool.abandon(operationId)) return deriveReceipt(operationId, {}, false);
+    return this.status(operationId);
+  }
+
+  async read(operationId: string, stream: OutputStream, cursor: number, maxBytes = DEFAULT_READ_BYTES): Promise<OutputChunk> {
+    const { data, next, closed, size, final } = await this.spool.read(operationId, stream, cursor, maxBytes);
+    let seen = this.observed.get(operationId);
+    if (!seen) this.observed.set(operationId, (seen = {}));
+    seen[stream] = { size, final };
+    return { data, next, closed };
+  }
+
+  /**
+   * Resolves when a stream grew past what its last read saw, or the receipt appeared after it; with no read yet,
+   * on any change from the moment of the call. Several readers may share this executor: each stream is judged by
+   * its own last read, so one reader seeing the receipt never hides it from another.
+   */
+  async waitForChange(operationId: string, timeoutMs: number): Promise<void> {
+    const dir = this.spool.dir(operationId);
+    const seen = { ...this.observed.get(operationId) };
+    let baseline: { receipt: boolean; sizes: Record<OutputStream, number> } | undefined;
+    await this.spool.waitUntil(
+      operationId,
+      async () => {
+        const receipt = (await this.spool.readReceipt(operationId)) !== undefined;
+        const streams = OUTPUT_STREAMS.filter((s) => seen[s]);
+        if (streams.length > 0 && receipt && streams.some((s) => !seen[s]!.final)) return true;
+        const sizes = await this.spool.currentSizes(operationId);
+        if (streams.length > 0) return streams.some((s) => sizes[s] > seen[s]!.size) ? true : undefined;
+        if (!baseline) {
+          baseline = { receipt, sizes };
+          return undefined;
+        }
+        return receipt !== baseline.receipt || OUTPUT_STREAMS.some((s) => sizes[s] !== baseline!.sizes[s]) ? true : undefined;
+      },
+      timeoutMs,
+      (wake) => this.listen(dir, wake),
+    );
+  }
+
+  private listen(dir: string, wake: () => void): () => void {
+    const op = liveFor(dir);
+    op.listeners.add(wake);
+    return () => {
+      op.listeners.delete(wake);
+      forget(dir);
+    };
+  }
+
+  async writeStdin(operationId: string, bytes: Buffer): Promise<void> {
+    const op = live.get(this.spool.dir(operationId));
+    if (op?.pty) return op.pty.write(bytes);
+    await (await this.stdinWriter(operationId)).write(bytes);
+  }
+
+  async endStdin(operationId: string): Promise<void> {
+    const op = live.get(this.spool.dir(operationId));
+    if (op?.pty) return op.pty.end();
+    const writer = await this.stdinWriter(operationId);
+    await writer.end();
+    if (op?.stdin === writer) op.stdin = undefined;
+  }
+
+  /** The writer this process holds, or a new one for an operation started elsewhere (e.g. before a restart). */
+  private async stdinWriter(operationId: string): Promise<FifoWriter> {
+    const dir = this.spool.dir(operationId);
+    const held = live.get(dir)?.stdin;
+    if (held) return held;
+    const receipt = await this.status(operationId);
+    const fifo = this.spool.file(operationId, 'stdin');
+    const isFifo = await stat(fifo).then((s) => s.isFIFO(), () => false);
+    if (receipt.state !== 'running' || !isFifo) {
+      throw new BerthError('invalid_state', 'The operation is not running with stdin.', { operationId, state: receipt.state });
+    }
+    const writer = new FifoWriter(fifo);
+    liveFor(dir).stdin = writer;
+    return writer;
+  }
+
+  /** Only a live PTY has a size; resizing anything else is ignored. */
+  async resize(operationId: string, cols: number, rows: number): Promise<void> {
+    assertOperationId(operationId);
+    live.get(this.spool.dir(operationId))?.pty?.resize(cols, rows);
+  }
+
+  async cancel(operationId: string): Promise<Receipt> {
+    const dir = this.spool.dir(operationId);
+    const state = await this.spool.readState(operationId);
+    if (state.receipt) return this.status(operationId);
+    // Never submitted: fence it, so it can never start.
+    if (!state.claim && (await this.spool.abandon(operationId))) return this.status(operationId);
+    const claim = state.claim ?? (await this.spool.readClaim(operationId));
+    if (claim?.kind === 'abandoned') return this.status(operationId);
+    await this.spool.marker(operationId, 'cancel');
+    const op = live.get(dir);
+    if (op?.pty) {
+      await op.pty.stop();
+      await op.pty.done;
+    } else if (claim?.kind === 'pty') {
+      // A PTY run of another (or a dead) runtime: stop its session; no receipt will come from here.
+      const started = await this.spool.readStarted(operationId);
+      if (started) await stopSession(started.pid, this.graceMs);
+    } else {
+      await this.runCanceller(dir);
+      await this.spool.waitUntil(
+        operationId,
+        async () => ((await this.spool.readReceipt(operationId)) || !(await this.ownerAlive(operationId, claim!)) ? true : undefined),
+        Number.POSITIVE_INFINITY,
+        (wake) => this.listen(dir, wake),
+      );
+    }
+    return this.status(operationId);
+  }
+
+  /** The supervisor's own stop sequence (cancel marker, TERM to the group, KILL after the grace period). */
+  private runCanceller(dir: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const canceller = spawn('/bin/sh', [SUPERVISOR_PATH, 'cancel', dir, '-g', String(this.graceMs)], { stdio: 'ignore', env: {}, cwd: '/' });
+      canceller.once('error', reject);
+      canceller.once('exit', () => resolve());
+    });
+  }
+
+  async release(operationId: string): Promise<void> {
+    const receipt = await this.status(operationId);
+    if (receipt.state === 'running') {
+      throw new BerthError('invalid_state', 'A running operation cannot be released: cancel it first.', { operationId });
+    }
+    const dir = this.spool.dir(operationId);
+    const op = live.get(dir);
+    op?.stdin?.destroy();
+    if (op) op.stdin = undefined;
+    this.observed.delete(operationId);
+    await this.spool.release(operationId);
+  }
+}
+
+function validate(spec: ExecSpec): void {
+  assertOperationId(spec.operationId);
+  const bad = (message: string, detail: Record<string, unknown> = {}): never => {
+    throw new BerthError('invalid_request', message, { operationId: spec.operationId, ...detail });
+  };
+  if (!Array.isArray(spec.command) || spec.command.length === 0) bad('The command is a non-empty argv.');
+  if (spec.command.some((a) => typeof a !== 'string' || a.includes('\0'))) bad('Command arguments are strings without NUL bytes.');
+  if (spec.cwd !== undefined && !isAbsolute(spec.cwd)) bad('cwd is an absolute path.', { cwd: spec.cwd });
+  if (spec.timeoutMs !== undefined && !(Number.isSafeInteger(spec.timeoutMs) && spec.timeoutMs > 0)) bad('timeoutMs is a positive integer.');
+  if (spec.pty && !(Number.isInteger(spec.pty.cols) && spec.pty.cols > 0 && Number.isInteger(spec.pty.rows) && spec.pty.rows > 0)) {
+    bad('A PTY has positive integer cols and rows.');
+  }
+  for (const m of spec.mounts ?? []) if (!isAbsolute(m.source) || !isAbsolute(m.target)) bad('Mount sources and targets are absolute paths.');
+  assertCommandEnv(spec.env);
+}

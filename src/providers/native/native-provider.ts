@@ -1,0 +1,71 @@
+/**
+ * The native provider: the borrowed host itself. Allocating creates nothing but the allocation's spool directory
+ * under the data dir; deallocating never touches the host (it only drops that directory when it is empty).
+ */
+import { mkdir, rmdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { Profile } from '../../../schemas/profile.ts';
+import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import { isSpoolName } from '../spool.ts';
+import { NativeExecutor } from './native-executor.ts';
+
+export interface NativeProviderOptions {
+  dataDir: string;
+  /** Between SIGTERM and SIGKILL when a command is cancelled or times out. */
+  graceMs?: number;
+}
+
+export class NativeProvider implements Provider {
+  readonly kind = 'native' as const;
+  readonly ownership = 'borrowed' as const;
+
+  private readonly dataDir: string;
+
+  constructor(private readonly options: NativeProviderOptions) {
+    this.dataDir = resolve(options.dataDir);
+  }
+
+  private spoolDir(allocationId: string): string {
+    if (!isSpoolName(allocationId)) {
+      throw new BerthError('invalid_request', 'An allocation id must be usable as a directory name.', { allocationId });
+    }
+    return join(this.dataDir, 'spool', allocationId);
+  }
+
+  private identity(): PhysicalIdentity {
+    return { provider: 'native', resourceId: hostname() };
+  }
+
+  async allocate(intent: AllocationIntent): Promise<AllocationReport> {
+    await mkdir(this.spoolDir(intent.allocationId), { recursive: true });
+    return { status: 'ready', identity: this.identity() };
+  }
+
+  async inspect(_ref: AllocationRef): Promise<AllocationReport> {
+    return { status: 'ready', identity: this.identity() };
+  }
+
+  async deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'> {
+    try {
+      await rmdir(this.spoolDir(ref.allocationId));
+    } catch {
+      // Not empty (spools not yet released) or already gone: the host itself is never destroyed either way.
+    }
+    return 'terminated';
+  }
+
+  executor(ref: AllocationRef, profile: Profile): Executor {
+    return new NativeExecutor({
+      spoolDir: this.spoolDir(ref.allocationId),
+      profile,
+      hidden: [this.dataDir],
+      graceMs: this.options.graceMs,
+    });
+  }
+
+  async available(): Promise<boolean> {
+    return true;
+  }
+}
