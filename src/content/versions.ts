@@ -47,7 +47,8 @@ export async function snapshot(source: string, dest: string): Promise<SnapshotRe
     await Promise.all(subdirs);
   };
   try {
-    await walk(source, partial);
+    if (existsSync(source)) await walk(source, partial);
+    else await mkdir(partial); // an environment with no files yet builds an empty version
     let next = 0;
     const worker = async () => {
       while (next < copies.length) {

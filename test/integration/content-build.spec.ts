@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -58,6 +58,11 @@ describe('version snapshot and read-only layer', () => {
     expect(readFileSync(path.join(v1, 'data/blob.bin')).equals(binary)).toBe(true);
 
     await expect(content.snapshot(1)).rejects.toMatchObject({ code: 'invalid_state' });
+  });
+
+  it('should snapshot an environment that has no files yet as an empty version', async () => {
+    expect(await content.snapshot(1)).toEqual({ dir: content.versionDir(1), files: 0 });
+    expect(readdirSync(content.versionDir(1))).toEqual([]);
   });
 
   it('should take every write bit away, so a non-root writer fails and a read-only mount stops root too', async () => {
