@@ -10,6 +10,7 @@ import {
   fstatSync,
   mkdirSync,
   openSync,
+  read,
   readFileSync,
   renameSync,
   statSync,
@@ -17,7 +18,7 @@ import {
   writeFileSync,
   type FSWatcher,
 } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -176,7 +177,11 @@ function sizeOf(path: string): number {
   }
 }
 
+const readAt = (fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<number> =>
+  new Promise((resolve, reject) => read(fd, buffer, offset, length, position, (e, n) => (e ? reject(e) : resolve(n))));
+
 const EMPTY = Buffer.alloc(0);
+const MAX_OPEN_OUTPUTS = 64;
 export const DEFAULT_READ_BYTES = 1024 * 1024;
 /** Watch events can be lost on some filesystems; waiters look again at least this often. */
 const RECHECK_MS = 250;
@@ -190,6 +195,7 @@ const RECHECK_MS = 250;
  */
 export class Spool {
   private readonly receipts = new Map<string, FinalReceipt>();
+  private readonly fds = new Map<string, number>();
 
   readonly root: string;
 
@@ -323,29 +329,53 @@ export class Spool {
     if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
     const receipt = await this.readReceipt(operationId);
     const final = receipt !== undefined;
-    let handle;
-    try {
-      handle = await open(this.file(operationId, stream), 'r');
-    } catch (e) {
-      if (!isMissing(e)) throw e;
-      const size = receipt?.sizes[stream] ?? 0;
-      return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
+    const fd = this.outputFd(operationId, stream);
+    const size = receipt ? receipt.sizes[stream] : fd === undefined ? 0 : fstatSync(fd).size;
+    const want = Math.max(0, Math.min(maxBytes, size - cursor));
+    if (fd === undefined || want === 0) return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
+    const data = Buffer.allocUnsafe(want);
+    let got = 0;
+    while (got < want) {
+      const bytesRead = await readAt(fd, data, got, want - got, cursor + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
     }
+    const next = cursor + got;
+    return { data: got === want ? data : data.subarray(0, got), next, closed: final && next >= size, size, final };
+  }
+
+  /** Output descriptors stay open between reads (a follower reads many chunks); the oldest close past a bound. */
+  private outputFd(operationId: string, stream: OutputStream): number | undefined {
+    const key = `${operationId}/${stream}`;
+    const cached = this.fds.get(key);
+    // Still the file at that path? (Another instance may have released the operation and it may have run anew.)
+    if (cached !== undefined && fstatSync(cached).ino === statSync(this.file(operationId, stream), { throwIfNoEntry: false })?.ino) return cached;
+    if (cached !== undefined) {
+      closeSync(cached);
+      this.fds.delete(key);
+    }
+    let fd: number;
     try {
-      const size = receipt ? receipt.sizes[stream] : (await handle.stat()).size;
-      const want = Math.max(0, Math.min(maxBytes, size - cursor));
-      if (want === 0) return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
-      const data = Buffer.allocUnsafe(want);
-      let got = 0;
-      while (got < want) {
-        const { bytesRead } = await handle.read(data, got, want - got, cursor + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      const next = cursor + got;
-      return { data: got === want ? data : data.subarray(0, got), next, closed: final && next >= size, size, final };
-    } finally {
-      await handle.close();
+      fd = openSync(this.file(operationId, stream), 'r');
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw e;
+    }
+    this.fds.set(key, fd);
+    for (const [oldest, oldFd] of this.fds) {
+      if (this.fds.size <= MAX_OPEN_OUTPUTS) break;
+      closeSync(oldFd);
+      this.fds.delete(oldest);
+    }
+    return fd;
+  }
+
+  private closeOutputs(operationId: string): void {
+    for (const stream of OUTPUT_STREAMS) {
+      const key = `${operationId}/${stream}`;
+      const fd = this.fds.get(key);
+      if (fd !== undefined) closeSync(fd);
+      this.fds.delete(key);
     }
   }
 
@@ -408,6 +438,7 @@ export class Spool {
   /** Drops the operation's directory: only once its output is saved elsewhere. */
   async release(operationId: string): Promise<void> {
     this.receipts.delete(operationId);
+    this.closeOutputs(operationId);
     await rm(this.dir(operationId), { recursive: true, force: true });
   }
 }

@@ -49,14 +49,20 @@ export class PtyRun {
     const cwdOk = await stat(o.cwd).then((s) => s.isDirectory(), () => false);
     if (!cwdOk) return new PtyRun(o, { error: 'cwd' });
     const output = openSync(o.spool.file(o.operationId, 'pty'), 'a');
-    const term = pty.spawn(o.argv[0], o.argv.slice(1), {
-      name: o.env.TERM ?? DEFAULT_TERM,
-      cols: o.cols,
-      rows: o.rows,
-      cwd: o.cwd,
-      env: o.env,
-      encoding: null,
-    });
+    let term: pty.IPty;
+    try {
+      term = pty.spawn(o.argv[0], o.argv.slice(1), {
+        name: o.env.TERM ?? DEFAULT_TERM,
+        cols: o.cols,
+        rows: o.rows,
+        cwd: o.cwd,
+        env: o.env,
+        encoding: null,
+      });
+    } catch {
+      closeSync(output);
+      return new PtyRun(o, { error: 'spawn' });
+    }
     // Attached before any await: node-pty emits data as soon as it reads, and nothing may be lost.
     term.onData((data) => {
       writeSync(output, data as unknown as Buffer);

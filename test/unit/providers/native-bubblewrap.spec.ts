@@ -1,0 +1,39 @@
+/** The bwrap argv: read-only host root entry by entry, private /tmp, hidden paths, mounts, workspace, network. */
+import { describe, expect, it } from 'vitest';
+import { bubblewrapArgv } from '../../../src/providers/native/bubblewrap.ts';
+
+const pairs = (argv: string[], flag: string): string[][] =>
+  argv.flatMap((a, i) => (a === flag ? [argv.slice(i + 1, i + (flag === '--tmpfs' || flag === '--remount-ro' ? 2 : 3))] : []));
+
+describe('bubblewrapArgv', () => {
+  const argv = bubblewrapArgv('/usr/bin/bwrap', {
+    workspace: '/tmp/ws',
+    mounts: [{ source: '/data/versions/3', target: '/env/demo' }],
+    network: 'none',
+    hidden: ['/tmp'],
+  });
+
+  it('binds the host root read-only entry by entry and remounts the sandbox root read-only last', () => {
+    expect(argv[0]).toBe('/usr/bin/bwrap');
+    expect(pairs(argv, '--ro-bind')).toContainEqual(['/usr', '/usr']);
+    expect(pairs(argv, '--bind')).toEqual([['/tmp/ws', '/tmp/ws']]);
+    expect(argv.indexOf('--remount-ro')).toBeGreaterThan(argv.lastIndexOf('--bind'));
+    expect(argv.slice(-3)).toEqual(['--chdir', '/tmp/ws', '--']);
+  });
+
+  it('makes /tmp private before binding a workspace inside it, and shows mounts read-only', () => {
+    expect(argv.indexOf('/tmp')).toBeLessThan(argv.indexOf('/tmp/ws'));
+    expect(pairs(argv, '--ro-bind')).toContainEqual(['/data/versions/3', '/env/demo']);
+    expect(pairs(argv, '--tmpfs')).toContainEqual(['/tmp']);
+  });
+
+  it('unshares the network only for network none, and always the pid namespace', () => {
+    expect(argv).toContain('--unshare-net');
+    expect(argv).toContain('--unshare-pid');
+    expect(argv).toContain('--die-with-parent');
+    const bridged = bubblewrapArgv('/usr/bin/bwrap', { network: 'bridge' });
+    expect(bridged).not.toContain('--unshare-net');
+    expect(bridged).not.toContain('--bind');
+    expect(bridged.slice(-3)).toEqual(['--chdir', '/tmp', '--']);
+  });
+});
