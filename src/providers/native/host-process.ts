@@ -2,7 +2,7 @@
  * Host process facts from Linux /proc, for the native executor: whether a claim's owner still runs (fenced against
  * pid reuse), and the members of a session or process group, so a tree can be stopped and proven gone.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 
 interface ProcStat {
   pid: number;
@@ -53,6 +53,17 @@ export async function liveMembers(which: { session?: number; pgid?: number }): P
     .filter((st): st is ProcStat => st !== undefined && st.state !== 'Z')
     .filter((st) => st.session === which.session || st.pgrp === which.pgid)
     .map((st) => st.pid);
+}
+
+/** Whether a live member of session `sid` has stdout or stderr open on one of `paths` (the operation's spool files). */
+export async function sessionWritesTo(sid: number, paths: string[]): Promise<boolean> {
+  for (const pid of await liveMembers({ session: sid })) {
+    for (const fd of [1, 2]) {
+      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => undefined);
+      if (target !== undefined && paths.includes(target)) return true;
+    }
+  }
+  return false;
 }
 
 function signalAll(pids: number[], signal: NodeJS.Signals): void {

@@ -23,7 +23,7 @@ import {
 } from '../spool.ts';
 import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
 import { FifoWriter } from './fifo-writer.ts';
-import { isProcessAlive, isSupervisorAlive, stopSession } from './host-process.ts';
+import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
 
 export interface NativeExecutorOptions {
@@ -320,10 +320,8 @@ export class NativeExecutor implements Executor {
       await op.pty.stop();
       await op.pty.done;
     } else if (claim?.kind === 'pty') {
-      // A PTY run of another (or a dead) runtime: stop its session; no receipt will come from here.
-      const started = await this.spool.readStarted(operationId);
-      if (started) await stopSession(started.pid, this.graceMs);
-    } else {
+      // Another runtime's terminal: it hung up when that runtime died; a live one is not ours to stop.
+    } else if (await this.ownerAlive(operationId, claim!)) {
       await this.runCanceller(dir);
       await this.spool.waitUntil(
         operationId,
@@ -331,8 +329,20 @@ export class NativeExecutor implements Executor {
         Number.POSITIVE_INFINITY,
         (wake) => this.listen(dir, wake),
       );
+    } else {
+      await this.stopOrphan(operationId);
     }
     return this.status(operationId);
+  }
+
+  /**
+   * The command outlived its supervisor (SIGKILLed): stop its session, but only once /proc
+   * shows it still writes this operation's spool, so a recycled pid is never signalled.
+   */
+  private async stopOrphan(operationId: string): Promise<void> {
+    const started = await this.spool.readStarted(operationId);
+    const outputs = OUTPUT_STREAMS.map((s) => this.spool.file(operationId, s));
+    if (started && (await sessionWritesTo(started.pgid, outputs))) await stopSession(started.pgid, this.graceMs);
   }
 
   /** The supervisor's own stop sequence (cancel marker, TERM to the group, KILL after the grace period). */
