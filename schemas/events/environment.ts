@@ -1,6 +1,7 @@
 /**
- * Events of the environment stream (`environment-<henv_…>`): the catalog record, and the coalesced acquisition of
- * its one current allocation, reported back by the allocation actor.
+ * Events of the environment stream (`environment-<henv_…>`): the catalog record, the coalesced acquisition of its one
+ * current allocation (reported back by the allocation actor), and its content versions (seed 001 §4): a build
+ * requested, its outcome reported back by the build actor, and activations.
  */
 import { z } from 'zod';
 import { profileSchema } from '../profile.ts';
@@ -13,6 +14,11 @@ export const environmentNameSchema = z.string().trim().min(1).max(200);
 export const environmentSlugSchema = z.string().max(64).regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'expected a lowercase slug');
 
 const allocationIdField = { allocationId: resourceIdSchema };
+
+/** A content version: 1, 2, … in build order. */
+export const versionSchema = z.number().int().positive();
+/** A failed build's reason as the environment keeps it (the build's own record has the whole log). */
+export const BUILD_ERROR_MAX = 2048;
 
 export const environmentEvents = {
   'environment.created': z.strictObject({
@@ -51,6 +57,21 @@ export const environmentEvents = {
   'environment.allocation_releasing': z.strictObject({ ...allocationIdField, at: atSchema }),
   /** From the allocation actor: the provider confirmed termination. */
   'environment.allocation_released': z.strictObject({ ...allocationIdField, at: atSchema }),
+  /** A build of the next version (`latestVersion + 1`) starts; its effect creates the build actor. */
+  'environment.build_requested': z.strictObject({ version: versionSchema, at: atSchema }),
+  /** From the build actor (or recovery, when the build never started): the build's outcome. Ready activates it. */
+  'environment.build_finished': z.strictObject({
+    version: versionSchema,
+    status: z.enum(['ready', 'failed']),
+    error: z.string().max(BUILD_ERROR_MAX),
+    packages: z.number().int().nonnegative(),
+    sizeBytes: z.number().int().nonnegative(),
+    /** When the build started (its actor's clock), so the summary says it even when requested long before. */
+    startedAt: atSchema.optional(),
+    at: atSchema,
+  }),
+  /** A finished (ready) version becomes the active one: a rollback, nothing is rebuilt. */
+  'environment.version_activated': z.strictObject({ version: versionSchema, at: atSchema }),
   'runtime.recovered': runtimeRecoveredSchema,
 };
 

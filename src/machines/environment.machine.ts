@@ -11,6 +11,11 @@
  * - `releasing`: wait for `environment.allocation_released`, then request.
  * A request that races another is rejected with `environment_busy`; its detail names the state and the allocation
  * under way, so the loser waits on that one.
+ *
+ * Content (seed 001 §4), in every live state and independent of allocation: `environment.build_requested` starts
+ * the next version's build (one at a time: `environment_busy`) and creates its build actor; the build actor reports
+ * `environment.build_finished`, and a ready build becomes the active version (a failed one changes nothing);
+ * `environment.version_activated` switches to another ready version. Deleting is refused while a build runs.
  */
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
@@ -30,6 +35,17 @@ export interface Acquisition {
   profile: Profile;
 }
 
+/** One build as the environment keeps it (its log and package list are the build actor's). */
+export interface VersionSummary {
+  version: number;
+  status: 'building' | 'ready' | 'failed';
+  startedAt: number;
+  finishedAt: number | null;
+  packages: number;
+  sizeBytes: number;
+  error: string;
+}
+
 export interface EnvironmentContext {
   id: string;
   name: string;
@@ -43,6 +59,14 @@ export interface EnvironmentContext {
   /** The last execution generation handed out; each new allocation gets this + 1, so it only grows. */
   generation: number;
   acquisition: Acquisition | null;
+  /** Every build, in version order. */
+  versions: VersionSummary[];
+  /** The last version number handed out (0: never built). */
+  latestVersion: number;
+  /** The version whose build is running, if any. */
+  building: number | null;
+  /** The version sessions read at /env/<slug>, if any. */
+  activeVersion: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -62,6 +86,25 @@ export interface AllocationIntendParams {
   profile: Profile;
 }
 
+/** `build.start`: create the build actor by sending it `build.requested` (with the runtime that runs it). */
+export interface BuildStartParams {
+  environmentId: string;
+  version: number;
+  scope: string;
+  slug: string;
+  profile: Profile;
+}
+
+/**
+ * `build.reconcile` (recovery of a build under way): if the build actor never got its request, report
+ * `environment.build_finished` failed (interrupted); if it finished, report its outcome (a missed notification); if
+ * it is still building, nothing (its own recovery fails it and reports).
+ */
+export interface BuildReconcileParams {
+  environmentId: string;
+  version: number;
+}
+
 const defaultReuse = (profile: Profile): ReusePolicy =>
   profile.reuse ?? (profile.provider === 'docker' ? 'session' : 'scope');
 
@@ -73,6 +116,25 @@ const intend = {
     return { allocationId, requestId, environmentId: context.id, generation, profile };
   },
 } as const;
+
+const buildStart = {
+  type: 'build.start',
+  params: ({ context }: { context: EnvironmentContext }): BuildStartParams => ({
+    environmentId: context.id,
+    version: context.building!,
+    scope: context.scope,
+    slug: context.slug,
+    profile: context.profile,
+  }),
+} as const;
+
+const buildReconcile = {
+  type: 'build.reconcile',
+  params: ({ context }: { context: EnvironmentContext }): BuildReconcileParams => ({ environmentId: context.id, version: context.building! }),
+} as const;
+
+const readyVersion = (context: EnvironmentContext, version: number): boolean =>
+  context.versions.some((v) => v.version === version && v.status === 'ready');
 
 const environmentSetup = setup({
   types: {
@@ -87,9 +149,17 @@ const environmentSetup = setup({
       'allocationId' in event && event.type !== 'environment.acquisition_requested' &&
       event.allocationId === context.acquisition?.allocationId &&
       (event.type !== 'environment.allocated' || event.generation === context.acquisition.generation),
+    isNextBuild: ({ context, event }) =>
+      event.type === 'environment.build_requested' && context.building === null && event.version === context.latestVersion + 1,
+    isCurrentBuild: ({ context, event }) => event.type === 'environment.build_finished' && event.version === context.building,
+    isReadyVersion: ({ context, event }) => event.type === 'environment.version_activated' && readyVersion(context, event.version),
+    isBuilding: ({ context }) => context.building !== null,
+    isNotBuilding: ({ context }) => context.building === null,
   },
   actions: {
     'allocation.intend': effect<AllocationIntendParams>(),
+    'build.start': effect<BuildStartParams>(),
+    'build.reconcile': effect<BuildReconcileParams>(),
     stamp: assign({ updatedAt: ({ context, event }) => nextUpdatedAt(context.updatedAt, event.at) }),
     create: assign(({ event }) => {
       if (event.type !== 'environment.created') return {};
@@ -115,11 +185,41 @@ const environmentSetup = setup({
       return { generation, acquisition: { allocationId, requestId, generation, profile: context.profile } };
     }),
     clearAcquisition: assign({ acquisition: null }),
+    startBuild: assign(({ context, event }) => {
+      if (event.type !== 'environment.build_requested') return {};
+      const summary: VersionSummary = {
+        version: event.version,
+        status: 'building',
+        startedAt: event.at,
+        finishedAt: null,
+        packages: 0,
+        sizeBytes: 0,
+        error: '',
+      };
+      return { building: event.version, latestVersion: event.version, versions: [...context.versions, summary] };
+    }),
+    finishBuild: assign(({ context, event }) => {
+      if (event.type !== 'environment.build_finished') return {};
+      const { version, status, error, packages, sizeBytes, startedAt, at } = event;
+      const versions = context.versions.map((v) =>
+        v.version === version ? { ...v, status, error, packages, sizeBytes, startedAt: startedAt ?? v.startedAt, finishedAt: at } : v,
+      );
+      return { versions, building: null, activeVersion: status === 'ready' ? version : context.activeVersion };
+    }),
+    activate: assign(({ event }) => (event.type === 'environment.version_activated' ? { activeVersion: event.version } : {})),
   },
 });
 
 const update = { actions: ['update', 'stamp'] } as const;
-const remove = { target: 'deleted', actions: 'stamp' } as const;
+const remove = { guard: 'isNotBuilding', target: 'deleted', actions: 'stamp' } as const;
+/** Content events, accepted in every live state. */
+const content = {
+  'environment.build_requested': { guard: 'isNextBuild', actions: ['startBuild', 'stamp', buildStart] },
+  'environment.build_finished': { guard: 'isCurrentBuild', actions: ['finishBuild', 'stamp'] },
+  'environment.version_activated': { guard: 'isReadyVersion', actions: ['activate', 'stamp'] },
+} as const;
+/** Recovery while an allocation is named: re-send its intent, and reconcile a build under way. */
+const recoverAllocated = [{ guard: 'isBuilding', actions: [intend, buildReconcile] }, { actions: intend }] as const;
 const acquire = { guard: 'isNextGeneration', target: 'acquiring', actions: ['startAcquisition', 'stamp', intend] } as const;
 /** The allocation actor reports a state of the current allocation. */
 const reported = (target: 'allocated' | 'lost' | 'releasing') =>
@@ -140,6 +240,10 @@ export const environmentMachine = environmentSetup.createMachine({
     reuse: 'scope',
     generation: 0,
     acquisition: null,
+    versions: [],
+    latestVersion: 0,
+    building: null,
+    activeVersion: null,
     createdAt: 0,
     updatedAt: 0,
   }),
@@ -149,44 +253,54 @@ export const environmentMachine = environmentSetup.createMachine({
       on: { 'environment.created': { target: 'idle', actions: ['create', 'stamp'] } },
     },
     idle: {
-      on: { 'environment.updated': update, 'environment.deleted': remove, 'environment.acquisition_requested': acquire },
+      on: {
+        ...content,
+        'environment.updated': update,
+        'environment.deleted': remove,
+        'environment.acquisition_requested': acquire,
+        'runtime.recovered': { guard: 'isBuilding', actions: buildReconcile },
+      },
     },
     acquiring: {
       on: {
+        ...content,
         'environment.updated': update,
         'environment.allocated': reported('allocated'),
         'environment.allocation_failed': released,
         'environment.allocation_lost': reported('lost'),
         'environment.allocation_releasing': reported('releasing'),
         'environment.allocation_released': released,
-        'runtime.recovered': { actions: intend },
+        'runtime.recovered': recoverAllocated,
       },
     },
     allocated: {
       on: {
+        ...content,
         'environment.updated': update,
         'environment.allocation_lost': reported('lost'),
         'environment.allocation_releasing': reported('releasing'),
         'environment.allocation_released': released,
-        'runtime.recovered': { actions: intend },
+        'runtime.recovered': recoverAllocated,
       },
     },
     releasing: {
       on: {
+        ...content,
         'environment.updated': update,
         'environment.allocation_released': released,
-        'runtime.recovered': { actions: intend },
+        'runtime.recovered': recoverAllocated,
       },
     },
     /** The allocation is confirmed gone (or fenced): a new acquisition is allowed; the lost one keeps its uses. */
     lost: {
       on: {
+        ...content,
         'environment.updated': update,
         'environment.deleted': remove,
         'environment.acquisition_requested': acquire,
         'environment.allocation_releasing': reported('releasing'),
         'environment.allocation_released': released,
-        'runtime.recovered': { actions: intend },
+        'runtime.recovered': recoverAllocated,
       },
     },
     deleted: { type: 'final' },
@@ -207,7 +321,7 @@ export const currentTarget = (
 
 /** Reconciliation is needed while an allocation is named: recovery re-sends its intent to learn what was missed. */
 export const finished = (snapshot: EnvironmentSnapshot): boolean =>
-  snapshot.status === 'done' || snapshot.value === 'idle';
+  snapshot.status === 'done' || (snapshot.value === 'idle' && snapshot.context.building === null);
 
 const notifications = new Set([
   'environment.allocated',
@@ -247,6 +361,8 @@ export const reject = (
       detail: { state, expectedGeneration: generation + 1, requestedGeneration: event.generation },
     };
   }
+  const content = rejectContent(snapshot.context, event);
+  if (content) return content;
   if (event.type === 'environment.deleted') {
     return { code: 'environment_busy', message: 'The environment has an allocation; release it first.', detail };
   }
@@ -255,3 +371,27 @@ export const reject = (
   }
   return { code: 'invalid_state', message: `The environment does not accept ${event.type} while ${state}.`, detail };
 };
+
+/** Why a content event (or a delete during a build) is refused, or undefined when it is not one of those. */
+function rejectContent(context: EnvironmentContext, event: IncomingEvent): Rejection | undefined {
+  const { building, latestVersion } = context;
+  switch (event.type) {
+    case 'environment.build_requested':
+      if (building !== null) return { code: 'environment_busy', message: `Version ${building} is being built; one build runs at a time.`, detail: { building } };
+      return { code: 'invalid_state', message: 'The requested version is not the next one.', detail: { expectedVersion: latestVersion + 1, requestedVersion: event.version } };
+    case 'environment.build_finished':
+      return { code: 'invalid_state', message: 'That build is not the one under way.', detail: { building, version: event.version } };
+    case 'environment.version_activated': {
+      const found = context.versions.find((v) => v.version === event.version);
+      if (!found) return { code: 'not_found', message: 'The environment has no such version.', detail: { version: event.version, latestVersion } };
+      return {
+        code: 'environment_not_ready',
+        message: `Version ${found.version} is ${found.status}; only a finished (ready) build can be activated.`,
+        detail: { version: found.version, status: found.status },
+      };
+    }
+    case 'environment.deleted':
+      return building === null ? undefined : { code: 'environment_busy', message: `Version ${building} is being built; delete once it finishes.`, detail: { building } };
+  }
+  return undefined;
+}
