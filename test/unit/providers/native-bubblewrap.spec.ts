@@ -37,3 +37,27 @@ describe('bubblewrapArgv', () => {
     expect(bridged.slice(-3)).toEqual(['--chdir', '/tmp', '--']);
   });
 });
+
+describe('bubblewrapArgv for content versions', () => {
+  it('keeps the host writable around a read-only version mount when asked (uncontained profiles)', () => {
+    const argv = bubblewrapArgv('/usr/bin/bwrap', {
+      hostWritable: true,
+      mounts: [{ source: '/data/versions/3', target: '/env/demo' }],
+      hidden: ['/tmp'],
+      chdir: '/root',
+    });
+    expect(pairs(argv, '--bind')).toContainEqual(['/usr', '/usr']);
+    expect(pairs(argv, '--bind')).toContainEqual(['/tmp', '/tmp']);
+    expect(pairs(argv, '--ro-bind')).toContainEqual(['/data/versions/3', '/env/demo']);
+    expect(pairs(argv, '--ro-bind')).not.toContainEqual(['/usr', '/usr']);
+    expect(argv.indexOf('/env/demo')).toBeGreaterThan(argv.lastIndexOf('/usr'));
+    expect(argv.slice(-3)).toEqual(['--chdir', '/root', '--']);
+  });
+
+  it('binds a build directory writable at its session path before the root goes read-only', () => {
+    const argv = bubblewrapArgv('/usr/bin/bwrap', { binds: [{ source: '/data/versions/4', target: '/env/demo' }], chdir: '/env/demo' });
+    expect(pairs(argv, '--bind')).toEqual([['/data/versions/4', '/env/demo']]);
+    expect(argv.indexOf('--remount-ro')).toBeGreaterThan(argv.indexOf('/env/demo'));
+    expect(argv.slice(-3)).toEqual(['--chdir', '/env/demo', '--']);
+  });
+});
