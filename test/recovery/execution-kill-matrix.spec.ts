@@ -136,3 +136,34 @@ describe.each(providers)('kill -9 matrix, %s provider', (kind) => {
     },
   );
 });
+
+describe('a terminal execution killed with its runtime', () => {
+  it('should end unknown after recovery, never run again, and give its use back', { timeout: 120_000 }, async () => {
+    const dir = tempDir('berth-kill-pty-');
+    dirs.push(dir);
+    const dataDir = join(dir.path, 'data');
+    const marker = join(dir.path, 'runs');
+    const job = {
+      dataDir,
+      provider: 'native',
+      docker: false,
+      operationId: 'op-pty',
+      command: ['/bin/sh', '-c', `echo run >> ${marker}; sleep 1000`],
+      pty: { cols: 80, rows: 24 },
+    };
+    const died = await runChild(job, 'execution.started');
+    expect(died.signal, died.stderr).toBe('SIGKILL');
+
+    const berth = await startTestBerth(dataDir, false, 'rt_child');
+    try {
+      // The terminal was held by the dead runtime: no receipt can exist, so the outcome is unknown.
+      const record = await released(berth.api, executionIdOf(caller.scope, 'op-pty'));
+      expect(record).toMatchObject({ status: 'unknown', failure: { code: 'unknown' } });
+      expect(readFileSync(marker, 'utf8')).toBe('run\n');
+      const [allocation] = await berth.api.listAllocations(caller, await environmentFor(berth.api, 'native'));
+      expect(allocation.uses).toEqual([]);
+    } finally {
+      await berth.stop();
+    }
+  });
+});

@@ -59,24 +59,46 @@ async function pause(signal: AbortSignal, ms: number): Promise<void> {
 }
 
 /**
- * Follows the receipt until it says exited (for a spool executor that also means drained: the receipt is written
- * once the process tree is gone and every writer closed). A failing executor call (engine hiccup) is retried, not
- * reported: only a receipt may decide. Resolves undefined when the runtime shuts down first; recovery reattaches.
+ * Asks the executor until it answers: a failing call (engine hiccup) is retried with backoff, never reported, since
+ * only a receipt may decide an outcome. Undefined when the runtime stops first (recovery asks again).
  */
-async function waitExited(executor: Executor, operationId: string, shutdown: AbortSignal): Promise<Receipt | undefined> {
-  let backoff = 100;
-  while (!shutdown.aborted) {
+async function answered<T>(call: () => Promise<T>, shutdown: AbortSignal): Promise<T | undefined> {
+  for (let backoff = 100; !shutdown.aborted; backoff = Math.min(backoff * 2, 5_000)) {
     try {
-      const r = await executor.status(operationId);
-      if (r.state === 'exited') return r;
-      await Promise.race([executor.waitForChange(operationId, 1_000), stopped(shutdown)]);
-      backoff = 100;
+      return await call();
     } catch {
       await pause(shutdown, backoff);
-      backoff = Math.min(backoff * 2, 5_000);
     }
   }
   return undefined;
+}
+
+/**
+ * Follows the receipt until it proves an outcome: exited (for a spool executor that also means drained: the receipt
+ * is written once the process tree is gone and every writer closed), or absent (its owner is gone and left no
+ * receipt: nothing can prove what happened). Absent is asked twice, since an owner may write its receipt and exit
+ * between a reader's two looks. Undefined when the runtime stops first; recovery reattaches.
+ */
+async function waitOutcome(executor: Executor, operationId: string, shutdown: AbortSignal): Promise<Receipt | undefined> {
+  let absent = 0;
+  for (;;) {
+    const r = await answered(() => executor.status(operationId), shutdown);
+    if (!r || r.state === 'exited') return r;
+    if (r.state === 'absent') {
+      if (++absent >= 2) return r;
+      await pause(shutdown, 50);
+      continue;
+    }
+    absent = 0;
+    await Promise.race([executor.waitForChange(operationId, 1_000).catch(() => pause(shutdown, 100)), stopped(shutdown)]);
+  }
+}
+
+/** Recovery of a dispatched operation: fence it if nothing claimed it, else read what its receipt proves. */
+async function inspectReceipt(executor: Executor, operationId: string, shutdown: AbortSignal): Promise<Receipt | undefined> {
+  const r = await answered(() => executor.abandon(operationId), shutdown);
+  // An absent answer from a claimed operation may be a look between its receipt and its owner's exit: confirm it.
+  return r?.state === 'absent' ? answered(() => executor.status(operationId), shutdown) : r;
 }
 
 /**
@@ -161,7 +183,9 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         });
       } catch {
         // The submit's outcome is uncertain: only the receipt can tell, and abandoning fences a late start.
-        receipt = await executor.abandon(p.executionId);
+        const inspected = await inspectReceipt(executor, p.executionId, ctx.services.shutdown);
+        if (!inspected) return undefined;
+        receipt = inspected;
       }
       if (receipt.state === 'exited' && receipt.error) {
         return { type: 'execution.failed', code: 'invalid_request', message: `the command could not start: ${receipt.error}`, at: ctx.services.now() };
@@ -170,12 +194,13 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     },
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      return fromReceipt(await executor.abandon(p.executionId), ctx.services.now());
+      const receipt = await inspectReceipt(executor, p.executionId, ctx.services.shutdown);
+      return receipt && fromReceipt(receipt, ctx.services.now());
     },
     'executor.watch': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const receipt = await waitExited(executor, p.executionId, ctx.services.shutdown);
-      return receipt ? exitedEvent(receipt, ctx.services.now()) : undefined;
+      const receipt = await waitOutcome(executor, p.executionId, ctx.services.shutdown);
+      return receipt && fromReceipt(receipt, ctx.services.now());
     },
     'executor.cancel': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
@@ -184,8 +209,10 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     },
     'executor.drain': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const receipt = await waitExited(executor, p.executionId, ctx.services.shutdown);
-      if (!receipt) return undefined;
+      const receipt = await waitOutcome(executor, p.executionId, ctx.services.shutdown);
+      // Absent after an exit: the spool is gone before its output was saved. Nothing is reported; maintenance asks
+      // again, and the execution stays unsaved rather than saved without its output.
+      if (receipt?.state !== 'exited') return undefined;
       return { type: 'execution.drained', sizes: receipt.sizes ?? {}, at: ctx.services.now() };
     },
     'output.save': async (p: SaveParams, ctx) => {
