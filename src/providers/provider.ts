@@ -116,8 +116,11 @@ export interface Executor {
    */
   abandon(operationId: string): Promise<Receipt>;
   read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputChunk>;
-  /** Resolves when the receipt or output changes, or after `timeoutMs`. */
-  waitForChange(operationId: string, timeoutMs: number): Promise<void>;
+  /**
+   * Resolves when the receipt or output changes, or after `timeoutMs`. A follower that passes its cursors (`since`)
+   * is woken exactly: as soon as a stream holds bytes past its cursor, or the receipt exists.
+   */
+  waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void>;
   writeStdin(operationId: string, bytes: Buffer): Promise<void>;
   endStdin(operationId: string): Promise<void>;
   resize(operationId: string, cols: number, rows: number): Promise<void>;

@@ -72,7 +72,15 @@ _bsv_sleep() {
   sleep "$(($1 / 1000)).${_bsv_ms#1}" 2>/dev/null || sleep $((($1 + 999) / 1000))
 }
 
-# True while process group $1 has a member that is not a zombie (an unreaped orphan is not alive).
+# True while process $1 lives (a zombie, an unreaped orphan, does not).
+_bsv_pid_live() {
+  kill -0 "$1" 2>/dev/null || return 1
+  read -r _bsv_l 2>/dev/null <"/proc/$1/stat" || return 0
+  _bsv_l=${_bsv_l##*) }
+  [ "${_bsv_l%% *}" != Z ]
+}
+
+# True while process group $1 has a live member.
 _bsv_live() {
   kill -0 -"$1" 2>/dev/null || return 1
   [ -r /proc/self/stat ] || return 0
@@ -87,16 +95,20 @@ _bsv_live() {
   return 1
 }
 
-# TERM to process group $1, then KILL once $2 ms have passed with a member still alive.
+# TERM to the command $1 and its process group, then KILL once $2 ms have passed with any of them alive. The
+# command itself is signalled too: right after launch it may not have made its own group yet.
 _bsv_stop_group() {
-  kill -TERM -"$1" 2>/dev/null || return 0
+  kill -TERM -"$1" 2>/dev/null
+  kill -TERM "$1" 2>/dev/null
   _bsv_waited=0
-  while [ "$_bsv_waited" -lt "$2" ]; do
-    _bsv_live "$1" || return 0
+  while _bsv_live "$1" || _bsv_pid_live "$1"; do
+    if [ "$_bsv_waited" -ge "$2" ]; then
+      kill -KILL -"$1" 2>/dev/null
+      kill -KILL "$1" 2>/dev/null
+    fi
     _bsv_sleep 50
     _bsv_waited=$((_bsv_waited + 50))
   done
-  kill -KILL -"$1" 2>/dev/null
   return 0
 }
 

@@ -151,6 +151,23 @@ describe('native executor', () => {
     expect(await fx.executor.read(s.operationId, 'stderr', 0)).toMatchObject({ next: 0, closed: true });
   });
 
+  it('wakes a follower that passes its cursor as soon as bytes pass it, and one that asked status when the receipt lands', async () => {
+    const s = spec(['/bin/sh', '-c', 'sleep 0.3; printf hi; sleep 0.3']);
+    await fx.executor.submit(s);
+    let start = Date.now();
+    await fx.executor.waitForChange(s.operationId, 10_000, { stdout: 0 });
+    expect(Date.now() - start).toBeLessThan(3000);
+    expect((await fx.executor.read(s.operationId, 'stdout', 0)).data.toString()).toBe('hi');
+    expect(await fx.executor.status(s.operationId)).toMatchObject({ state: 'running' });
+    start = Date.now();
+    await fx.executor.waitForChange(s.operationId, 10_000);
+    expect(Date.now() - start).toBeLessThan(3000);
+    expect(await fx.executor.status(s.operationId)).toMatchObject({ state: 'exited' });
+    start = Date.now();
+    await fx.executor.waitForChange(s.operationId, 10_000, { stdout: 2 });
+    expect(Date.now() - start).toBeLessThan(1000);
+  });
+
   it('refuses to release a running operation and drops the spool of a finished one', async () => {
     const s = spec(['sleep', '1000']);
     await fx.executor.submit(s);

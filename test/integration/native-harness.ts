@@ -49,7 +49,7 @@ export async function collect(executor: Executor, operationId: string, stream: O
     parts.push(chunk.data);
     cursor = chunk.next;
     if (chunk.closed) return Buffer.concat(parts);
-    if (chunk.data.length === 0) await executor.waitForChange(operationId, 1000);
+    if (chunk.data.length === 0) await executor.waitForChange(operationId, 1000, { [stream]: cursor });
   }
 }
 

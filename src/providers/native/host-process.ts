@@ -77,14 +77,19 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
 }
 
 /**
- * Stops every process of session `sid` (a PTY run's whole tree, process groups made by job control included): `first`
- * signal, then SIGKILL after `graceMs`, until none is left.
+ * Stops every process of session `sid` (a run's whole tree, process groups made by job control included): `first`
+ * signal, then SIGKILL after `graceMs`, until none is left. The leader `sid` itself is signalled too: right after
+ * it was started it may not have made its session yet.
  */
 export async function stopSession(sid: number, graceMs: number, first: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  signalAll(await liveMembers({ session: sid }), first);
+  const members = async (): Promise<number[]> => {
+    const inSession = await liveMembers({ session: sid });
+    return inSession.includes(sid) || !(await isProcessAlive(sid)) ? inSession : [sid, ...inSession];
+  };
+  signalAll(await members(), first);
   const deadline = Date.now() + graceMs;
   for (;;) {
-    const left = await liveMembers({ session: sid });
+    const left = await members();
     if (left.length === 0) return;
     if (Date.now() >= deadline) signalAll(left, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 20));

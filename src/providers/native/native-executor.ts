@@ -71,11 +71,12 @@ interface StreamSeen {
   final: boolean;
 }
 
+
 export class NativeExecutor implements Executor {
   readonly protocolVersion = SPOOL_PROTOCOL_VERSION;
   private readonly spool: Spool;
   private readonly graceMs: number;
-  /** What reads last saw of each stream, so waitForChange cannot miss a change made just before it. */
+  /** What status and reads last saw of each stream, so waitForChange cannot miss a change made just before it. */
   private readonly observed = new Map<string, Partial<Record<OutputStream, StreamSeen>>>();
 
   constructor(private readonly options: NativeExecutorOptions) {
@@ -192,6 +193,13 @@ export class NativeExecutor implements Executor {
   }
 
   async status(operationId: string): Promise<Receipt> {
+    const receipt = await this.look(operationId);
+    const seen = this.observation(operationId);
+    for (const s of OUTPUT_STREAMS) seen[s] = { size: receipt.sizes?.[s] ?? 0, final: receipt.state === 'exited' };
+    return receipt;
+  }
+
+  private async look(operationId: string): Promise<Receipt> {
     const state = await this.spool.readState(operationId);
     if (state.receipt || !state.claim || state.claim.kind === 'abandoned') return deriveReceipt(operationId, state, false);
     if (!(await this.ownerAlive(operationId, state.claim))) {
@@ -227,29 +235,33 @@ export class NativeExecutor implements Executor {
 
   async read(operationId: string, stream: OutputStream, cursor: number, maxBytes = DEFAULT_READ_BYTES): Promise<OutputChunk> {
     const { data, next, closed, size, final } = await this.spool.read(operationId, stream, cursor, maxBytes);
-    let seen = this.observed.get(operationId);
-    if (!seen) this.observed.set(operationId, (seen = {}));
-    seen[stream] = { size, final };
+    this.observation(operationId)[stream] = { size, final };
     return { data, next, closed };
   }
 
   /**
-   * Resolves when a stream grew past what its last read saw, or the receipt appeared after it; with no read yet,
-   * on any change from the moment of the call. Several readers may share this executor: each stream is judged by
-   * its own last read, so one reader seeing the receipt never hides it from another.
+   * With `since`, exact: resolves once a stream holds bytes past the caller's cursor, or the receipt exists. Without
+   * it, judged against the last status and reads of this executor: output grew past what they saw, or the receipt
+   * appeared after them; with no look yet, any change from the moment of the call. (Several followers of one stream
+   * without `since` may wake late, up to the timeout: the later reader's look hides the change from the earlier.)
    */
-  async waitForChange(operationId: string, timeoutMs: number): Promise<void> {
+  async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
     const dir = this.spool.dir(operationId);
     const seen = { ...this.observed.get(operationId) };
+    const looked = OUTPUT_STREAMS.filter((s) => seen[s]);
     let baseline: { receipt: boolean; sizes: Record<OutputStream, number> } | undefined;
     await this.spool.waitUntil(
       operationId,
       async () => {
         const receipt = (await this.spool.readReceipt(operationId)) !== undefined;
-        const streams = OUTPUT_STREAMS.filter((s) => seen[s]);
-        if (streams.length > 0 && receipt && streams.some((s) => !seen[s]!.final)) return true;
+        if (since) {
+          if (receipt) return true;
+          const sizes = await this.spool.currentSizes(operationId);
+          return OUTPUT_STREAMS.some((s) => since[s] !== undefined && sizes[s] > since[s]!) ? true : undefined;
+        }
+        if (looked.length > 0 && receipt && looked.some((s) => !seen[s]!.final)) return true;
         const sizes = await this.spool.currentSizes(operationId);
-        if (streams.length > 0) return streams.some((s) => sizes[s] > seen[s]!.size) ? true : undefined;
+        if (looked.length > 0) return looked.some((s) => sizes[s] > seen[s]!.size) ? true : undefined;
         if (!baseline) {
           baseline = { receipt, sizes };
           return undefined;
@@ -259,6 +271,12 @@ export class NativeExecutor implements Executor {
       timeoutMs,
       (wake) => this.listen(dir, wake),
     );
+  }
+
+  private observation(operationId: string): Partial<Record<OutputStream, StreamSeen>> {
+    let seen = this.observed.get(operationId);
+    if (!seen) this.observed.set(operationId, (seen = {}));
+    return seen;
   }
 
   private listen(dir: string, wake: () => void): () => void {
@@ -323,9 +341,10 @@ export class NativeExecutor implements Executor {
       // Another runtime's terminal: it hung up when that runtime died; a live one is not ours to stop.
     } else if (await this.ownerAlive(operationId, claim!)) {
       await this.runCanceller(dir);
+      // Confirmed gone: the supervisor exits right after its receipt, once the whole group is.
       await this.spool.waitUntil(
         operationId,
-        async () => ((await this.spool.readReceipt(operationId)) || !(await this.ownerAlive(operationId, claim!)) ? true : undefined),
+        async () => ((await this.ownerAlive(operationId, claim!)) ? undefined : true),
         Number.POSITIVE_INFINITY,
         (wake) => this.listen(dir, wake),
       );
