@@ -10,7 +10,9 @@ import { startBerth, type Berth } from '../runtime/berth.ts';
 import { loadConfig } from '../runtime/config.ts';
 import type { AllocationView, Caller, EnvironmentView } from '../runtime/runtime-api.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
+import { envRemote } from './env-remote.ts';
 import { createLogger } from './logger.ts';
+import { namesServer, remoteOptions, remoteUsage } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
 
 export const envUsage = `usage: berth env create NAME [--provider native|docker] [--image IMAGE] [--memory-mb N] [--cpus N]
@@ -21,10 +23,13 @@ export const envUsage = `usage: berth env create NAME [--provider native|docker]
        berth env release ENV [ALLOCATION_ID]
        berth env rm ENV
   ENV is an environment id (henv_…) or slug. Common flags: --scope SCOPE (default "default"), --json, --data-dir DIR,
-  --store SPEC. Runs the runtime in this process; not while \`berth serve\` uses the same data directory.`;
+  --store SPEC. Runs the runtime in this process; not while \`berth serve\` uses the same data directory.
+  With --url (or BERTH_URL) it asks that server instead, in the token's scope (no --scope, --data-dir or --store):
+${remoteUsage}`;
 
 const options = {
   ...storeOptions,
+  ...remoteOptions,
   scope: { type: 'string' },
   json: { type: 'boolean' },
   provider: { type: 'string' },
@@ -39,10 +44,10 @@ const options = {
   description: { type: 'string' },
 } as const;
 
-type Values = ReturnType<typeof parseCommandArgs<typeof options>>['values'];
+export type EnvValues = ReturnType<typeof parseCommandArgs<typeof options>>['values'];
 
 const subcommands = ['create', 'ls', 'acquire', 'release', 'rm'] as const;
-type Subcommand = (typeof subcommands)[number];
+export type Subcommand = (typeof subcommands)[number];
 
 /** How many positionals (after the subcommand) each one takes: [min, max]. */
 const arity: Record<Subcommand, [number, number]> = { create: [1, 1], ls: [0, 0], acquire: [1, 1], release: [1, 2], rm: [1, 1] };
@@ -55,6 +60,7 @@ export async function envCommand(argv: string[]): Promise<number> {
   const [min, max] = arity[sub as Subcommand];
   if (args.length < min || args.length > max) throw new UsageError(`wrong number of arguments for env ${sub}`, envUsage);
   const profile = sub === 'create' ? profileOf(values) : undefined;
+  if (namesServer(argv)) return envRemote(sub as Subcommand, args, values, profile);
 
   const config = loadConfig({ dataDir: values['data-dir'], store: values.store });
   const caller: Caller = { scope: values.scope ?? 'default', role: 'admin' };
@@ -96,8 +102,8 @@ export async function envCommand(argv: string[]): Promise<number> {
 }
 
 /** The profile from the flags; the runtime validates it (and names the provider if it is not registered). */
-function profileOf(values: Values): Partial<Profile> {
-  const number = (flag: keyof Values): number | undefined => {
+function profileOf(values: EnvValues): Partial<Profile> {
+  const number = (flag: keyof EnvValues): number | undefined => {
     const raw = values[flag];
     if (raw === undefined) return undefined;
     const n = Number(raw);
@@ -126,7 +132,7 @@ async function resolveId(berth: Berth, caller: Caller, ref: string): Promise<str
   return found.id;
 }
 
-function describe(x: EnvironmentView | AllocationView): string {
+export function describe(x: EnvironmentView | AllocationView): string {
   if ('object' in x) {
     const a = x.allocation ? ` ${x.allocation.allocationId} gen ${x.allocation.generation} ${x.allocation.state}` : '';
     return `${x.id}  ${x.slug}  ${x.profile.provider}  ${String(x.state)}  ${x.availability}${a}`;

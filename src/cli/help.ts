@@ -1,5 +1,9 @@
 /** `berth help`: the list of commands. */
 import { eventsUsage } from './events.ts';
+import { execUsage } from './exec.ts';
+import { logsUsage } from './logs.ts';
+import { psUsage } from './ps.ts';
+import { remoteUsage } from './remote.ts';
 import { replayUsage } from './replay.ts';
 import { serveUsage } from './serve.ts';
 
@@ -7,11 +11,25 @@ export const overview = `berth: control plane for agent execution environments
 
 commands:
   serve    start the runtime and its HTTP API
+  exec     run a command on a running server, like docker exec (-i stdin, -t terminal)
+  logs     print an execution's output (-f to follow it)
+  ps       list active allocations and unfinished executions
+  env      manage environments and their allocations
+  run      run a command through an in-process runtime on the data directory
   events   print the event log (--follow to keep tailing)
   replay   print a stream's events with the machine state before -> after each
   help     this text
 
+  exec, logs and ps talk to a server; env, events and replay do too when given --url (or BERTH_URL):
+${remoteUsage}
+
 ${serveUsage}
+
+${execUsage}
+
+${logsUsage}
+
+${psUsage}
 
 ${eventsUsage}
 

@@ -3,19 +3,28 @@
  * (1 for an error, 2 for a bad command line). bin/berth.js loads this file through tsx.
  */
 import { isBerthError } from '../../schemas/errors.ts';
+import { isBerthApiError } from '../client/berth-api-error.ts';
 import { UsageError } from './command-args.ts';
 import { envCommand } from './env.ts';
 import { eventsCommand } from './events.ts';
+import { eventsRemoteCommand, replayRemoteCommand } from './events-remote.ts';
+import { execCommand } from './exec.ts';
 import { helpCommand, overview } from './help.ts';
+import { logsCommand } from './logs.ts';
+import { psCommand } from './ps.ts';
+import { namesServer } from './remote.ts';
 import { replayCommand } from './replay.ts';
 import { serveCommand } from './serve.ts';
 import { StdoutClosed } from './stdout-lines.ts';
 
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
   serve: serveCommand,
-  events: eventsCommand,
+  events: (argv) => (namesServer(argv) ? eventsRemoteCommand(argv) : eventsCommand(argv)),
   env: envCommand,
-  replay: replayCommand,
+  replay: (argv) => (namesServer(argv) ? replayRemoteCommand(argv) : replayCommand(argv)),
+  exec: execCommand,
+  logs: logsCommand,
+  ps: psCommand,
   run: (argv) => import('./run.ts').then((m) => m.runCommand(argv)),
   help: helpCommand,
   '--help': helpCommand,
@@ -37,7 +46,9 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`berth: ${e.message}\n${e.usage}\n`);
       return 2;
     }
-    process.stderr.write(`berth: ${isBerthError(e) ? e.message : ((e as Error)?.stack ?? String(e))}\n`);
+    // Errors of ours (local or answered by a server) are one sentence; anything else is a bug: show the stack.
+    const known = isBerthError(e) || isBerthApiError(e);
+    process.stderr.write(`berth: ${known ? (e as Error).message : ((e as Error)?.stack ?? String(e))}\n`);
     return 1;
   }
 }

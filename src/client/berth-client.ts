@@ -13,6 +13,7 @@ import type {
   ExecutionRecordJson,
   ExecutionStatusName,
   OutputStreamName,
+  replayStepSchema,
   sessionSchema,
   submitExecutionBody,
   updateEnvironmentBody,
@@ -26,6 +27,7 @@ import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
 export type Environment = z.output<typeof environmentSchema>;
 export type Allocation = z.output<typeof allocationSchema>;
 export type Session = z.output<typeof sessionSchema>;
+export type ReplayStepJson = z.output<typeof replayStepSchema>;
 export type CreateEnvironment = z.input<typeof createEnvironmentBody>;
 export type UpdateEnvironment = z.input<typeof updateEnvironmentBody>;
 export type SubmitExecution = z.input<typeof submitExecutionBody>;
@@ -78,6 +80,11 @@ export class Berth {
     allocations: (id: string) => this.http.json<Allocation[]>('GET', `/v1/environments/${path(id)}/allocations`),
     release: (id: string, allocationId: string) =>
       this.http.json<Allocation>('DELETE', `/v1/environments/${path(id, 'allocations', allocationId)}`),
+  };
+
+  readonly allocations = {
+    /** The active-allocation index of the caller's scope. */
+    active: () => this.http.json<Allocation[]>('GET', '/v1/allocations'),
   };
 
   readonly sessions = {
@@ -135,6 +142,12 @@ export class Berth {
         options.signal?.removeEventListener('abort', onAbort);
       }
     },
+  };
+
+  readonly streams = {
+    /** One stream's events up to revision `at` (default: all), each with the state before and after it. */
+    replay: (stream: string, at?: number) =>
+      this.http.json<ReplayStepJson[]>('GET', `/v1/streams/${path(stream)}`, { query: { at } }),
   };
 
   readonly events = {

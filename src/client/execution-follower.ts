@@ -3,6 +3,7 @@
  * last cursor of each stream when the connection drops (1013, a restart, a network fault): every byte is delivered
  * once, in order. Stdin is sent over whichever connection is open; a chunk in flight when a connection drops may be
  * lost (at most once), `end` is repeated on every new connection once the input is exhausted (it is idempotent).
+ * Terminal sizes from `sizes` are sent as resize controls, and the latest one again on every new connection.
  */
 import { WebSocket, type RawData } from 'ws';
 import { terminalStatuses, wsServerTextSchema, type ExecutionRecordJson, type OutputStreamName } from '../../schemas/api.ts';
@@ -12,6 +13,10 @@ import type { HttpTransport } from './http-transport.ts';
 import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
 
 export type StdinSource = string | Uint8Array | AsyncIterable<string | Uint8Array> | Iterable<string | Uint8Array>;
+export interface TerminalSize {
+  cols: number;
+  rows: number;
+}
 
 export interface FollowOptions {
   onStdout?: (chunk: Buffer) => void;
@@ -19,6 +24,8 @@ export interface FollowOptions {
   onPty?: (chunk: Buffer) => void;
   onStatus?: (record: ExecutionRecordJson) => void;
   stdin?: StdinSource;
+  /** New sizes of the execution's terminal (a PTY execution), e.g. one per SIGWINCH. */
+  sizes?: AsyncIterable<TerminalSize>;
   /** Start cursors (default 0 each). */
   cursors?: Partial<Record<OutputStreamName, number>>;
   signal?: AbortSignal;
@@ -52,6 +59,7 @@ export async function followExecution(http: HttpTransport, id: string, options: 
   };
   const backoff = new Backoff(options.backoff);
   const stdin = new StdinPump(options.stdin);
+  const sizes = new SizePump(options.sizes);
 
   const attempt = (): Promise<Attempt> =>
     new Promise((resolve) => {
@@ -73,7 +81,10 @@ export async function followExecution(http: HttpTransport, id: string, options: 
         });
       });
       ws.on('error', (error) => (failure ??= error));
-      ws.on('open', () => stdin.attach(ws));
+      ws.on('open', () => {
+        stdin.attach(ws);
+        sizes.attach(ws);
+      });
       ws.on('message', (data: RawData, isBinary: boolean) => {
         delivered = true;
         if (isBinary) return deliver(ws, data as Buffer);
@@ -90,6 +101,7 @@ export async function followExecution(http: HttpTransport, id: string, options: 
       });
       ws.on('close', (code) => {
         stdin.detach(ws);
+        sizes.detach(ws);
         options.signal?.removeEventListener('abort', onAbort);
         if (code === 1000 && last && terminalStatuses.has(last.status)) resolve({ done: last });
         else resolve({ dropped: failure ?? new Error(`execution stream closed with ${code}`), delivered });
@@ -122,6 +134,7 @@ export async function followExecution(http: HttpTransport, id: string, options: 
     }
   } finally {
     stdin.stop();
+    sizes.stop();
   }
 }
 
@@ -164,5 +177,41 @@ class StdinPump {
     }
     this.exhausted = true;
     (await this.open())?.send(JSON.stringify({ type: 'end' }));
+  }
+}
+
+/** Sends each new terminal size over the current connection, and the latest one to every new connection. */
+class SizePump {
+  private ws: WebSocket | undefined;
+  private latest: TerminalSize | undefined;
+  private stopped = false;
+
+  constructor(private readonly source: AsyncIterable<TerminalSize> | undefined) {
+    if (source !== undefined) void this.run().catch(() => undefined);
+  }
+
+  attach(ws: WebSocket): void {
+    this.ws = ws;
+    if (this.latest) this.send();
+  }
+
+  detach(ws: WebSocket): void {
+    if (this.ws === ws) this.ws = undefined;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private send(): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: 'resize', ...this.latest }));
+  }
+
+  private async run(): Promise<void> {
+    for await (const size of this.source!) {
+      if (this.stopped) return;
+      this.latest = { cols: size.cols, rows: size.rows };
+      this.send();
+    }
   }
 }
