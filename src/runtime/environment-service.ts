@@ -39,6 +39,8 @@ export interface EnvironmentServiceDeps {
   providers: ProviderRegistry;
   catalog: ReadModel;
   now: () => number;
+  /** The content fields of the environment object (status, versions, files…), when the content chapter is on. */
+  describeContent?: (id: string, context: EnvironmentContext) => Promise<Record<string, unknown>>;
 }
 
 export class EnvironmentService {
@@ -116,6 +118,7 @@ export class EnvironmentService {
           : null,
       createdAt: ctx.createdAt,
       updatedAt: ctx.updatedAt,
+      ...(await this.deps.describeContent?.(id, ctx)),
     };
   }
 
@@ -165,6 +168,7 @@ export class EnvironmentService {
       if (a && state === 'allocated') return this.allocationView(a.allocationId);
       if (state === 'idle' || state === 'lost') {
         this.deps.providers.get(env.profile.provider);
+        if (a && (await this.clearFenced(caller, id, a.allocationId))) continue;
         try {
           await this.deps.actors.send('environment', id, {
             type: 'environment.acquisition_requested',
@@ -186,6 +190,27 @@ export class EnvironmentService {
       if (a.allocationId !== inherited || failure.code !== 'unavailable') throw failure;
       inherited = undefined;
     }
+  }
+
+  /**
+   * A new allocation requires confirmed absence of the previous one. A lost one is confirmed absent; a fenced one (a
+   * container restarted behind Berth's back) still exists, so it is released first; while it still has uses, the
+   * acquire fails with `environment_busy`. True when it released one (or a concurrent acquire did).
+   */
+  private async clearFenced(caller: Caller, id: string, allocationId: string): Promise<boolean> {
+    const previous = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
+    if (previous?.state !== 'fenced') return false;
+    const uses = Object.keys(previous.context.uses).length;
+    if (uses > 0) {
+      const message = 'The previous allocation was restarted behind Berth\'s back and still has uses; it must be released first.';
+      throw new BerthError('environment_busy', message, { environmentId: id, allocationId, uses });
+    }
+    try {
+      await this.release(caller, id, allocationId);
+    } catch (e) {
+      if (!isBerthError(e, 'environment_busy') && !isBerthError(e, 'invalid_state')) throw e; // a concurrent acquire released it
+    }
+    return true;
   }
 
   /**

@@ -156,7 +156,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     expect(next.allocationId).not.toBe(a.allocationId);
   });
 
-  it('should fence a container restarted behind its back instead of adopting it', async () => {
+  it('should fence a container restarted behind its back, never adopt it, and release it before allocating anew', async () => {
     const berth = await start({ maintenanceMs: 150 });
     const env = await createDocker(berth);
     const a = await berth.api.acquire(admin, env.id);
@@ -170,6 +170,15 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     // Admission refuses the fenced incarnation: a use cannot be taken on it.
     const refused = await berth.api.environments.acquireUse(admin, env.id, a.allocationId, 'physical').catch((e) => e);
     expect(isBerthError(refused, 'stale_target')).toBe(true);
+
+    // A new allocation needs the fenced one gone first: acquire releases it, then allocates generation 2, so the
+    // environment never has two containers.
+    const concurrent = await Promise.all([1, 2, 3].map(() => berth.api.acquire(admin, env.id)));
+    expect(new Set(concurrent.map((x) => x.allocationId)).size).toBe(1);
+    expect(concurrent[0]).toMatchObject({ generation: 2, state: 'ready' });
+    expect(await allocationState(berth, a.allocationId)).toBe('released');
+    const left = await rawDocker.listContainers({ all: true, filters: { label: [`${LABEL.environmentId}=${env.id}`] } });
+    expect(left.map((c) => c.Id)).toEqual([concurrent[0].identity!.resourceId]);
   });
 
   it('should reclaim an idle managed allocation and keep a borrowed native one', async () => {
