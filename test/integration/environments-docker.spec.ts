@@ -212,6 +212,16 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     expect(done).toMatchObject({ status: 'exited', exitCode: 0 });
   });
 
+  it('should answer environment_invalid when the engine lacks the image, with nothing allocated', async () => {
+    const berth = await start();
+    const env = await createDocker(berth, { image: 'berth-absent-image:none' });
+    const refused = await berth.api.acquire(admin, env.id).catch((e) => e);
+    expect(isBerthError(refused, 'environment_invalid')).toBe(true);
+    expect(refused.message).toMatch(/berth-absent-image:none/);
+    expect((await berth.api.getEnvironment(admin, env.id)).state).toBe('idle');
+    expect(await countLabelled(LABEL.environmentId, env.id)).toEqual({ containers: 0, networks: 0, volumes: 0 });
+  });
+
   it('should fail a profile naming an unregistered provider with provider_missing', async () => {
     const withDocker = await start();
     const env = await createDocker(withDocker);
