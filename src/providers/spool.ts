@@ -42,9 +42,8 @@ export const isSpoolName = (name: string): boolean => OPERATION_ID.test(name) &&
 
 export function assertOperationId(operationId: string): void {
   if (!isSpoolName(operationId)) {
-    throw new BerthError('invalid_request', 'An operationId is 1 to 128 characters of A-Z, a-z, 0-9, "_", "." or "-".', {
-      operationId,
-    });
+    const message = 'An operationId is 1 to 128 characters of A-Z, a-z, 0-9, "_", "." or "-".';
+    throw new BerthError('invalid_request', message, { operationId });
   }
 }
 
@@ -63,15 +62,22 @@ export interface Started {
   at: string;
 }
 
-/** A receipt as the spool proves it: final, with the agreed final size of every stream. */
-export interface FinalReceipt {
+/** What a receipt line says (see supervisor.sh). */
+export interface ReceiptFields {
+  /** The sh wait status: an exit code, 128+n for signal n, null when the command never started. */
   status: number | null;
   cancelled: boolean;
   timedOut: boolean;
   error?: string;
+}
+
+export type StreamSizes = Record<OutputStream, number>;
+
+/** A receipt as the spool proves it: final, with the agreed final size of every stream. */
+export interface FinalReceipt extends ReceiptFields {
   /** The receipt file's mtime. */
   exitedAt: string;
-  sizes: Record<OutputStream, number>;
+  sizes: StreamSizes;
 }
 
 /** The raw files of one operation, read in protocol order (claim, started, receipt). */
@@ -105,13 +111,14 @@ export function parseStarted(text: string, at: Date): Started | undefined {
   return raw && { supervisor: raw.supervisor, pid: raw.pid, pgid: raw.pgid, at: at.toISOString() };
 }
 
-export function parseReceiptLine(text: string): Omit<FinalReceipt, 'exitedAt' | 'sizes'> | undefined {
-  const raw = parseLine<{ v: number; status: number | null; cancelled: boolean; timedOut: boolean; error?: string }>(text);
+export function parseReceiptLine(text: string): ReceiptFields | undefined {
+  const raw = parseLine<ReceiptFields & { v: number }>(text);
   if (!raw || raw.v !== SPOOL_PROTOCOL_VERSION) return undefined;
-  return { status: raw.status, cancelled: raw.cancelled, timedOut: raw.timedOut, ...(raw.error ? { error: raw.error } : {}) };
+  const { status, cancelled, timedOut, error } = raw;
+  return { status, cancelled, timedOut, ...(error ? { error } : {}) };
 }
 
-export function receiptLine(r: { status: number | null; cancelled: boolean; timedOut: boolean; error?: string }): string {
+export function receiptLine(r: ReceiptFields): string {
   return `${JSON.stringify({ v: SPOOL_PROTOCOL_VERSION, ...r })}\n`;
 }
 
@@ -128,7 +135,7 @@ export function splitStatus(status: number | null): { exitCode: number | null; s
  * What an operation's files prove. `ownerAlive` says whether the claim's holder still runs (only asked when there
  * is a claim and no receipt); a dead owner with no receipt means the outcome can never be proven: absent.
  */
-export function deriveReceipt(operationId: string, state: SpoolState, ownerAlive: boolean, currentSizes?: Record<OutputStream, number>): Receipt {
+export function deriveReceipt(operationId: string, state: SpoolState, ownerAlive: boolean, currentSizes?: StreamSizes): Receipt {
   const base = { protocolVersion: SPOOL_PROTOCOL_VERSION, operationId } as const;
   const started = state.started ? { pid: state.started.pid, startedAt: state.started.at } : {};
   if (state.receipt) {
@@ -280,7 +287,7 @@ export class Spool {
   }
 
   /** Host-owned runs (PTY) write their receipt themselves: complete or not at all. */
-  async writeReceipt(operationId: string, r: { status: number | null; cancelled: boolean; timedOut: boolean; error?: string }): Promise<void> {
+  async writeReceipt(operationId: string, r: ReceiptFields): Promise<void> {
     const tmp = this.file(operationId, 'receipt.tmp');
     writeFileSync(tmp, receiptLine(r));
     renameSync(tmp, this.file(operationId, 'receipt'));
@@ -294,16 +301,16 @@ export class Spool {
     return existsSync(this.file(operationId, name));
   }
 
-  async currentSizes(operationId: string): Promise<Record<OutputStream, number>> {
+  async currentSizes(operationId: string): Promise<StreamSizes> {
     const [stdout, stderr, pty] = OUTPUT_STREAMS.map((s) => sizeOf(this.file(operationId, s)));
     return { stdout, stderr, pty };
   }
 
   /** The first reader after the receipt freezes the sizes; every later reader agrees with it. */
-  private finalSizes(operationId: string): Record<OutputStream, number> {
+  private finalSizes(operationId: string): StreamSizes {
     const path = this.file(operationId, 'sizes');
     const frozen = readSmall(path);
-    const parsed = frozen && parseLine<Record<OutputStream, number>>(frozen.text);
+    const parsed = frozen && parseLine<StreamSizes>(frozen.text);
     if (parsed) return parsed;
     const [stdout, stderr, pty] = OUTPUT_STREAMS.map((s) => sizeOf(this.file(operationId, s)));
     const sizes = { stdout, stderr, pty };
@@ -326,13 +333,17 @@ export class Spool {
     cursor: number,
     maxBytes = DEFAULT_READ_BYTES,
   ): Promise<OutputChunk & { size: number; final: boolean }> {
-    if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
+    if (!Number.isSafeInteger(cursor) || cursor < 0) {
+      throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
+    }
     const receipt = await this.readReceipt(operationId);
     const final = receipt !== undefined;
     const fd = this.outputFd(operationId, stream);
     const size = receipt ? receipt.sizes[stream] : fd === undefined ? 0 : fstatSync(fd).size;
     const want = Math.max(0, Math.min(maxBytes, size - cursor));
-    if (fd === undefined || want === 0) return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
+    if (fd === undefined || want === 0) {
+      return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
+    }
     const data = Buffer.allocUnsafe(want);
     let got = 0;
     while (got < want) {
@@ -349,7 +360,8 @@ export class Spool {
     const key = `${operationId}/${stream}`;
     const cached = this.fds.get(key);
     // Still the file at that path? (Another instance may have released the operation and it may have run anew.)
-    if (cached !== undefined && fstatSync(cached).ino === statSync(this.file(operationId, stream), { throwIfNoEntry: false })?.ino) return cached;
+    const current = statSync(this.file(operationId, stream), { throwIfNoEntry: false });
+    if (cached !== undefined && fstatSync(cached).ino === current?.ino) return cached;
     if (cached !== undefined) {
       closeSync(cached);
       this.fds.delete(key);

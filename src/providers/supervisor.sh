@@ -12,7 +12,8 @@
 #
 #   The host starts `run` detached, in its own session (setsid / a new session, stdio on /dev/null), so it gets no
 #   SIGHUP and outlives the host. Its environment IS the command's environment (already filtered by the host); the
-#   supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores PATH before exec.
+#   supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores PATH before exec
+#   (dash adds only PWD after `cd`; busybox ash also exports SHLVL).
 #   Needs on its own PATH (it prepends the usual system directories): setsid, sleep; mkfifo with -i. Linux /proc
 #   is used when present to ignore zombies while draining.
 #   Exit status of `run`: 0 the receipt is written; 2 usage error (nothing written); 3 the claim was already taken
@@ -57,10 +58,12 @@
 #
 # CANCEL (`supervisor.sh cancel OPDIR`): write `cancel`; if the operation has no `started` yet, wait for `started`
 # or a receipt (the supervisor re-checks `cancel` right before launching and then writes a cancelled receipt
-# without starting anything); then SIGTERM the process group, and SIGKILL it if any member is still alive after
-# GRACE_MS (default 2000). The timeout (-t) runs the same stop sequence from a timer, after writing `timedout`.
-# Readers then wait for the receipt. Background jobs of a non-interactive sh ignore SIGINT and SIGQUIT (POSIX),
-# and so does the command: cancellation uses TERM and KILL only.
+# without starting anything); then SIGTERM the process group (and the command's pid: right after launch it may not
+# have made its group yet), and SIGKILL them if any is still alive after GRACE_MS (default 2000). The timeout
+# (-t) runs the same stop sequence from a timer, after writing `timedout`. Readers then wait for the receipt (and
+# the supervisor's exit right after it). Background jobs of a non-interactive sh ignore SIGINT and SIGQUIT (POSIX),
+# and so does the command: cancellation uses TERM and KILL only. A process that escapes with its own setsid is not
+# in the group: neither waited for nor stopped (under bubblewrap's pid namespace it ends with the command).
 #
 # RELEASE: the host removes OPDIR once it has saved the output elsewhere.
 

@@ -69,6 +69,15 @@ describe('native executor', () => {
     expect(liveProcessesWith(tag)).toEqual([]);
   });
 
+  it('cancel right after submit stops a command that may not have made its process group yet', async () => {
+    for (let i = 0; i < 15; i++) {
+      const s = spec(['sleep', '1000']);
+      const { pid } = await fx.executor.submit(s);
+      expect(await fx.executor.cancel(s.operationId)).toMatchObject({ state: 'exited', cancelled: true });
+      expect(isLive(pid!)).toBe(false);
+    }
+  });
+
   it('cancel escalates to SIGKILL when the tree ignores SIGTERM', async () => {
     const s = spec(['/bin/sh', '-c', `trap '' TERM; sleep 1000 & sleep 1000; wait`]);
     await fx.executor.submit(s);

@@ -138,9 +138,10 @@ export class NativeExecutor implements Executor {
     );
     if (seen && 'exit' in seen) {
       const outcome = seen.exit!;
-      if ('error' in outcome) throw new BerthError('unavailable', `Cannot start the supervisor: ${outcome.error.message}`, { operationId: id });
+      const detail = { operationId: id };
+      if ('error' in outcome) throw new BerthError('unavailable', `Cannot start the supervisor: ${outcome.error.message}`, detail);
       if (outcome.code === SUPERVISOR_CLAIM_LOST) return this.existing(id, await this.spool.readClaim(id));
-      throw new BerthError('internal', `The supervisor exited with status ${outcome.code} without a receipt.`, { operationId: id });
+      throw new BerthError('internal', `The supervisor exited with status ${outcome.code} without a receipt.`, detail);
     }
     if (spec.stdin && !seen?.receipt && op.supervisor === child) op.stdin = new FifoWriter(this.spool.file(id, 'stdin'));
     return deriveReceipt(id, { claim: { kind: 'supervisor', pid: child.pid! }, ...seen }, true);
@@ -182,7 +183,10 @@ export class NativeExecutor implements Executor {
   private argv(spec: ExecSpec): string[] {
     if (!this.options.profile.contain) return spec.command;
     const bwrap = findBubblewrap();
-    if (!bwrap) throw new BerthError('unavailable', 'The profile asks for containment and bubblewrap (bwrap) is not installed.', { operationId: spec.operationId });
+    if (!bwrap) {
+      const message = 'The profile asks for containment and bubblewrap (bwrap) is not installed.';
+      throw new BerthError('unavailable', message, { operationId: spec.operationId });
+    }
     const containment = {
       workspace: spec.cwd,
       mounts: spec.mounts,
@@ -367,7 +371,8 @@ export class NativeExecutor implements Executor {
   /** The supervisor's own stop sequence (cancel marker, TERM to the group, KILL after the grace period). */
   private runCanceller(dir: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      const canceller = spawn('/bin/sh', [SUPERVISOR_PATH, 'cancel', dir, '-g', String(this.graceMs)], { stdio: 'ignore', env: {}, cwd: '/' });
+      const args = [SUPERVISOR_PATH, 'cancel', dir, '-g', String(this.graceMs)];
+      const canceller = spawn('/bin/sh', args, { stdio: 'ignore', env: {}, cwd: '/' });
       canceller.once('error', reject);
       canceller.once('exit', () => resolve());
     });
@@ -393,12 +398,13 @@ function validate(spec: ExecSpec): void {
     throw new BerthError('invalid_request', message, { operationId: spec.operationId, ...detail });
   };
   if (!Array.isArray(spec.command) || spec.command.length === 0) bad('The command is a non-empty argv.');
-  if (spec.command.some((a) => typeof a !== 'string' || a.includes('\0'))) bad('Command arguments are strings without NUL bytes.');
+  if (spec.command.some((a) => typeof a !== 'string' || a.includes('\0'))) bad('Command arguments are strings without NUL.');
   if (spec.cwd !== undefined && !isAbsolute(spec.cwd)) bad('cwd is an absolute path.', { cwd: spec.cwd });
-  if (spec.timeoutMs !== undefined && !(Number.isSafeInteger(spec.timeoutMs) && spec.timeoutMs > 0)) bad('timeoutMs is a positive integer.');
-  if (spec.pty && !(Number.isInteger(spec.pty.cols) && spec.pty.cols > 0 && Number.isInteger(spec.pty.rows) && spec.pty.rows > 0)) {
-    bad('A PTY has positive integer cols and rows.');
+  const positive = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) > 0;
+  if (spec.timeoutMs !== undefined && !positive(spec.timeoutMs)) bad('timeoutMs is a positive integer.');
+  if (spec.pty && !(positive(spec.pty.cols) && positive(spec.pty.rows))) bad('A PTY has positive integer cols and rows.');
+  for (const m of spec.mounts ?? []) {
+    if (!isAbsolute(m.source) || !isAbsolute(m.target)) bad('Mount sources and targets are absolute paths.');
   }
-  for (const m of spec.mounts ?? []) if (!isAbsolute(m.source) || !isAbsolute(m.target)) bad('Mount sources and targets are absolute paths.');
   assertCommandEnv(spec.env);
 }

@@ -33,7 +33,10 @@ export class PtyRun {
   private readonly term?: pty.IPty;
   private stopping?: Promise<void>;
 
-  private constructor(private readonly o: PtyRunOptions, start: { term: pty.IPty; output: number; slave: number } | { error: string }) {
+  private constructor(
+    private readonly o: PtyRunOptions,
+    start: { term: pty.IPty; output: number; slave: number } | { error: string },
+  ) {
     if ('error' in start) {
       this.done = this.finish(null, start.error);
       return;
@@ -116,7 +119,8 @@ export class PtyRun {
 
   private async finish(status: number | null, error?: string): Promise<void> {
     const { spool, operationId } = this.o;
-    const [cancelled, timedOut] = await Promise.all([spool.hasMarker(operationId, 'cancel'), spool.hasMarker(operationId, 'timedout')]);
+    const cancelled = await spool.hasMarker(operationId, 'cancel');
+    const timedOut = await spool.hasMarker(operationId, 'timedout');
     await spool.writeReceipt(operationId, { status, cancelled, timedOut, ...(error ? { error } : {}) });
     this.o.onChange();
   }
