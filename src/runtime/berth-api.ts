@@ -12,6 +12,8 @@ import type { ReadModel } from '../projections/read-model.ts';
 import type { OutputStream } from '../providers/provider.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { BerthRuntime } from './berth-runtime.ts';
+import { ContentService } from './content-service.ts';
+import { HarnessService } from './harness-service.ts';
 import { EnvironmentService, inScope } from './environment-service.ts';
 import { ExecutionService } from './execution-service.ts';
 import { metricsText } from './metrics.ts';
@@ -40,6 +42,8 @@ export interface BerthApiOptions {
 export class BerthApi implements RuntimeApi {
   readonly environments: EnvironmentService;
   readonly executions: ExecutionService;
+  /** The Environments content chapter (seed 001), when services.content is there (the chapter is on). */
+  readonly content?: ContentService;
   private readonly scopes: ScopeIndex;
 
   constructor(
@@ -48,7 +52,24 @@ export class BerthApi implements RuntimeApi {
     private readonly options: BerthApiOptions = {},
   ) {
     const now = services.now;
-    this.environments = new EnvironmentService({ actors: runtime.actors, providers: services.providers, catalog: this.model('catalog'), now });
+    this.environments = new EnvironmentService({
+      actors: runtime.actors,
+      providers: services.providers,
+      catalog: this.model('catalog'),
+      now,
+      ...(services.content ? { describeContent: (id, ctx) => this.content!.describe(id, ctx) } : {}),
+    });
+    if (services.content) {
+      const harnesses = new HarnessService({ actors: runtime.actors, environments: this.environments, harnesses: this.model('harnesses'), now });
+      this.content = new ContentService({
+        actors: runtime.actors,
+        environments: this.environments,
+        harnesses,
+        runtime: services.content,
+        artifacts: services.artifacts,
+        now,
+      });
+    }
     this.executions = new ExecutionService({
       actors: runtime.actors,
       environments: this.environments,
@@ -61,7 +82,7 @@ export class BerthApi implements RuntimeApi {
   }
 
   capabilities(): Record<string, boolean> {
-    return { environments: true, executions: true, sessions: true, websocket: true, sse: true, providers: true };
+    return { environments: this.content !== undefined, executions: true, sessions: true, websocket: true, sse: true, providers: true };
   }
 
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView> {
@@ -76,8 +97,9 @@ export class BerthApi implements RuntimeApi {
   updateEnvironment(caller: Caller, id: string, patch: Partial<CreateEnvironmentInput>): Promise<EnvironmentView> {
     return this.environments.update(caller, id, patch);
   }
-  deleteEnvironment(caller: Caller, id: string): Promise<void> {
-    return this.environments.delete(caller, id);
+  async deleteEnvironment(caller: Caller, id: string): Promise<void> {
+    await this.environments.delete(caller, id);
+    await this.content?.removeContent(id);
   }
   acquire(caller: Caller, environmentId: string): Promise<AllocationView> {
     return this.environments.acquire(caller, environmentId);
@@ -125,6 +147,10 @@ export class BerthApi implements RuntimeApi {
 
   async submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord> {
     let environmentId = input.environment;
+    if (input.harness && environmentId === undefined) {
+      if (!this.content) throw new BerthError('invalid_request', 'Harnesses are part of the environments content chapter, which is switched off.', {});
+      environmentId = await this.content.harnessEnvironment(caller, input.harness);
+    }
     if (input.session) {
       const session = await this.sessionContext(caller, input.session);
       if (environmentId === undefined) environmentId = session.environmentId ?? undefined;
@@ -133,7 +159,8 @@ export class BerthApi implements RuntimeApi {
       throw new BerthError('invalid_request', 'Name an environment, or a session that selects one.', {});
     }
     await this.environments.context(caller, environmentId);
-    return this.executions.submit(caller, input, environmentId);
+    const content = this.content;
+    return this.executions.submit(caller, input, environmentId, content && (() => content.versionForExecution(caller, environmentId)));
   }
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord> {
     return this.executions.get(caller, id, waitMs);

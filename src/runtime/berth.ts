@@ -16,6 +16,10 @@ import { BerthRuntime } from './berth-runtime.ts';
 import type { Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance-tasks.ts';
 import { ProviderRegistry } from './provider-registry.ts';
+import type { ContentRuntime } from './content-runtime.ts';
+import { contentSettings, type ContentSettings } from './content-settings.ts';
+import type { BuildContext } from '../machines/build.machine.ts';
+import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import type { Services } from './services.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {
@@ -24,6 +28,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   logger?: Logger;
   /** Default: native, plus Docker when DOCKER_HOST is set or /var/run/docker.sock exists (BERTH_DOCKER=0 disables). */
   providers?: Provider[];
+  /** The Environments content chapter (seed 001). Default: from BERTH_ENVIRONMENTS_CONTENT and friends (content-settings.ts). */
+  content?: ContentSettings;
 }
 
 export interface Berth {
@@ -68,6 +74,21 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     },
     profileOf: async (allocationId) => (await allocation(allocationId)).profile,
   };
+  const content = opts.content ?? contentSettings();
+  if (content.enabled) {
+    const look = async <C>(type: string, id: string) => {
+      const view = await actors?.get<C>(type, id);
+      return view && view.state !== 'pristine' ? { state: String(view.state), context: view.context } : undefined;
+    };
+    const contentRuntime: ContentRuntime = {
+      dataDir,
+      settings: content,
+      liveLogs: new Map(),
+      environment: async (id) => (await look<EnvironmentContext>('environment', id))?.context,
+      build: (id) => look<BuildContext>('build', id),
+    };
+    services.content = contentRuntime;
+  }
   let runtime: BerthRuntime<Services> | undefined;
   runtime = await BerthRuntime.start<Services>({
     settings: opts.settings,
@@ -90,6 +111,13 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     throw e;
   });
   const api = new BerthApi(runtime, services, opts);
+  // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is settled
+  // before work is admitted.
+  await api.content?.recover().catch(async (e) => {
+    await runtime!.stop();
+    await providers.close();
+    throw e;
+  });
   return {
     runtime,
     api,

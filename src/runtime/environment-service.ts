@@ -18,6 +18,8 @@ import { waitUntil } from './wait-until.ts';
 
 /** How long an acquire waits for an allocation under way before answering `unavailable`. */
 const ACQUIRE_TIMEOUT_MS = 180_000;
+/** Waiters poll the actors (two cached reads) at most this far apart: the wait adds little to an allocation. */
+const ACQUIRE_POLL_MAX_MS = 8;
 /** How long a release waits for the provider to confirm termination. */
 const RELEASE_TIMEOUT_MS = 120_000;
 const ENVIRONMENT_ID = /^henv_[0-9a-f]{32}$/;
@@ -348,7 +350,7 @@ export class EnvironmentService {
         if (!isBerthError(e)) throw e; // another call got in first: wait for it
       }
       return false;
-    }, deadline);
+    }, deadline, ACQUIRE_POLL_MAX_MS);
     const env = await this.deps.actors.get<EnvironmentContext>('environment', environmentId);
     if (envState === 'acquiring' && env?.state === 'idle') {
       const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);

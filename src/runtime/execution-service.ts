@@ -59,7 +59,13 @@ export interface ExecutionServiceDeps {
 export class ExecutionService {
   constructor(private readonly deps: ExecutionServiceDeps) {}
 
-  async submit(caller: Caller, input: SubmitExecutionInput, environmentId: string): Promise<ExecutionRecord> {
+  /** `versionOf` names the content version the execution reads (or refuses it: environment_not_ready). */
+  async submit(
+    caller: Caller,
+    input: SubmitExecutionInput,
+    environmentId: string,
+    versionOf?: () => Promise<number | undefined>,
+  ): Promise<ExecutionRecord> {
     const command = argvOf(input.command);
     if (command.length === 0 || command[0] === '') throw new BerthError('invalid_request', 'The command is empty.', {});
     if (input.env) assertCommandEnv(input.env);
@@ -72,6 +78,7 @@ export class ExecutionService {
       }
       return this.record(existing);
     }
+    const version = await versionOf?.();
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     try {
       const sent = await this.deps.actors.send('execution', id, {
@@ -86,6 +93,7 @@ export class ExecutionService {
         stdin: input.stdin ?? false,
         ...(input.pty ? { pty: input.pty } : {}),
         ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+        ...(version !== undefined ? { version } : {}),
         scope: caller.scope,
         at: this.deps.now(),
       });

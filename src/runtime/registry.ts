@@ -6,15 +6,18 @@ import type { ActorType } from '../actors/actor-type.ts';
 import { activeAllocationsProjection } from '../projections/active-allocations.projection.ts';
 import { activityProjection } from '../projections/activity.projection.ts';
 import { catalogProjection } from '../projections/catalog.projection.ts';
+import { harnessesProjection } from '../projections/harnesses.projection.ts';
 import type { Projection } from '../projections/projection.ts';
 import { allocationActor } from './actors/allocation.actor.ts';
+import { buildActor } from './actors/build.actor.ts';
 import { environmentActor } from './actors/environment.actor.ts';
 import { executionActor } from './actors/execution.actor.ts';
+import { harnessActor } from './actors/harness.actor.ts';
 import { sessionActor } from './actors/session.actor.ts';
 
-export const actorTypes: ActorType[] = [environmentActor, allocationActor, sessionActor, executionActor];
+export const actorTypes: ActorType[] = [environmentActor, allocationActor, sessionActor, executionActor, buildActor, harnessActor];
 
-export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection];
+export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection];
 
 /** The registered actor type whose streams are `<type>-…` for this stream, the longest type name winning. */
 export function actorTypeOfStream(stream: string, types: ActorType[] = actorTypes): ActorType | undefined {

@@ -6,6 +6,7 @@
 import type { Profile } from '../../schemas/profile.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { OutputStream } from '../providers/provider.ts';
+import type { ContentApi } from './content-api.ts';
 
 export interface Caller {
   scope: string;
@@ -71,6 +72,8 @@ export interface SubmitExecutionInput {
   operationId: string;
   environment?: string;
   session?: string;
+  /** A harness whose environment is the default when `environment` is absent (seed 001 §5). */
+  harness?: string;
   command: string[] | string;
   cwd?: string;
   env?: Record<string, string>;
@@ -116,6 +119,8 @@ export interface ReplayStep {
 
 export interface RuntimeApi {
   capabilities(): Record<string, boolean>;
+  /** The Environments content chapter (files, builds, versions, harnesses); absent when it is switched off. */
+  readonly content?: ContentApi;
 
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView>;
   listEnvironments(caller: Caller): Promise<EnvironmentView[]>;

@@ -6,6 +6,7 @@
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import type { Executor } from '../providers/provider.ts';
+import type { ContentRuntime } from './content-runtime.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
 
 export interface Services {
@@ -17,4 +18,6 @@ export interface Services {
   profileOf(allocationId: string): Promise<Profile>;
   now(): number;
   shutdown: AbortSignal;
+  /** Environment content (seed 001): absent when the chapter is switched off. */
+  content?: ContentRuntime;
 }

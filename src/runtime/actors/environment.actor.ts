@@ -1,8 +1,20 @@
-/** The environment actor type: its machine, events, and the one effect it has (creating the allocation actor). */
+/**
+ * The environment actor type: its machine, events, and its effects: creating the allocation actor, creating a
+ * build actor, and reconciling a build under way after a restart.
+ */
 import { environmentEvents } from '../../../schemas/events/environment.ts';
-import { environmentMachine, finished, reject, type AllocationIntendParams } from '../../machines/environment.machine.ts';
-import { defineActor } from '../../actors/actor-type.ts';
+import {
+  environmentMachine,
+  finished,
+  reject,
+  type AllocationIntendParams,
+  type BuildReconcileParams,
+  type BuildStartParams,
+} from '../../machines/environment.machine.ts';
+import { INTERRUPTED } from '../../machines/build.machine.ts';
+import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
+import { buildIdOf } from '../content-runtime.ts';
 import type { Services } from '../services.ts';
 
 export const environmentActor = defineActor<typeof environmentMachine, Services>({
@@ -23,6 +35,35 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
         if (missed && typeof missed === 'object') return missed as { type: string };
         if (!isBerthError(e, 'invalid_state')) throw e;
       }
+    },
+    'build.start': async (p: BuildStartParams, ctx) => {
+      try {
+        await ctx.send('build', buildIdOf(p.environmentId, p.version), {
+          type: 'build.requested',
+          ...p,
+          runtimeId: ctx.runtime.runtimeId,
+          epoch: ctx.runtime.epoch,
+          at: ctx.services.now(),
+        });
+      } catch (e) {
+        if (!isBerthError(e, 'invalid_state')) throw e;
+      }
+    },
+    /** Never starts the build: one that never got its request is failed; a finished one's missed outcome is told. */
+    'build.reconcile': async (p: BuildReconcileParams, ctx): Promise<DomainEvent | undefined> => {
+      const build = await ctx.services.content?.build(buildIdOf(p.environmentId, p.version));
+      if (build?.state === 'building') return undefined;
+      const c = build?.state === 'ready' || build?.state === 'failed' ? build.context : undefined;
+      return {
+        type: 'environment.build_finished',
+        version: p.version,
+        status: c && !c.error ? 'ready' : 'failed',
+        error: c ? c.error : INTERRUPTED,
+        packages: c?.packageCount ?? 0,
+        sizeBytes: c?.sizeBytes ?? 0,
+        ...(c ? { startedAt: c.startedAt } : {}),
+        at: ctx.services.now(),
+      };
     },
   },
 });

@@ -21,6 +21,7 @@ import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
 import type { Executor, OutputStream, Receipt } from '../../providers/provider.ts';
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { Services } from '../services.ts';
+import { versionedExec, type VersionedExec } from '../version-exec.ts';
 
 const ms = (iso: string | undefined, fallback: number): number => (iso ? Date.parse(iso) : fallback);
 
@@ -162,9 +163,13 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     'executor.submit': async (p: SubmitParams, ctx) => {
       let executor: Executor;
       let env: Record<string, string>;
+      let version: VersionedExec | undefined;
       try {
         executor = await ctx.services.executorFor(p.target.allocationId);
-        env = commandEnvFor((await ctx.services.profileOf(p.target.allocationId)).provider, p);
+        const profile = await ctx.services.profileOf(p.target.allocationId);
+        env = commandEnvFor(profile.provider, p);
+        // The content version it reads: mounted read-only at /env/<slug>, with its PATH (version-exec.ts).
+        if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env);
       } catch (e) {
         // Nothing was sent, so no receipt can exist: the command could not start.
         if (!isBerthError(e)) throw e;
@@ -174,9 +179,10 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       try {
         receipt = await executor.submit({
           operationId: p.executionId,
-          command: p.command,
+          command: version?.command ?? p.command,
           ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
-          env,
+          env: version?.env ?? env,
+          ...(version?.mounts ? { mounts: version.mounts } : {}),
           stdin: p.stdin,
           ...(p.pty ? { pty: p.pty } : {}),
           ...(p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),

@@ -1,0 +1,274 @@
+/**
+ * The Environments content chapter for callers (seed 001 §2–5): files and imports (src/content does the work, every
+ * path confined), builds (one event on the environment; the build actor runs it), versions and activation, the
+ * content fields of the environment object, the version an execution reads, harnesses, and the content side of
+ * startup and deletion. Every call first checks the environment is in the caller's scope (environment_not_found).
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import type { ActorRuntime } from '../actors/actor-runtime.ts';
+import { EnvironmentContent } from '../content/environment-content.ts';
+import type { Body } from '../content/import/byte-reader.ts';
+import type { ImportResult } from '../content/import/import-result.ts';
+import { recoverContent } from '../content/content-layout.ts';
+import { removeReadOnlyTree } from '../content/versions.ts';
+import { buildStatus, type BuildContext } from '../machines/build.machine.ts';
+import type { EnvironmentContext, VersionSummary } from '../machines/environment.machine.ts';
+import type { ArtifactStore } from '../store/artifact-store.ts';
+import type {
+  BuildRecord,
+  ContentApi,
+  FileBytes,
+  FileTree,
+  HarnessInput,
+  HarnessView,
+  VersionEntry,
+  VersionList,
+} from './content-api.ts';
+import { buildIdOf, type ContentRuntime } from './content-runtime.ts';
+import type { EnvironmentService } from './environment-service.ts';
+import type { HarnessService } from './harness-service.ts';
+import type { Caller } from './runtime-api.ts';
+
+export interface ContentServiceDeps {
+  actors: ActorRuntime<any>;
+  environments: EnvironmentService;
+  harnesses: HarnessService;
+  runtime: ContentRuntime;
+  artifacts: ArtifactStore;
+  now: () => number;
+}
+
+const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
+
+export class ContentService implements ContentApi {
+  constructor(private readonly deps: ContentServiceDeps) {}
+
+  // ------------------------------------------------------------------------------------------------ files, import
+
+  async tree(caller: Caller, id: string): Promise<FileTree> {
+    return (await this.content(caller, id)).source.tree();
+  }
+
+  async readFile(caller: Caller, id: string, path: string): Promise<FileBytes> {
+    return (await this.content(caller, id)).source.read(path);
+  }
+
+  async writeFile(caller: Caller, id: string, path: string, body: Body, declaredBytes?: number) {
+    return (await this.content(caller, id)).source.write(path, body, declaredBytes === undefined ? {} : { declaredBytes });
+  }
+
+  async makeDirectory(caller: Caller, id: string, path: string) {
+    return (await this.content(caller, id)).source.mkdir(path);
+  }
+
+  async removePath(caller: Caller, id: string, path: string) {
+    return (await this.content(caller, id)).source.remove(path);
+  }
+
+  async importArchive(caller: Caller, id: string, body: Body, options: { replace?: boolean }): Promise<ImportResult> {
+    return (await this.content(caller, id)).importArchive(body, { replace: options.replace ?? false });
+  }
+
+  async importGit(caller: Caller, id: string, source: { url: string; ref?: string }, options: { replace?: boolean }): Promise<ImportResult> {
+    return (await this.content(caller, id)).importGit(source, {
+      replace: options.replace ?? false,
+      allowLocal: this.deps.runtime.settings.gitAllowLocal,
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------- builds, versions
+
+  /** Starts the next version's build and answers at once; one build at a time (environment_busy). */
+  async startBuild(caller: Caller, id: string): Promise<BuildRecord> {
+    for (let attempt = 0; ; attempt++) {
+      const ctx = await this.deps.environments.context(caller, id);
+      const version = ctx.latestVersion + 1;
+      try {
+        await this.deps.actors.send('environment', id, { type: 'environment.build_requested', version, at: this.deps.now() });
+        return this.getBuild(caller, id, version);
+      } catch (e) {
+        // Another build was requested between the read and the send: decide again on what it left.
+        if (!isBerthError(e, 'invalid_state') || attempt >= 3) throw e;
+      }
+    }
+  }
+
+  async getBuild(caller: Caller, id: string, version: number): Promise<BuildRecord> {
+    const ctx = await this.deps.environments.context(caller, id);
+    const summary = ctx.versions.find((v) => v.version === version);
+    if (!summary) throw new BerthError('not_found', 'The environment has no such build.', { environmentId: id, version });
+    const buildId = buildIdOf(id, version);
+    const build = await this.build(buildId);
+    const status: BuildRecord['status'] = build ? buildStatus({ value: build.state }) : summary.status;
+    const c = build?.context;
+    return {
+      object: 'build',
+      environment: id,
+      version,
+      status,
+      started_at: seconds(c?.startedAt ?? summary.startedAt)!,
+      finished_at: seconds(c?.finishedAt ?? summary.finishedAt),
+      error: c?.error ?? summary.error,
+      log: await this.logOf(buildId, c),
+      packages: c?.packages ?? [],
+      size: c?.sizeBytes ?? summary.sizeBytes,
+      active: ctx.activeVersion === version,
+    };
+  }
+
+  async versions(caller: Caller, id: string): Promise<VersionList> {
+    return versionList(id, await this.deps.environments.context(caller, id));
+  }
+
+  /** Makes a finished build the active one (a rollback: nothing is rebuilt). */
+  async activate(caller: Caller, id: string, version: number): Promise<VersionList> {
+    await this.deps.environments.context(caller, id);
+    const sent = await this.deps.actors.send<EnvironmentContext>('environment', id, { type: 'environment.version_activated', version, at: this.deps.now() });
+    return versionList(id, sent.context);
+  }
+
+  // ------------------------------------------------------------------------------------------- environment object
+
+  /** The content fields of the environment object (seed 001 §2). */
+  async describe(id: string, ctx: EnvironmentContext): Promise<Record<string, unknown>> {
+    const last = ctx.versions.at(-1);
+    const status = ctx.activeVersion !== null ? 'ready' : ctx.building !== null ? 'building' : last?.status === 'failed' ? 'failed' : 'empty';
+    const active = ctx.activeVersion === null ? undefined : await this.build(buildIdOf(id, ctx.activeVersion));
+    const tree = await EnvironmentContent.of(this.deps.runtime.dataDir, id).source.tree();
+    return {
+      status,
+      version: ctx.activeVersion,
+      latestVersion: ctx.latestVersion || null,
+      files: tree.files,
+      packages: active?.context.packages ?? [],
+      versions: ctx.versions.map((v) => versionEntry(v, ctx.activeVersion)),
+      build: last ? { version: last.version, status: last.status, started_at: seconds(last.startedAt), finished_at: seconds(last.finishedAt), error: last.error } : null,
+    };
+  }
+
+  /**
+   * The version an execution in this environment reads: the active one; none for an environment without content;
+   * environment_not_ready for one that has source files or builds but no active version (refused before it starts).
+   */
+  async versionForExecution(caller: Caller, id: string): Promise<number | undefined> {
+    const ctx = await this.deps.environments.context(caller, id);
+    if (ctx.activeVersion !== null && ctx.profile.provider === 'docker') {
+      throw new BerthError('unavailable', 'Content versions are not mounted into Docker allocations yet; use a native environment.', {
+        environmentId: id,
+        version: ctx.activeVersion,
+      });
+    }
+    if (ctx.activeVersion !== null) return ctx.activeVersion;
+    const hasSource = (await readdirOrEmpty(EnvironmentContent.of(this.deps.runtime.dataDir, id).layout.source)).length > 0;
+    if (ctx.latestVersion === 0 && !hasSource) return undefined;
+    throw new BerthError('environment_not_ready', 'The environment has content but no active version: build it first.', {
+      environmentId: id,
+      building: ctx.building,
+      latestVersion: ctx.latestVersion || null,
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------------- harnesses
+
+  createHarness(caller: Caller, input: HarnessInput & { name: string }): Promise<HarnessView> {
+    return this.deps.harnesses.create(caller, input);
+  }
+  listHarnesses(caller: Caller): Promise<HarnessView[]> {
+    return this.deps.harnesses.list(caller);
+  }
+  getHarness(caller: Caller, id: string): Promise<HarnessView> {
+    return this.deps.harnesses.get(caller, id);
+  }
+  updateHarness(caller: Caller, id: string, patch: HarnessInput): Promise<HarnessView> {
+    return this.deps.harnesses.update(caller, id, patch);
+  }
+  deleteHarness(caller: Caller, id: string): Promise<void> {
+    return this.deps.harnesses.delete(caller, id);
+  }
+  environmentHarnesses(caller: Caller, environmentId: string): Promise<HarnessView[]> {
+    return this.deps.harnesses.naming(caller, environmentId);
+  }
+  /** The environment a task of this harness reads (environment_not_found once it is deleted). */
+  harnessEnvironment(caller: Caller, harnessId: string): Promise<string> {
+    return this.deps.harnesses.environmentOf(caller, harnessId);
+  }
+
+  // ---------------------------------------------------------------------------------------- startup, deletion
+
+  /** After a delete: every file and version goes (a crash before this is finished by `recover`). */
+  async removeContent(id: string): Promise<void> {
+    await EnvironmentContent.of(this.deps.runtime.dataDir, id).removeAll();
+  }
+
+  /**
+   * At startup, after actor recovery and before admitting work: the content of deleted environments is removed, each
+   * live one is brought back to a whole state (content-layout.ts), and version directories that are not a ready
+   * build (interrupted or failed ones) are removed.
+   */
+  async recover(): Promise<void> {
+    for (const id of await readdirOrEmpty(path.join(this.deps.runtime.dataDir, 'environments'))) {
+      const view = /^henv_[0-9a-f]{32}$/.test(id) ? await this.deps.actors.get<EnvironmentContext>('environment', id) : undefined;
+      const content = EnvironmentContent.of(this.deps.runtime.dataDir, id);
+      if (!view || view.state === 'deleted') {
+        await content.removeAll();
+        continue;
+      }
+      await recoverContent(content.layout);
+      for (const name of await readdirOrEmpty(content.layout.versions)) {
+        const version = Number(name);
+        const kept = view.context.versions.some((v) => v.version === version && v.status === 'ready');
+        if (kept || (await this.build(buildIdOf(id, version)))?.state === 'ready') continue;
+        await removeReadOnlyTree(content.versionDir(version));
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------- helpers
+
+  private async content(caller: Caller, id: string): Promise<EnvironmentContent> {
+    await this.deps.environments.context(caller, id);
+    return EnvironmentContent.of(this.deps.runtime.dataDir, id, { maxFileBytes: this.deps.runtime.settings.maxFileBytes });
+  }
+
+  private build(buildId: string) {
+    return this.deps.runtime.build(buildId);
+  }
+
+  private async logOf(buildId: string, c: BuildContext | undefined): Promise<string> {
+    if (!c?.log) return this.deps.runtime.liveLogs.get(buildId)?.toString() ?? '';
+    const chunks: Buffer[] = [];
+    for await (const chunk of this.deps.artifacts.read(c.log, 0, c.log.size)) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}
+
+function versionEntry(v: VersionSummary, active: number | null): VersionEntry {
+  return {
+    version: v.version,
+    status: v.status,
+    started_at: seconds(v.startedAt)!,
+    finished_at: seconds(v.finishedAt),
+    packages: v.packages,
+    size: v.sizeBytes,
+    error: v.error,
+    active: v.version === active,
+  };
+}
+
+const versionList = (id: string, ctx: EnvironmentContext): VersionList => ({
+  environment: id,
+  active: ctx.activeVersion,
+  latest: ctx.latestVersion || null,
+  versions: ctx.versions.map((v) => versionEntry(v, ctx.activeVersion)),
+});
+
+async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+}

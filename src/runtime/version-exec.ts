@@ -1,0 +1,69 @@
+/**
+ * What an execution that reads a content version gets (seed 001 §6): the version directory mounted read-only at
+ * `/env/<slug>` (enforced: a read-only bind, which refuses writes even for root), PATH starting with its
+ * `.venv/bin` and `node_modules/.bin`, PYTHONPATH and NODE_PATH starting with it, PROJECT_ROOT naming it.
+ *
+ * native, contained profile: the executor's own bubblewrap gets the mount (ExecSpec.mounts).
+ * native, uncontained profile: the command is wrapped in bubblewrap that keeps the host as writable as it was, with
+ *   the version bound read-only and Berth's data directory hidden (so the version cannot be written by its host path
+ *   either). Without bubblewrap such executions are refused (unavailable): a mount that is only described is not one.
+ * docker: refused (unavailable) for now: a running container cannot gain a mount, and allocation-time binds of the
+ *   version are not built yet (README: Environment content).
+ *
+ * The version directory is immutable, so an execution keeps reading the version it started with even when another
+ * is activated meanwhile; the next execution reads the new one.
+ */
+import { existsSync } from 'node:fs';
+import { BerthError } from '../../schemas/errors.ts';
+import type { Profile } from '../../schemas/profile.ts';
+import { EnvironmentContent } from '../content/environment-content.ts';
+import { DEFAULT_PATH } from '../providers/command-env.ts';
+import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
+import type { ReadOnlyMount } from '../providers/provider.ts';
+import type { Services } from './services.ts';
+
+export interface VersionedExec {
+  command: string[];
+  env: Record<string, string>;
+  mounts?: ReadOnlyMount[];
+}
+
+const prepend = (first: string, rest: string | undefined): string => (rest ? `${first}:${rest}` : first);
+
+/** The variables a session of the version at `mount` runs with, over `env`. */
+export function versionEnv(env: Record<string, string>, mount: string): Record<string, string> {
+  return {
+    ...env,
+    PATH: prepend(`${mount}/.venv/bin:${mount}/node_modules/.bin`, env.PATH ?? DEFAULT_PATH),
+    PYTHONPATH: prepend(mount, env.PYTHONPATH),
+    NODE_PATH: prepend(`${mount}/node_modules`, env.NODE_PATH),
+    PROJECT_ROOT: mount,
+  };
+}
+
+export async function versionedExec(
+  services: Services,
+  p: { target: { environmentId: string }; version: number; command: string[]; cwd?: string },
+  profile: Profile,
+  env: Record<string, string>,
+): Promise<VersionedExec> {
+  const { content } = services;
+  const environmentId = p.target.environmentId;
+  const notReady = (message: string) => new BerthError('environment_not_ready', message, { environmentId, version: p.version });
+  if (!content) throw notReady('The environments content chapter is switched off; this execution names a version.');
+  const environment = await content.environment(environmentId);
+  if (!environment) throw new BerthError('environment_not_found', 'No such environment.', { environmentId });
+  const source = EnvironmentContent.of(content.dataDir, environmentId).versionDir(p.version);
+  if (!existsSync(source)) throw notReady(`Version ${p.version} is not on disk any more.`);
+  const mount = `/env/${environment.slug}`;
+  const mounts = [{ source, target: mount }];
+  if (profile.provider === 'docker') {
+    throw new BerthError('unavailable', 'Content versions are not mounted into Docker allocations yet; use a native environment.', { environmentId });
+  }
+  if (profile.contain) return { command: p.command, env: versionEnv(env, mount), mounts };
+  const bwrap = findBubblewrap();
+  if (!bwrap) throw new BerthError('unavailable', `Mounting ${mount} read-only needs bubblewrap (bwrap), which is not installed.`, { environmentId });
+  const chdir = p.cwd ?? env.HOME ?? '/';
+  const wrap = bubblewrapArgv(bwrap, { hostWritable: true, mounts, hidden: [content.dataDir], chdir });
+  return { command: [...wrap, ...p.command], env: versionEnv(env, mount) };
+}
