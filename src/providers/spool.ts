@@ -447,6 +447,12 @@ export class Spool {
     return undefined;
   }
 
+  /** Closes the output files kept open for reading; the spool stays usable (they reopen on demand). */
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+  }
+
   /** Drops the operation's directory: only once its output is saved elsewhere. */
   async release(operationId: string): Promise<void> {
     this.receipts.delete(operationId);

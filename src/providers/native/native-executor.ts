@@ -378,6 +378,11 @@ export class NativeExecutor implements Executor {
     });
   }
 
+  /** Lets go of cached descriptors (the provider calls it when the allocation goes). Operations keep running. */
+  close(): void {
+    this.spool.close();
+  }
+
   async release(operationId: string): Promise<void> {
     const receipt = await this.status(operationId);
     if (receipt.state === 'running') {

@@ -22,6 +22,7 @@ export class NativeProvider implements Provider {
   readonly ownership = 'borrowed' as const;
 
   private readonly dataDir: string;
+  private readonly executors = new Map<string, NativeExecutor>();
 
   constructor(private readonly options: NativeProviderOptions) {
     this.dataDir = resolve(options.dataDir);
@@ -48,6 +49,8 @@ export class NativeProvider implements Provider {
   }
 
   async deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'> {
+    this.executors.get(ref.allocationId)?.close();
+    this.executors.delete(ref.allocationId);
     try {
       await rmdir(this.spoolDir(ref.allocationId));
     } catch {
@@ -56,16 +59,23 @@ export class NativeProvider implements Provider {
     return 'terminated';
   }
 
+  /** One executor per allocation: it holds caches (open output files, receipts) that several callers share. */
   executor(ref: AllocationRef, profile: Profile): Executor {
-    return new NativeExecutor({
-      spoolDir: this.spoolDir(ref.allocationId),
-      profile,
-      hidden: [this.dataDir],
-      graceMs: this.options.graceMs,
-    });
+    let executor = this.executors.get(ref.allocationId);
+    if (!executor) {
+      const spoolDir = this.spoolDir(ref.allocationId);
+      executor = new NativeExecutor({ spoolDir, profile, hidden: [this.dataDir], graceMs: this.options.graceMs });
+      this.executors.set(ref.allocationId, executor);
+    }
+    return executor;
   }
 
   async available(): Promise<boolean> {
     return true;
+  }
+
+  async close(): Promise<void> {
+    for (const executor of this.executors.values()) executor.close();
+    this.executors.clear();
   }
 }
