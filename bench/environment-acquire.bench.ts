@@ -18,7 +18,7 @@ import type { AllocationIntent } from '../src/providers/provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 
-const COLD_RUNS = Number(process.env.BENCH_RUNS ?? 9);
+const COLD_RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const REUSE_RUNS = 3000;
 const COLD_TARGET = 1.15;
 const REUSE_TARGET_MS = 2;
