@@ -110,13 +110,16 @@ export class NativeExecutor implements Executor {
     const child = spawn('/bin/sh', [...args, '--', ...argv], { detached: true, stdio: 'ignore', env: spec.env, cwd: '/' });
     child.unref();
     const op = liveFor(dir);
-    op.supervisor = child;
+    // A duplicate submit racing this one may start a second supervisor; the first tracked one stays tracked.
+    op.supervisor ??= child;
     let exit: { code: number | null } | { error: Error } | undefined;
     const settle = (outcome: NonNullable<typeof exit>): void => {
       exit ??= outcome;
-      if (op.supervisor === child) op.supervisor = undefined;
-      op.stdin?.destroy();
-      op.stdin = undefined;
+      if (op.supervisor === child) {
+        op.supervisor = undefined;
+        op.stdin?.destroy();
+        op.stdin = undefined;
+      }
       notify(dir);
       forget(dir);
     };
