@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Berth } from '../../src/client/berth-client.ts';
 import { startServer, tokens, type BerthServer } from './berth-server.ts';
-import { emitScript, expectedOutput } from './fixtures/emit-bytes.mjs';
+import { emitScript, expectedOutput } from '../fixtures/emit-bytes.mjs';
 
 let server: BerthServer;
 let client: Berth;

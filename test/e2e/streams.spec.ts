@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outputEventDataSchema } from '../../schemas/api.ts';
 import { SseParser, type ParsedSseEvent } from '../../src/client/sse-parser.ts';
 import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from './berth-server.ts';
-import { emitScript, expectedOutput } from './fixtures/emit-bytes.mjs';
+import { emitScript, expectedOutput } from '../fixtures/emit-bytes.mjs';
 import { rawConnect } from './raw-ws-client.ts';
 
 let server: BerthServer;
