@@ -134,6 +134,8 @@ export const submitExecutionBody = z
     operationId: operationIdSchema,
     environment: resourceIdParam.optional(),
     session: resourceIdParam.optional(),
+    /** A harness (seed 001 §5): its environment is the default when `environment` is absent. */
+    harness: resourceIdParam.optional(),
     command: z.union([z.array(commandArg).min(1).max(4096), commandArg.min(1)]),
     cwd: z.string().min(1).max(4096).optional(),
     env: z
@@ -151,10 +153,11 @@ export const submitExecutionBody = z
       })
       .optional(),
   })
-  .refine((b) => (b.environment === undefined) !== (b.session === undefined), {
-    message: 'exactly one of environment or session is required',
+  .refine((b) => (b.environment === undefined) !== (b.session === undefined) || (b.harness !== undefined && b.environment === undefined && b.session === undefined), {
+    message: 'exactly one of environment or session is required (or a harness, which names the environment)',
     path: ['environment'],
-  });
+  })
+  .refine((b) => b.harness === undefined || b.session === undefined, { message: 'a harness and a session do not go together', path: ['harness'] });
 
 export const executionRecordSchema = z.looseObject({
   id: z.string(),

@@ -110,8 +110,9 @@ export async function treeBytes(dir: string): Promise<number> {
     await Promise.all(
       entries.map(async (entry) => {
         const p = path.join(d, entry.name);
-        if (entry.isDirectory()) await walk(p);
-        else total += (await lstat(p)).size;
+        if (entry.isDirectory()) return walk(p);
+        const { size } = await lstat(p); // read before adding: `total += await …` would add to a stale total
+        total += size;
       }),
     );
   };

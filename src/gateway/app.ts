@@ -21,10 +21,13 @@ import { activityPlugin } from './routes/activity.ts';
 import { allocationsPlugin } from './routes/allocations.ts';
 import { capabilitiesPlugin } from './routes/capabilities.ts';
 import { catalogPlugin } from './routes/catalog.ts';
+import { environmentBuildsPlugin } from './routes/environment-builds.ts';
+import { environmentFilesPlugin } from './routes/environment-files.ts';
 import { environmentsPlugin } from './routes/environments.ts';
 import { eventsPlugin } from './routes/events.ts';
 import { executionStreamsPlugin } from './routes/execution-streams.ts';
 import { executionsPlugin } from './routes/executions.ts';
+import { harnessesPlugin } from './routes/harnesses.ts';
 import { healthPlugin } from './routes/health.ts';
 import { openApiPlugin } from './routes/openapi.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
@@ -83,6 +86,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     healthPlugin,
     capabilitiesPlugin,
     environmentsPlugin,
+    environmentFilesPlugin,
+    environmentBuildsPlugin,
+    harnessesPlugin,
     allocationsPlugin,
     sessionsPlugin,
     executionsPlugin,

@@ -1,0 +1,52 @@
+/**
+ * How the Environments content chapter's route plugins differ from the others: every route answers 404 (as an
+ * unknown route does) when the runtime has no content chapter (switched off: `api.content` absent); a `{path}` at the
+ * end of a route template matches the rest of the URL (file paths have slashes; each segment is percent-decoded);
+ * and bodies may be raw bytes: `raw` passes every body through as a stream (a file's bytes, whatever its content
+ * type), `archive` passes everything but application/json through (parsed as JSON for the git import).
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { BerthError } from '../../schemas/errors.ts';
+import type { ContentApi } from '../runtime/content-api.ts';
+import { resourcePlugin, type GatewayDeps, type ResourcePlugin, type RouteDef } from './route.ts';
+
+export interface ContentRouteGroup {
+  routes: RouteDef[];
+  body?: 'json' | 'raw' | 'archive';
+}
+
+/** The content API, or the 404 an unknown route gets. */
+export function contentOf(deps: GatewayDeps, method: string, url: string): ContentApi {
+  if (deps.api.content) return deps.api.content;
+  const path = url.split('?')[0]!.slice(0, 200);
+  throw new BerthError('not_found', `No route ${method} ${path}.`, { method, path });
+}
+
+export function contentPlugin(groups: ContentRouteGroup[]): ResourcePlugin {
+  const plugin: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, opts) => {
+    app.addHook('onRequest', async (request) => void contentOf(opts.deps, request.method, request.url));
+    // A trailing {path} takes the rest of the URL; the handlers read it under its declared name.
+    app.addHook('onRoute', (route) => {
+      route.url = route.url.replace(/\/:path$/, '/*');
+    });
+    app.addHook('preValidation', async (request) => {
+      const params = request.params as Record<string, string>;
+      if (params && '*' in params) {
+        params.path = params['*']!;
+        delete params['*'];
+      }
+    });
+    for (const group of groups) {
+      await app.register(async (child) => {
+        if (group.body === 'raw' || group.body === 'archive') {
+          const json = child.getDefaultJsonParser('error', 'error');
+          child.removeAllContentTypeParsers();
+          if (group.body === 'archive') child.addContentTypeParser('application/json', { parseAs: 'string' }, json);
+          child.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+        }
+        await resourcePlugin(group.routes)(child, opts);
+      });
+    }
+  };
+  return Object.assign(plugin, { routes: groups.flatMap((g) => g.routes) });
+}
