@@ -49,9 +49,9 @@ const providers: ProviderKind[] = ['native', 'docker'];
 describe.each(providers)('executions through the runtime API, %s provider', (kind) => {
   const skip = kind === 'docker' && !dockerAvailable;
   const labels = kind === 'docker' ? newTestRun() : false;
-  const dir = tempDir(`berth-exec-${kind}-`);
+  let dir: ReturnType<typeof tempDir> | undefined;
   /** Where a command can leave a file the test reads back: the host, or the container's /tmp. */
-  const scratch = kind === 'native' ? dir.path : '/tmp';
+  let scratch = '/tmp';
   let berth: Berth;
   let environment: string;
   const records: ExecutionRecord[] = [];
@@ -61,14 +61,19 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
 
   beforeAll(async () => {
     if (skip) return;
+    dir = tempDir(`berth-exec-${kind}-`);
+    if (kind === 'native') scratch = dir.path;
     berth = await startTestBerth(join(dir.path, 'data'), labels);
     environment = await environmentFor(berth.api, kind);
   });
 
   afterAll(async () => {
+    // A failed test must not leave its command running: cancel whatever is still unfinished.
+    const open = berth ? ((await berth.api.activity(caller)) as { id: string; unfinished: boolean }[]).filter((x) => x.unfinished) : [];
+    for (const x of open) await berth.api.cancelExecution(caller, x.id).then(() => settled(berth.api, x.id), () => undefined);
     await berth?.stop();
     if (labels) await removeTestResources(labels);
-    dir.remove();
+    dir?.remove();
   });
 
   it.skipIf(skip)('should run an operationId once and refuse the same id with another command', async () => {
@@ -131,8 +136,9 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
     const { api } = berth;
     const submitted = await api.submitExecution(caller, { operationId: `cancel-${uid()}`, environment, command: ['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'] });
     await until('running', async () => ((await api.getExecution(caller, submitted.id)).status === 'running' ? true : undefined));
-    const alive = kind === 'native' ? await nativeTree(submitted.id) : await containerSleeps();
-    expect(alive.length).toBeGreaterThanOrEqual(kind === 'native' ? 3 : 2);
+    // `started` is written as the command is launched, a moment before it has made its own process group.
+    const expected = kind === 'native' ? 3 : 2;
+    await until('the whole tree', async () => ((kind === 'native' ? await nativeTree(submitted.id) : await containerSleeps()).length >= expected ? true : undefined));
 
     await api.cancelExecution(caller, submitted.id);
     const record = await settled(api, submitted.id);

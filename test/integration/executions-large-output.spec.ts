@@ -32,13 +32,14 @@ const providers: ProviderKind[] = ['native', 'docker'];
 
 describe.each(providers)('256 MiB of stdout, %s provider', (kind) => {
   const labels = kind === 'docker' ? newTestRun() : false;
-  const dir = tempDir(`berth-large-${kind}-`);
+  let dir: ReturnType<typeof tempDir> | undefined;
   afterAll(async () => {
     if (labels) await removeTestResources(labels);
-    dir.remove();
+    dir?.remove();
   });
 
   it.skipIf(kind === 'docker' && !dockerAvailable)('should save it intact and read it back by cursor', { timeout: 180_000 }, async () => {
+    dir = tempDir(`berth-large-${kind}-`);
     const berth = await startTestBerth(join(dir.path, 'data'), labels);
     try {
       const { api } = berth;
