@@ -15,6 +15,7 @@ import { BerthApi, type BerthApiOptions } from './berth-api.ts';
 import { BerthRuntime } from './berth-runtime.ts';
 import type { Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance-tasks.ts';
+import { DataDirLock } from './data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
 import type { ContentRuntime } from './content-runtime.ts';
 import { contentSettings, type ContentSettings } from './content-settings.ts';
@@ -47,6 +48,7 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
 
 export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const { dataDir } = opts.settings;
+  const lock = await DataDirLock.acquire(dataDir);
   const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir));
   const shutdown = new AbortController();
   let actors: ActorRuntime<Services> | undefined;
@@ -90,34 +92,35 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     services.content = contentRuntime;
   }
   let runtime: BerthRuntime<Services> | undefined;
-  runtime = await BerthRuntime.start<Services>({
-    settings: opts.settings,
-    runtimeId: opts.runtimeId,
-    ...(opts.logger ? { logger: opts.logger } : {}),
-    services,
-    shutdown,
-    onActors: (a) => {
-      actors = a;
-    },
-    maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections, providers }),
-  }).catch(async (e) => {
+  let api: BerthApi;
+  try {
+    runtime = await BerthRuntime.start<Services>({
+      settings: opts.settings,
+      runtimeId: opts.runtimeId,
+      ...(opts.logger ? { logger: opts.logger } : {}),
+      services,
+      shutdown,
+      onActors: (a) => {
+        actors = a;
+      },
+      maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections, providers }),
+    });
+    try {
+      // Recovery reconciles the active-allocation index before work is admitted.
+      await settleActiveAllocations(runtime.actors, runtime.projections);
+      api = new BerthApi(runtime, services, opts);
+      // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is
+      // settled before work is admitted.
+      await api.content?.recover();
+    } catch (e) {
+      await runtime.stop();
+      throw e;
+    }
+  } catch (e) {
     await providers.close();
+    await lock.release();
     throw e;
-  });
-  // Recovery reconciles the active-allocation index before work is admitted.
-  await settleActiveAllocations(runtime.actors, runtime.projections).catch(async (e) => {
-    await runtime!.stop();
-    await providers.close();
-    throw e;
-  });
-  const api = new BerthApi(runtime, services, opts);
-  // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is settled
-  // before work is admitted.
-  await api.content?.recover().catch(async (e) => {
-    await runtime!.stop();
-    await providers.close();
-    throw e;
-  });
+  }
   return {
     runtime,
     api,
@@ -125,6 +128,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     async stop() {
       await runtime!.stop();
       await providers.close();
+      await lock.release();
     },
   };
 }
