@@ -5,7 +5,7 @@
  * and bodies may be raw bytes: `raw` passes every body through as a stream (a file's bytes, whatever its content
  * type), `archive` passes everything but application/json through (parsed as JSON for the git import).
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { BerthError } from '../../schemas/errors.ts';
 import type { ContentApi } from '../runtime/content-api.ts';
 import { resourcePlugin, type GatewayDeps, type ResourcePlugin, type RouteDef } from './route.ts';
@@ -49,4 +49,19 @@ export function contentPlugin(groups: ContentRouteGroup[]): ResourcePlugin {
     }
   };
   return Object.assign(plugin, { routes: groups.flatMap((g) => g.routes) });
+}
+
+/**
+ * A raw request body as bytes for the content layer. Stopping early (a refused archive, an oversized file) must not
+ * destroy the request: that would close the socket before the error answer is written. Node discards the rest.
+ */
+export function requestBytes(request: FastifyRequest): AsyncIterable<Uint8Array> {
+  const body = request.body as AsyncIterable<Uint8Array> | undefined;
+  if (!body) return (async function* () {})();
+  return {
+    [Symbol.asyncIterator]: () => {
+      const it = body[Symbol.asyncIterator]();
+      return { next: () => it.next(), return: async () => ({ done: true as const, value: undefined }) };
+    },
+  };
 }

@@ -3,7 +3,6 @@
  * content type), make a directory, remove a file or tree, and import a whole project (a zip, tar or tar.gz body, or
  * `{"git": {"url", "ref"}, "replace"}` as JSON). Nothing here changes what sessions see until the next build.
  */
-import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { idParams } from '../../../schemas/api.ts';
 import {
@@ -17,7 +16,7 @@ import {
   importResultSchema,
 } from '../../../schemas/content-api.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
-import { contentOf, contentPlugin } from '../content-plugin.ts';
+import { contentOf, contentPlugin, requestBytes } from '../content-plugin.ts';
 import { parseOrReject } from '../parse-request.ts';
 import { defineRoute } from '../route.ts';
 
@@ -98,9 +97,9 @@ export const environmentFilesPlugin = contentPlugin([
           responses: { 200: { description: 'Written', schema: fileWrittenSchema } },
         },
         async ({ deps, caller, params, request, reply }) => {
-          const body = (request.body as Readable | undefined) ?? [];
+          const content = contentOf(deps, request.method, request.url);
           try {
-            return await contentOf(deps, request.method, request.url).writeFile(caller, params.id, params.path, body, declaredLength(request.headers['content-length']));
+            return await content.writeFile(caller, params.id, params.path, requestBytes(request), declaredLength(request.headers['content-length']));
           } catch (e) {
             // The rest of an oversized body is not read: the connection closes after the answer.
             if (isBerthError(e, 'file_too_large')) reply.header('connection', 'close');
@@ -124,14 +123,19 @@ export const environmentFilesPlugin = contentPlugin([
           query: importQuery,
           responses: { 200: { description: 'What landed and what was dropped', schema: importResultSchema } },
         },
-        async ({ deps, caller, params, query, request }) => {
+        async ({ deps, caller, params, query, request, reply }) => {
           const content = contentOf(deps, request.method, request.url);
           if (request.headers['content-type']?.startsWith('application/json')) {
             const body = parseOrReject(gitImportBody, request.body, 'body');
             return content.importGit(caller, params.id, body.git, { replace: body.replace ?? query.replace ?? false });
           }
-          const body = (request.body as Readable | undefined) ?? [];
-          return content.importArchive(caller, params.id, body, { replace: query.replace ?? false });
+          try {
+            return await content.importArchive(caller, params.id, requestBytes(request), { replace: query.replace ?? false });
+          } catch (e) {
+            // A refused archive is not read to its end (a bomb): the connection closes after the answer.
+            reply.header('connection', 'close');
+            throw e;
+          }
         },
       ),
     ],
