@@ -14,7 +14,7 @@ commands:
   exec     run a command on a running server, like docker exec (-i stdin, -t terminal)
   logs     print an execution's output (-f to follow it)
   ps       list active allocations and unfinished executions
-  env      manage environments and their allocations
+  env      manage environments, their allocations and content (push, build, versions, activate)
   run      run a command through an in-process runtime on the data directory
   events   print the event log (--follow to keep tailing)
   replay   print a stream's events with the machine state before -> after each

@@ -28,7 +28,7 @@ export function serverUrl(flag: string | undefined, env: NodeJS.ProcessEnv = pro
   return `http://${host.includes(':') ? `[${host}]` : host}:${env.BERTH_PORT || 7420}`;
 }
 
-function serverToken(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+export function serverToken(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   const token = flag ?? (env.BERTH_TOKEN || undefined);
   if (token) return token;
   const file = join(resolve(env.BERTH_DATA_DIR || './.berth'), 'token');

@@ -14,7 +14,7 @@ export function send(
   headers: Record<string, string> = {},
   token = tokens.alice,
 ): Promise<Response> {
-  return fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, body });
+  return fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, body: body as BodyInit | undefined });
 }
 
 /** `{status, body}` of an answer, the body parsed as JSON when it is. */
