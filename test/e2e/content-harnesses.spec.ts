@@ -3,12 +3,16 @@
  * harnesses of one environment, executions through a harness, and a harness that outlives its environment.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { craftTar } from '../unit/content/crafted-tar.ts';
 import { startServer, tokens, type BerthServer } from './berth-server.ts';
-import { build, createNamed, expectError, putFile, run, send } from './content-client.ts';
+import { answer, build, createNamed, expectError, putFile, run, send } from './content-client.ts';
+import { OpenApiCheck, type OpenApiDocument } from './openapi-check.ts';
 
 let server: BerthServer;
+let openapi: OpenApiCheck;
 beforeAll(async () => {
   server = await startServer();
+  openapi = new OpenApiCheck(await server.json<OpenApiDocument>('/v1/openapi.json', { token: null }));
 });
 afterAll(() => server?.close());
 
@@ -68,5 +72,39 @@ describe('harnesses (seed 001 §5)', () => {
     const body = { operationId: `orphan-${Date.now()}`, harness: harness.id, command: 'true' };
     await expectError(post('/v1/executions', body), 404, 'environment_not_found');
     expect(await server.json(`/v1/executions?operationId=${body.operationId}`)).toEqual([]);
+  });
+});
+
+describe('the content chapter in its documented shapes', () => {
+  it('should answer every content endpoint with the shape its OpenAPI document gives', async () => {
+    const env = await createNamed(server, 'Documented Shapes');
+    const e = `/v1/environments/${env.id}`;
+    const check = async (method: string, template: string, path: string, status: number, body?: string, headers: Record<string, string> = {}) => {
+      const got = await answer(await send(server, method, path, body, headers));
+      expect(got.status, `${method} ${path}: ${JSON.stringify(got.body).slice(0, 300)}`).toBe(status);
+      if (status !== 204) openapi.expect(method, template, status, got.body);
+      return got.body;
+    };
+    const json = { 'content-type': 'application/json' };
+    await check('PUT', '/v1/environments/{id}/files/{path}', `${e}/files/setup.sh`, 200, 'echo ok\n');
+    await check('POST', '/v1/environments/{id}/directories', `${e}/directories`, 201, '{"path":"d"}', json);
+    await check('POST', '/v1/environments/{id}/import', `${e}/import`, 200, craftTar([{ name: 'a.txt', content: Buffer.from('a') }]) as unknown as string);
+    await check('GET', '/v1/environments/{id}/files', `${e}/files`, 200);
+    await check('DELETE', '/v1/environments/{id}/files/{path}', `${e}/files/d`, 204);
+    const started = await check('POST', '/v1/environments/{id}/build', `${e}/build`, 202);
+    for (;;) {
+      const record = await check('GET', '/v1/environments/{id}/builds/{version}', `${e}/builds/${started.version}`, 200);
+      if (record.status !== 'building') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await check('GET', '/v1/environments/{id}/versions', `${e}/versions`, 200);
+    await check('POST', '/v1/environments/{id}/versions/{version}/activate', `${e}/versions/1/activate`, 200);
+    const harness = await check('POST', '/v1/harnesses', '/v1/harnesses', 201, JSON.stringify({ name: 'shaped', environment: env.id }), json);
+    await check('GET', '/v1/harnesses', '/v1/harnesses', 200);
+    await check('GET', '/v1/harnesses/{id}', `/v1/harnesses/${harness.id}`, 200);
+    await check('PUT', '/v1/harnesses/{id}', `/v1/harnesses/${harness.id}`, 200, '{"name":"reshaped"}', json);
+    await check('GET', '/v1/environments/{id}/harnesses', `${e}/harnesses`, 200);
+    await check('DELETE', '/v1/harnesses/{id}', `/v1/harnesses/${harness.id}`, 204);
+    openapi.expect('GET', '/v1/environments/{id}', 200, await server.json(e));
   });
 });

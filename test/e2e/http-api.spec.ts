@@ -45,6 +45,12 @@ describe('OpenAPI', () => {
         'get /v1/sessions/{id}', 'post /v1/executions', 'get /v1/executions', 'get /v1/executions/{id}',
         'post /v1/executions/{id}/cancel', 'get /v1/executions/{id}/output', 'get /v1/executions/{id}/events',
         'get /v1/executions/{id}/stream', 'get /v1/activity', 'get /v1/catalog', 'get /v1/streams/{stream}', 'get /v1/events',
+        // The Environments content chapter (issue 6; test/e2e/content-*.spec.ts).
+        'get /v1/environments/{id}/files', 'get /v1/environments/{id}/files/{path}', 'put /v1/environments/{id}/files/{path}',
+        'delete /v1/environments/{id}/files/{path}', 'post /v1/environments/{id}/directories', 'post /v1/environments/{id}/import',
+        'post /v1/environments/{id}/build', 'get /v1/environments/{id}/builds/{version}', 'get /v1/environments/{id}/versions',
+        'post /v1/environments/{id}/versions/{version}/activate', 'get /v1/environments/{id}/harnesses', 'post /v1/harnesses',
+        'get /v1/harnesses', 'get /v1/harnesses/{id}', 'put /v1/harnesses/{id}', 'delete /v1/harnesses/{id}',
       ].sort(),
     );
     expect(openapi.doc.openapi).toBe('3.1.0');
