@@ -1,7 +1,11 @@
 /**
  * The event-sourced actor runtime (DESIGN §4): per-actor mailboxes; load (cache, else latest snapshot + later
- * events); validate; decide with the pure transition; append one event at the revision decided on; then run the
- * yielded actions as effects whose outcomes come back as events. Also epoch fencing, snapshots and recovery.
+ * events); validate; decide with the pure transition; append at the revision decided on; then run the yielded
+ * actions as effects whose outcomes come back as events. Also epoch fencing, snapshots and recovery.
+ *
+ * An effect that returns several events has them decided one after another in one mailbox job and appended in one
+ * store append (one transaction), each with its own revision and metadata; the effects of their transitions then
+ * start in order. Every event is still durable before the effects it yields, at the cost of one write, not several.
  *
  * Effects run outside the mailbox, after their event is durable. An effect must turn its own failures into events
  * (`…failed`, or `…unknown` when it cannot tell whether it happened): an effect that throws is only logged, and
@@ -89,6 +93,14 @@ export interface RecoveryReport {
 }
 
 const RESERVED_TYPES = new Set(['runtime', 'snapshot']);
+
+/** One accepted event of a command: what is appended, and the transition it makes. */
+interface Step {
+  stored: EventData;
+  revision: bigint;
+  next: AnyMachineSnapshot;
+  actions: YieldedAction[];
+}
 
 export class ActorRuntime<S = unknown> {
   readonly runtimeId: string;
@@ -228,53 +240,88 @@ export class ActorRuntime<S = unknown> {
       const stream = this.streamFor(actorType, id);
       this.started();
       const event = validateIncoming(actorType, raw);
-      return this.track(this.mailboxes.post(stream, () => this.decideAndAppend(actorType, id, stream, event, opts, onReject)));
+      return this.track(this.mailboxes.post(stream, () => this.decideAndAppend(actorType, id, stream, [event], opts, onReject)));
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
+  /**
+   * An effect's outcomes for its own actor, as one mailbox job and one append. Each event the actor's state refuses
+   * (or that fails its schema) is logged and left out, as a refused single outcome is; the others still go in.
+   */
+  private sendOutcomes(actorType: ActorType, id: string, stream: string, events: DomainEvent[], opts: SendOptions, action: string) {
+    const valid: DomainEvent[] = [];
+    for (const event of events) {
+      try {
+        valid.push(validateIncoming(actorType, event));
+      } catch (err) {
+        this.logger.warn({ err, stream, action, event: event?.type }, 'an effect outcome was refused');
+      }
+    }
+    if (valid.length === 0) return Promise.resolve(undefined);
+    const refused = (err: unknown, event: DomainEvent) =>
+      this.logger.warn({ err, stream, action, event: event.type }, 'an effect outcome was refused');
+    return this.track(this.mailboxes.post(stream, () => this.decideAndAppend(actorType, id, stream, valid, opts, refused)));
+  }
+
+  /**
+   * Decides `events` in order on the actor's current state and appends the accepted ones in one append at the
+   * revision decided on; on a lost race, folds what the other writer appended and decides them all again. A refused
+   * event throws (`send`), is skipped silently (`recover`), or is reported to a callback and left out (outcomes).
+   */
   private async decideAndAppend(
     actorType: ActorType,
     id: string,
     stream: string,
-    event: DomainEvent,
+    events: DomainEvent[],
     opts: SendOptions,
-    onReject: 'throw' | 'skip',
+    onReject: 'throw' | 'skip' | ((error: unknown, event: DomainEvent) => void),
   ): Promise<SendResult | undefined> {
     const identity = this.started();
     let actor = await this.load(actorType, id, stream);
     let lastConflict: unknown;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
-      const decision = decide(actorType, actor.snapshot, event);
-      if (!decision.accepted) {
-        if (onReject === 'skip') return undefined;
-        this.stats.rejected++;
-        throw decision.error;
+      const steps: Step[] = [];
+      const refused: [unknown, DomainEvent][] = [];
+      let at = actor;
+      for (const event of events) {
+        const decision = decide(actorType, at.snapshot, event);
+        if (!decision.accepted) {
+          if (onReject === 'skip') continue;
+          this.stats.rejected++;
+          if (onReject === 'throw') throw decision.error;
+          refused.push([decision.error, event]);
+          continue;
+        }
+        const revision = at.revision + 1n;
+        const { type, data } = splitEvent(event);
+        const eventId = decisionEventId(stream, revision, identity, type, data);
+        const stored: EventData = {
+          id: eventId,
+          type,
+          data,
+          metadata: {
+            runtimeId: identity.runtimeId,
+            epoch: identity.epoch,
+            correlationId: opts.correlationId ?? eventId,
+            causationId: opts.causationId ?? eventId,
+            actorType: actorType.type,
+            from: stateLabel(at.snapshot.value),
+            to: stateLabel(decision.next.value),
+            at: Date.now(),
+            schemaVersion: schemaVersionOf(actorType, type),
+            finished: isFinished(actorType, decision.next),
+          },
+        };
+        steps.push({ stored, revision, next: decision.next, actions: decision.actions });
+        at = { snapshot: decision.next, revision };
       }
-      const revision = actor.revision + 1n;
-      const { type, data } = splitEvent(event);
-      const eventId = decisionEventId(stream, revision, identity, type, data);
-      const stored: EventData = {
-        id: eventId,
-        type,
-        data,
-        metadata: {
-          runtimeId: identity.runtimeId,
-          epoch: identity.epoch,
-          correlationId: opts.correlationId ?? eventId,
-          causationId: opts.causationId ?? eventId,
-          actorType: actorType.type,
-          from: stateLabel(actor.snapshot.value),
-          to: stateLabel(decision.next.value),
-          at: Date.now(),
-          schemaVersion: schemaVersionOf(actorType, type),
-          finished: isFinished(actorType, decision.next),
-        },
-      };
+      if (typeof onReject === 'function') for (const [error, event] of refused) onReject(error, event);
+      if (steps.length === 0) return undefined;
       let result: AppendResult;
       try {
-        result = await this.appendRetryingUnknown(stream, stored, actor.revision < 0n ? 'no_stream' : actor.revision);
+        result = await this.appendRetryingUnknown(stream, steps.map((x) => x.stored), actor.revision < 0n ? 'no_stream' : actor.revision);
       } catch (e) {
         this.cache.drop(stream);
         if (!isWrongExpectedVersion(e)) throw e;
@@ -284,19 +331,27 @@ export class ActorRuntime<S = unknown> {
         actor = await catchUp(this.store, actorType, stream, actor);
         continue;
       }
-      this.stats.appended++;
-      const next: LoadedActor = { snapshot: decision.next, revision };
-      this.cache.put(stream, next);
-      const cause = { id: eventId, type, revision, correlationId: String(stored.metadata!.correlationId) };
-      this.runEffects(actorType, id, stream, cause, decision.actions);
-      this.maybeSnapshot(actorType, stream, next);
+      this.stats.appended += steps.length;
+      this.cache.put(stream, at);
+      steps.forEach(({ stored, revision, actions }, i) => {
+        const cause = {
+          id: stored.id,
+          type: stored.type,
+          revision,
+          correlationId: String(stored.metadata!.correlationId),
+          followedBy: steps.slice(i + 1).map((later) => later.stored.type),
+        };
+        this.runEffects(actorType, id, stream, cause, actions);
+      });
+      this.maybeSnapshot(actorType, stream, actor.revision, at);
+      const last = steps[steps.length - 1];
       return {
-        eventId,
-        revision,
+        eventId: last.stored.id,
+        revision: last.revision,
         position: result.position,
-        state: decision.next.value,
-        context: decision.next.context,
-        snapshot: decision.next,
+        state: last.next.value,
+        context: last.next.context,
+        snapshot: last.next,
       };
     }
     throw lastConflict;
@@ -306,10 +361,10 @@ export class ActorRuntime<S = unknown> {
    * An `unavailable` append may or may not have been written: it is retried with the same id and the same exact
    * expected revision, which the store recognises as already written if it was (DESIGN §3).
    */
-  private async appendRetryingUnknown(stream: string, event: EventData, expected: ExpectedRevision) {
+  private async appendRetryingUnknown(stream: string, events: EventData[], expected: ExpectedRevision) {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store.append(stream, [event], { expectedRevision: expected });
+        return await this.store.append(stream, events, { expectedRevision: expected });
       } catch (e) {
         if (!isBerthError(e, 'unavailable') || attempt >= this.maxAttempts) throw e;
         await new Promise((r) => setTimeout(r, 50 * attempt));
@@ -334,6 +389,7 @@ export class ActorRuntime<S = unknown> {
   ): void {
     const runnable = actions.filter((a) => Object.hasOwn(actorType.effects, a.type));
     if (runnable.length === 0) return;
+    const sendOptions: SendOptions = { correlationId: cause.correlationId, causationId: cause.id };
     const ctx: EffectContext<S> = {
       actorType: actorType.type,
       actorId: id,
@@ -342,7 +398,7 @@ export class ActorRuntime<S = unknown> {
       cause,
       services: this.services,
       send: async (type, actorId, event) => {
-        await this.send(type, actorId, event, { correlationId: cause.correlationId, causationId: cause.id });
+        await this.send(type, actorId, event, sendOptions);
       },
     };
     const run = async () => {
@@ -357,20 +413,22 @@ export class ActorRuntime<S = unknown> {
           this.logger.error({ err, stream, action: action.type, cause: cause.id }, 'effect threw; nothing is sent for it');
           continue;
         }
-        for (const event of outcome ? [outcome].flat() : []) {
-          try {
-            await ctx.send(actorType.type, id, event);
-          } catch (err) {
-            this.logger.warn({ err, stream, action: action.type, event: event.type }, 'an effect outcome was refused');
-          }
+        const events = outcome ? [outcome].flat() : [];
+        try {
+          if (events.length === 1) await ctx.send(actorType.type, id, events[0]);
+          else if (events.length > 1) await this.sendOutcomes(actorType, id, stream, events, sendOptions, action.type);
+        } catch (err) {
+          this.logger.warn({ err, stream, action: action.type, events: events.map((e) => e.type) }, 'an effect outcome was refused');
         }
       }
     };
     void this.track(run());
   }
 
-  private maybeSnapshot(actorType: ActorType, stream: string, actor: LoadedActor): void {
-    if (this.snapshotEvery <= 0 || (actor.revision + 1n) % BigInt(this.snapshotEvery) !== 0n) return;
+  /** Snapshots the actor when the events after revision `from` (up to `actor.revision`) reached a multiple of N. */
+  private maybeSnapshot(actorType: ActorType, stream: string, from: bigint, actor: LoadedActor): void {
+    const every = BigInt(this.snapshotEvery);
+    if (every <= 0n || (actor.revision + 1n) / every === (from + 1n) / every) return;
     const write = writeSnapshot(this.store, stream, {
       revision: actor.revision,
       persisted: persist(actorType.machine, actor.snapshot),

@@ -23,8 +23,12 @@ export interface EffectContext<S = unknown> {
   actorId: string;
   stream: string;
   runtime: RuntimeIdentity;
-  /** The persisted event whose transition yielded this effect (its id is the causationId of what the effect sends). */
-  cause: { id: string; type: string; revision: bigint; correlationId: string };
+  /**
+   * The persisted event whose transition yielded this effect (its id is the causationId of what the effect sends).
+   * `followedBy` names the events appended after it in the same append (an effect's outcomes are appended together):
+   * an effect whose outcome one of them already records has nothing left to report.
+   */
+  cause: { id: string; type: string; revision: bigint; correlationId: string; followedBy?: readonly string[] };
   services: S;
   /** Send an event to any actor through its mailbox; resolves once it is appended (or rejects with a typed error). */
   send(actorType: string, actorId: string, event: DomainEvent): Promise<void>;
@@ -33,6 +37,8 @@ export interface EffectContext<S = unknown> {
 /**
  * An effect runs after its event is durable. Whatever it returns is sent back to the same actor as new events
  * (rule 6); an effect that cannot tell whether it happened returns an event saying `unknown`, it never retries blindly.
+ * Several events returned together are decided in order and appended at once (one write), each still persisted
+ * before the effects of its own transition run.
  */
 export type EffectHandler<P = any, S = any> = (
   params: P,
