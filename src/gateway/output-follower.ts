@@ -20,6 +20,20 @@ export interface FollowOptions {
   signal: AbortSignal;
 }
 
+/** A wait shorter than this that brought nothing is paced, so a runtime that wakes at once cannot make a follower spin. */
+const MIN_IDLE_WAIT_MS = 20;
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+
 export async function* followExecution(
   api: RuntimeApi,
   caller: Caller,
@@ -58,6 +72,11 @@ export async function* followExecution(
       yield { kind: 'status', record, final: true };
       return;
     }
-    if (!progressed && !signal.aborted) await api.waitForOutput(caller, id, pollMs);
+    if (!progressed && !signal.aborted) {
+      const waited = Date.now();
+      await api.waitForOutput(caller, id, pollMs);
+      const early = MIN_IDLE_WAIT_MS - (Date.now() - waited);
+      if (early > 0) await pause(early, signal);
+    }
   }
 }

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outputEventDataSchema } from '../../schemas/api.ts';
-import { SseParser, type ParsedSseEvent } from '../../src/client/sse-parser.ts';
 import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from './berth-server.ts';
 import { emitScript, expectedOutput } from '../fixtures/emit-bytes.mjs';
-import { rawConnect } from './raw-ws-client.ts';
+import { rawConnect } from '../fixtures/raw-ws-client.ts';
+import { outputBytes, readSse } from '../fixtures/sse-reader.ts';
 
 let server: BerthServer;
 let env: string;
@@ -106,32 +106,6 @@ describe('execution WebSocket (client from DESIGN §8 alone)', () => {
     expect(viaQuery.joined('stdout').toString()).toBe('hello\n');
   });
 });
-
-async function readSse(response: Response, until: (events: ParsedSseEvent[]) => boolean): Promise<ParsedSseEvent[]> {
-  const parser = new SseParser();
-  const decoder = new TextDecoder();
-  const events: ParsedSseEvent[] = [];
-  const reader = response.body!.getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    events.push(...parser.push(decoder.decode(value, { stream: true })));
-    if (until(events)) {
-      await reader.cancel();
-      break;
-    }
-  }
-  return events;
-}
-
-const outputBytes = (events: ParsedSseEvent[], stream: string) =>
-  Buffer.concat(
-    events
-      .filter((e) => e.event === 'output')
-      .map((e) => outputEventDataSchema.parse(JSON.parse(e.data)))
-      .filter((d) => d.stream === stream)
-      .map((d) => Buffer.from(d.data, 'base64')),
-  );
 
 describe('SSE', () => {
   it('streams output as id <stream>:<cursor> events and resumes after Last-Event-ID with exactly the missing bytes', async () => {

@@ -1,7 +1,8 @@
 /**
- * Starts the gateway on a real listening socket (port 0) over the in-test FakeRuntimeApi (see its header: a stand-in
- * until the real runtime lands), with a tokens file on disk and the log stream captured, for the gateway-*.spec.ts
- * integration tests.
+ * Starts the gateway in this process over the REAL runtime (startBerth on a temporary data directory, native
+ * provider) on a real listening socket (port 0), with a tokens file on disk, the log stream captured and fault
+ * injection available (faulty-runtime-api.ts), for the gateway-*.spec.ts integration tests. Tests that need the
+ * gateway's limits or internals live here; the end-to-end ones (test/e2e) drive a `berth serve` child instead.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,11 @@ import { buildGateway, type Gateway } from '../../src/gateway/app.ts';
 import { createTokenAuth, loadTokensFile } from '../../src/gateway/auth.ts';
 import type { GatewayLimits } from '../../src/gateway/limits.ts';
 import { listen, type Listener } from '../../src/gateway/listen.ts';
-import { FakeRuntimeApi } from '../unit/gateway/fake-runtime-api.ts';
+import { NativeProvider } from '../../src/providers/native/native-provider.ts';
+import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import type { Caller } from '../../src/runtime/runtime-api.ts';
+import { emitScript } from '../fixtures/emit-bytes.mjs';
+import { withFaults, type FaultyRuntimeApi } from './faulty-runtime-api.ts';
 
 export const tokens = {
   admin: 'admin-token-3f9c2a71b8e04d56',
@@ -20,24 +25,40 @@ export const tokens = {
   bob: 'bob-token-5a4c9e2d7b1f0368a',
 };
 
+export const alice: Caller = { scope: 'alice', role: 'member' };
+
+/** A real command writing `bytes` to stdout (and bytes/8, or `stderrBytes`, to stderr) over `durationMs`. */
+export const emit = (bytes: number, durationMs = 300, stderrBytes?: number): string[] => [
+  process.execPath,
+  emitScript,
+  String(bytes),
+  String(durationMs),
+  ...(stderrBytes === undefined ? [] : [String(stderrBytes)]),
+];
+
 export interface RunningGateway {
   url: string;
   port: number;
-  api: FakeRuntimeApi;
+  berth: Berth;
+  /** The runtime API the gateway serves: the real one, with fault injection. */
+  api: FaultyRuntimeApi;
   gateway: Gateway;
   listener: Listener;
   /** Every log line the gateway wrote. */
   logs: string[];
   headers(token?: string): Record<string, string>;
-  /** Drops every connection and stops listening (the runtime state survives, as across a process restart). */
+  /** Drops every connection and stops listening (the runtime goes on, as behind a restarted proxy). */
   stop(): Promise<void>;
   /** Listens again on the same port. */
   restart(): Promise<void>;
+  /** How many cancellations the execution's stream records (a disconnect must cause none). */
+  cancelRequests(id: string, caller?: Caller): Promise<number>;
   close(): Promise<void>;
 }
 
-export async function startGateway(options: { limits?: Partial<GatewayLimits>; api?: FakeRuntimeApi } = {}): Promise<RunningGateway> {
+export async function startGateway(options: { limits?: Partial<GatewayLimits> } = {}): Promise<RunningGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-gateway-'));
+  const dataDir = join(dir, 'data');
   const tokensFile = join(dir, 'tokens.json');
   writeFileSync(
     tokensFile,
@@ -53,7 +74,12 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits>; a
       done();
     },
   });
-  const api = options.api ?? new FakeRuntimeApi();
+  const berth = await startBerth({
+    settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
+    runtimeId: 'rt_gateway_test',
+    providers: [new NativeProvider({ dataDir })],
+  });
+  const api = withFaults(berth.api);
   const auth = createTokenAuth({ adminToken: tokens.admin, tokens: await loadTokensFile(tokensFile) });
   const gateway = buildGateway({ api, auth, logger: pino({ level: 'debug' }, sink), limits: options.limits });
   let listener = await listen(gateway, { port: 0 });
@@ -61,6 +87,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits>; a
   const running: RunningGateway = {
     url: listener.url,
     port,
+    berth,
     api,
     gateway,
     listener,
@@ -71,9 +98,14 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits>; a
       listener = await listen(gateway, { port });
       running.listener = listener;
     },
+    async cancelRequests(id, caller = alice) {
+      const steps = await berth.api.replay(caller, `execution-${id}`);
+      return steps.filter((s) => s.event.type.startsWith('execution.cancel')).length;
+    },
     async close() {
       await listener.close().catch(() => undefined);
       await gateway.close();
+      await berth.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,7 +1,8 @@
 /**
  * The typed client against a real `berth serve` child that is stopped (SIGTERM) or killed (SIGKILL) mid-command and
  * started again on the same data directory and port: `executions.run` keeps following, the command keeps running
- * (one execution for the operationId, no cancel), and the output it delivers is complete and byte-identical.
+ * (one execution for the operationId, no cancel), and the output it delivers is complete and byte-identical. And a
+ * client too slow to read is closed with 1013 by the server and resumes from its cursors.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Berth } from '../../src/client/berth-client.ts';
@@ -12,7 +13,7 @@ let server: BerthServer;
 let client: Berth;
 
 beforeAll(async () => {
-  server = await startServer();
+  server = await startServer([], { BERTH_LOG_LEVEL: 'info' }); // the 1013 is logged at info
   client = await Berth.connect({ url: server.url, token: tokens.alice, backoff: { initialMs: 50, maxMs: 500, giveUpAfterMs: 60_000 } });
 });
 afterAll(() => server?.close());
@@ -50,5 +51,32 @@ describe.each(['SIGTERM', 'SIGKILL'] as const)('executions.run across a server r
     const steps = await server.json<{ event: { type: string } }[]>(`/v1/streams/execution-${id}`);
     expect(steps.map((s) => s.event.type).filter((t) => t.startsWith('execution.cancel'))).toEqual([]);
     expect(steps.filter((s) => s.event.type === 'execution.dispatched')).toHaveLength(1); // never run twice
+  }, 90_000);
+});
+
+describe('a client that stops reading', () => {
+  it('is closed with 1013 and resumes from its cursors with every byte once', async () => {
+    const env = await client.environments.create({ name: 'slow reader' });
+    // 64 MiB, finished first: more than loopback's kernel buffers (up to 32 MiB receive, 4 MiB send) plus the
+    // server's 2 MiB send bound, available at once, so the server's buffer stays full while this client is stuck.
+    const size = 64 * 1024 * 1024;
+    const submitted = await client.executions.submit({ operationId: `slow-${Date.now()}`, environment: env.id, command: [process.execPath, emitScript, String(size), '0'] });
+    expect((await client.executions.get(submitted.id, { waitMs: 60_000 })).status).toBe('exited');
+    const stdout: Buffer[] = [];
+    let stalled = false;
+    const record = await client.executions.follow(submitted.id, {
+      onStdout: (chunk) => {
+        stdout.push(chunk);
+        if (stalled) return;
+        stalled = true;
+        // Stuck for longer than the server's 10 s stall bound.
+        const until = Date.now() + 12_000;
+        while (Date.now() < until);
+      },
+    });
+    expect(record.status).toBe('exited');
+    expect(Buffer.concat(stdout).equals(expectedOutput('stdout', size))).toBe(true);
+    const logs = server.process.stderr();
+    expect(logs).toContain('closing a websocket client that stopped reading');
   }, 90_000);
 });
