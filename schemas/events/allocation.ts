@@ -25,6 +25,12 @@ export const allocationReportSchema = z.discriminatedUnion('status', [
   z.strictObject({ status: z.literal('fenced'), identity: physicalIdentitySchema, reason: z.string() }),
 ]);
 
+/** A directory bound read-only into a managed allocation when it is made (the content version at /env/<slug>). */
+export const contentMountSchema = z.strictObject({
+  source: z.string().min(1).max(4096),
+  target: z.string().regex(/^\/env\/[a-z0-9-]{1,64}$/),
+});
+
 export const useKindSchema = z.enum(['execution', 'mount', 'admission', 'physical']);
 
 export const allocationEvents = {
@@ -34,6 +40,10 @@ export const allocationEvents = {
     requestId: resourceIdSchema,
     generation: z.number().int().positive(),
     profile: profileSchema,
+    /** The content version the allocation binds (Docker: fixed for its life; absent when it binds none). */
+    contentVersion: z.number().int().positive().optional(),
+    /** Read-only binds made with the allocation: the host directory of `contentVersion` at /env/<slug>. */
+    mounts: z.array(contentMountSchema).max(8).optional(),
     at: atSchema,
   }),
   /** The outcome of the provider call in flight (allocate or inspect). */
@@ -66,3 +76,4 @@ export type AllocationEvent = EventUnion<typeof allocationEvents>;
 export type AllocationReportData = z.output<typeof allocationReportSchema>;
 export type PhysicalIdentityData = z.output<typeof physicalIdentitySchema>;
 export type UseKind = z.output<typeof useKindSchema>;
+export type ContentMountData = z.output<typeof contentMountSchema>;

@@ -20,6 +20,7 @@ import type { SnapshotFrom } from 'xstate';
 import type {
   AllocationEvent,
   AllocationReportData,
+  ContentMountData,
   PhysicalIdentityData,
   UseKind,
 } from '../../schemas/events/allocation.ts';
@@ -45,6 +46,10 @@ export interface AllocationContext {
   requestId: string;
   generation: number;
   profile: Profile;
+  /** The content version bound at allocation (a container cannot gain mounts later); absent when none is. */
+  contentVersion?: number;
+  /** Read-only binds the provider makes with the allocation (the version at /env/<slug>). */
+  mounts?: ContentMountData[];
   /** borrowed (the native host: never destroyed, never idle-reclaimed) or managed (containers Berth creates). */
   ownership: 'borrowed' | 'managed';
   identity: PhysicalIdentityData | null;
@@ -72,6 +77,8 @@ export interface ProviderCallParams {
   environmentId: string;
   generation: number;
   profile: Profile;
+  contentVersion?: number;
+  mounts?: ContentMountData[];
   identity?: PhysicalIdentityData;
 }
 
@@ -98,6 +105,8 @@ const callParams = ({ context }: { context: AllocationContext }): ProviderCallPa
   environmentId: context.environmentId,
   generation: context.generation,
   profile: context.profile,
+  ...(context.contentVersion !== undefined ? { contentVersion: context.contentVersion } : {}),
+  ...(context.mounts?.length ? { mounts: context.mounts } : {}),
   ...(context.identity ? { identity: context.identity } : {}),
 });
 
@@ -181,8 +190,16 @@ const allocationSetup = setup({
     touch: assign({ lastActivityAt: ({ event }) => event.at }),
     recordIntent: assign(({ event }) => {
       if (event.type !== 'allocation.intended') return {};
-      const { environmentId, requestId, generation, profile } = event;
-      return { environmentId, requestId, generation, profile, ownership: ownershipOf(profile) };
+      const { environmentId, requestId, generation, profile, contentVersion, mounts } = event;
+      return {
+        environmentId,
+        requestId,
+        generation,
+        profile,
+        ownership: ownershipOf(profile),
+        ...(contentVersion !== undefined ? { contentVersion } : {}),
+        ...(mounts?.length ? { mounts } : {}),
+      };
     }),
     callAllocate: assign({ call: 'allocate' }),
     callInspect: assign({ call: 'inspect' }),

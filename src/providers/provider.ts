@@ -11,6 +11,13 @@ export interface AllocationIntent {
   requestId: string;
   generation: number;
   profile: Profile;
+  /**
+   * Read-only binds made with the allocation (Docker: a running container cannot gain mounts, so the active content
+   * version is bound at /env/<slug> when the container is created). Native allocations take mounts per command.
+   */
+  mounts?: ReadOnlyMount[];
+  /** The content version `mounts` binds, recorded with the intent and on the container's labels. */
+  contentVersion?: number;
 }
 
 /** The physical identity of an allocation. `incarnation` (container id + start time) fences it. */

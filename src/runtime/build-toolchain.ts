@@ -6,16 +6,25 @@
  * absolute path). The network follows the profile (`network: none` unshares it). Without bubblewrap the installers
  * run on the host in the version directory itself (documented: nothing is hidden then).
  *
- * Docker environments build the same way, on the host toolchain, not inside their image (README: Environment content).
- * Each command runs in its own process group; a timeout or the runtime stopping kills the whole group.
+ * Docker environments build inside their own image instead: a one-off container with an allocation's hardening
+ * (src/providers/docker/build-container.ts) binding only this version's directory, writable, at `/env/<slug>`; the
+ * steps run there as UID 1000, so the directory is handed to that UID for the build and taken back after (Berth must
+ * run as root, or as UID 1000 itself). A program the image lacks fails its step with the image named.
+ *
+ * Host commands run in their own process group; a timeout or the runtime stopping kills the whole group (in a
+ * container: removes the container).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { lchown, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { BerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import type { ToolchainRunner } from '../content/toolchain.ts';
 import { commandEnv } from '../providers/command-env.ts';
+import { COMMAND_UID } from '../providers/docker/container-spec.ts';
+import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
+import type { ProviderRegistry } from './provider-registry.ts';
 
 export interface BuildToolchain {
   run: ToolchainRunner;
@@ -29,15 +38,21 @@ export interface BuildToolchain {
 /** Proxy and registry settings of the Berth process that a build may need to reach its package index. */
 const PASSED_THROUGH = /^(https?_proxy|no_proxy|HTTPS?_PROXY|NO_PROXY|npm_config_registry|PIP_INDEX_URL|PIP_EXTRA_INDEX_URL)$/;
 
-export async function buildToolchain(o: {
+export interface BuildToolchainOptions {
+  buildId: string;
+  environmentId: string;
   dataDir: string;
   versionDir: string;
   slug: string;
   profile: Profile;
   scratch: string;
   signal: AbortSignal;
-}): Promise<BuildToolchain> {
+  providers: ProviderRegistry;
+}
+
+export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToolchain> {
   const passed = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => PASSED_THROUGH.test(k) && v !== undefined)) as Record<string, string>;
+  if (o.profile.provider === 'docker') return containerToolchain(o, passed);
   const bwrap = findBubblewrap();
   if (bwrap) {
     const workdir = `/env/${o.slug}`;
@@ -55,6 +70,61 @@ export async function buildToolchain(o: {
   await mkdir(home, { recursive: true });
   const env = { ...commandEnv({ env: passed }), HOME: home, npm_config_cache: path.join(home, '.npm') };
   return { run: processGroupRunner(o.signal), workdir: o.versionDir, env, dispose: () => rm(home, { recursive: true, force: true }) };
+}
+
+/** The installers run in a one-off container of the Environment's image; only the version is bound, writable. */
+async function containerToolchain(o: BuildToolchainOptions, passed: Record<string, string>): Promise<BuildToolchain> {
+  const provider = o.providers.get('docker');
+  if (!(provider instanceof DockerProvider)) throw new BerthError('provider_missing', 'The docker provider of this runtime cannot run builds.', {});
+  const workdir = `/env/${o.slug}`;
+  const owner = await handOver(o.versionDir);
+  const container = await provider
+    .startBuildContainer({ buildId: o.buildId, environmentId: o.environmentId, profile: o.profile, binds: [{ source: o.versionDir, target: workdir }] })
+    .catch(async (e: unknown) => {
+      await owner.takeBack();
+      throw e;
+    });
+  const stop = () => void container.remove().catch(() => undefined);
+  o.signal.addEventListener('abort', stop, { once: true });
+  if (o.signal.aborted) stop();
+  return {
+    run: (command) => container.run(command),
+    workdir,
+    env: { ...passed, PATH: container.path, HOME: '/tmp', npm_config_cache: '/tmp/.npm' },
+    async dispose() {
+      o.signal.removeEventListener('abort', stop);
+      // Removed before the directory is taken back: nothing in the container can write it after.
+      await container.remove();
+      await owner.takeBack();
+    },
+  };
+}
+
+/**
+ * The container writes the version as UID 1000: the directory is handed to that UID for the build and taken back by
+ * Berth's own after (so no host account 1000 keeps a hold on a finished version).
+ */
+async function handOver(dir: string): Promise<{ takeBack(): Promise<void> }> {
+  const uid = process.getuid?.();
+  const gid = process.getgid?.() ?? 0;
+  if (uid === COMMAND_UID) return { takeBack: async () => undefined };
+  if (uid !== 0) {
+    throw new BerthError('unavailable', `A Docker build writes its version as UID ${COMMAND_UID}; Berth must run as root or as that UID (it runs as ${uid}).`, {});
+  }
+  await chownTree(dir, COMMAND_UID, COMMAND_UID);
+  return { takeBack: () => chownTree(dir, uid, gid) };
+}
+
+/** lchown of `dir` and everything under it (links themselves, never their targets). */
+async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
+  await lchown(dir, uid, gid);
+  const entries = await readdir(dir, { withFileTypes: true });
+  await Promise.all(
+    entries.map((entry) => {
+      const p = path.join(dir, entry.name);
+      return entry.isDirectory() ? chownTree(p, uid, gid) : lchown(p, uid, gid);
+    }),
+  );
 }
 
 /** Runs each command (behind `prefix`, when sandboxed) in its own process group, killed on timeout or abort. */

@@ -154,12 +154,6 @@ export class ContentService implements ContentApi {
    */
   async versionForExecution(caller: Caller, id: string): Promise<number | undefined> {
     const ctx = await this.deps.environments.context(caller, id);
-    if (ctx.activeVersion !== null && ctx.profile.provider === 'docker') {
-      throw new BerthError('unavailable', 'Content versions are not mounted into Docker allocations yet; use a native environment.', {
-        environmentId: id,
-        version: ctx.activeVersion,
-      });
-    }
     if (ctx.activeVersion !== null) return ctx.activeVersion;
     const hasSource = (await readdirOrEmpty(EnvironmentContent.of(this.deps.runtime.dataDir, id).layout.source)).length > 0;
     if (ctx.latestVersion === 0 && !hasSource) return undefined;

@@ -4,12 +4,14 @@
  * request that lost the race) waits for the same allocation. Selecting an environment never allocates.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import { profileSchema } from '../../schemas/profile.ts';
 import type { UseKind } from '../../schemas/events/allocation.ts';
 import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
+import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../machines/execution.machine.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { CatalogEntry } from '../projections/catalog.projection.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
@@ -20,6 +22,8 @@ import { waitUntil } from './wait-until.ts';
 const ACQUIRE_TIMEOUT_MS = 180_000;
 /** Waiters poll the actors (two cached reads) at most this far apart: the wait adds little to an allocation. */
 const ACQUIRE_POLL_MAX_MS = 8;
+/** How long an acquire waits for finished executions to give back the uses of an allocation bound to an old version. */
+const FINISHING_USES_WAIT_MS = 10_000;
 /** How long a release waits for the provider to confirm termination. */
 const RELEASE_TIMEOUT_MS = 120_000;
 const ENVIRONMENT_ID = /^henv_[0-9a-f]{32}$/;
@@ -157,17 +161,26 @@ export class EnvironmentService {
    * The environment's ready allocation, allocating it first if there is none. Coalesced: whoever finds the
    * environment idle (or its allocation lost) requests the next generation; everyone else, and a request that lost
    * that race, waits for the allocation under way. Answers `unavailable` when the provider cannot tell whether it
-   * exists, and `environment_invalid` when the provider refused the profile.
+   * exists, and `environment_invalid` when the provider refused the profile. A Docker allocation bound to a content
+   * version that is no longer active is replaced by one bound to the active version when it is free (replaceStaleVersion).
    */
   async acquire(caller: Caller, id: string): Promise<AllocationView> {
     const deadline = Date.now() + ACQUIRE_TIMEOUT_MS;
     // An acquisition already under way when this call began (perhaps from before a restart): if recovery finds it
     // never happened, this call requests its own instead of failing.
     let inherited: string | undefined;
+    let replaced = false;
     for (let first = true; ; first = false) {
       const { state, context: env } = await this.view(caller, id);
       const a = env.acquisition;
-      if (a && state === 'allocated') return this.allocationView(a.allocationId);
+      if (a && state === 'allocated') {
+        // Once per call: a version activated again meanwhile waits for the next acquire.
+        if (!replaced && (await this.replaceStaleVersion(caller, env, a.allocationId))) {
+          replaced = true;
+          continue;
+        }
+        return this.allocationView(a.allocationId);
+      }
       if (state === 'idle' || state === 'lost') {
         this.deps.providers.get(env.profile.provider);
         if (a && (await this.clearFenced(caller, id, a.allocationId))) continue;
@@ -192,6 +205,55 @@ export class EnvironmentService {
       if (a.allocationId !== inherited || failure.code !== 'unavailable') throw failure;
       inherited = undefined;
     }
+  }
+
+  /**
+   * A Docker allocation binds the content version that was active when it was made (a running container cannot gain
+   * mounts). When another version is active now, the allocation is released so the next one binds it: at once when
+   * it has no uses, after a short wait when its only uses are executions that already finished (they give their use
+   * back in moments). While anything else holds it (a running execution, a mount), it is kept: executions keep
+   * reading its version, and their records name that one (`versionRead`). True when it was released.
+   */
+  private async replaceStaleVersion(caller: Caller, env: EnvironmentContext, allocationId: string): Promise<boolean> {
+    // describeContent is there exactly when the content chapter is on, i.e. when intents bind versions at all.
+    if (!this.deps.describeContent || env.profile.provider !== 'docker') return false;
+    const bound = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
+    if (!bound || !isStale(bound.context, env)) return false;
+    const deadline = Date.now() + FINISHING_USES_WAIT_MS;
+    for (;;) {
+      const uses = Object.keys((await this.deps.actors.get<AllocationContext>('allocation', allocationId))?.context.uses ?? {});
+      if (uses.length === 0) break;
+      if (Date.now() >= deadline || !(await this.allFinished(uses))) return false;
+      await sleep(10);
+    }
+    try {
+      await this.release(caller, env.id, allocationId);
+    } catch (e) {
+      // A use came in first (it reads the old version), or a concurrent acquire is releasing it: look again.
+      if (!isBerthError(e, 'environment_busy') && !isBerthError(e, 'invalid_state')) throw e;
+    }
+    return true;
+  }
+
+  /** Whether every use is an execution past its run (exited, cancelled, failed, unknown), about to give it back. */
+  private async allFinished(useIds: string[]): Promise<boolean> {
+    for (const useId of useIds) {
+      const x = await this.deps.actors.get<ExecutionContext>('execution', useId).catch(() => undefined);
+      if (!x || x.state === 'pristine') return false;
+      const status = executionStatus({ value: x.state, context: x.context } as unknown as ExecutionSnapshot);
+      if (status === 'accepted' || status === 'running') return false;
+    }
+    return true;
+  }
+
+  /**
+   * The content version an execution on this allocation reads: a Docker allocation's bound one (possibly none, if it
+   * was made before any version was active), else `active` (native executions mount it per command).
+   */
+  async versionRead(allocationId: string, active: number | undefined): Promise<number | undefined> {
+    if (active === undefined) return undefined; // no content: nothing to look up on the hot path
+    const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
+    return a?.context.profile.provider === 'docker' ? a.context.contentVersion : active;
   }
 
   /**
@@ -363,6 +425,11 @@ export class EnvironmentService {
     return undefined;
   }
 }
+
+/** Its version is not the active one, or is mounted at a path the environment no longer has (renamed). */
+const isStale = (a: AllocationContext, env: EnvironmentContext): boolean =>
+  (a.contentVersion ?? null) !== env.activeVersion ||
+  (a.mounts ?? []).some((m) => m.target !== `/env/${env.slug}`);
 
 /** What a waiting acquire sends an allocation that stopped short, once: resume a partial one, inspect an uncertain one. */
 const NUDGES: Record<string, string> = {

@@ -78,8 +78,10 @@ export class ExecutionService {
       }
       return this.record(existing);
     }
-    const version = await versionOf?.();
+    const active = await versionOf?.();
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
+    // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
+    const version = await this.deps.environments.versionRead(target.allocationId, active);
     try {
       const sent = await this.deps.actors.send('execution', id, {
         type: 'execution.accepted',

@@ -7,8 +7,10 @@
  * native, uncontained profile: the command is wrapped in bubblewrap that keeps the host as writable as it was, with
  *   the version bound read-only and Berth's data directory hidden (so the version cannot be written by its host path
  *   either). Without bubblewrap such executions are refused (unavailable): a mount that is only described is not one.
- * docker: refused (unavailable) for now: a running container cannot gain a mount, and allocation-time binds of the
- *   version are not built yet (README: Environment content).
+ * docker: a running container cannot gain a mount, so the allocation binds the active version read-only when its
+ *   container is made (`allocationContent`, carried by the allocation intent); the execution reads the version its
+ *   allocation binds, and its variables are set inside the container, in front of the container's own (its image's
+ *   PATH), by a POSIX sh wrapper that then execs the command.
  *
  * The version directory is immutable, so an execution keeps reading the version it started with even when another
  * is activated meanwhile; the next execution reads the new one.
@@ -41,6 +43,42 @@ export function versionEnv(env: Record<string, string>, mount: string): Record<s
   };
 }
 
+/**
+ * versionEnv inside a container, over the variables the command would have had (the image's, or the caller's):
+ * `sh -c WRAPPER berth-env <command…>` sets them from PROJECT_ROOT and execs the command in place (same pid).
+ */
+const IN_CONTAINER = [
+  '/bin/sh',
+  '-c',
+  [
+    `PATH="$PROJECT_ROOT/.venv/bin:$PROJECT_ROOT/node_modules/.bin:\${PATH:-${DEFAULT_PATH}}"`,
+    'PYTHONPATH="$PROJECT_ROOT${PYTHONPATH:+:$PYTHONPATH}"',
+    'NODE_PATH="$PROJECT_ROOT/node_modules${NODE_PATH:+:$NODE_PATH}"',
+    'export PATH PYTHONPATH NODE_PATH',
+    'exec "$@"',
+  ].join('; '),
+  'berth-env',
+];
+
+/**
+ * What a Docker allocation is made with (the allocation intent's `contentVersion` and `mounts`): the environment's
+ * active version, bound read-only at /env/<slug>. Nothing for native allocations (they take mounts per command),
+ * with the chapter off, or before any version is active.
+ */
+export async function allocationContent(
+  services: Services,
+  environmentId: string,
+  profile: Profile,
+): Promise<{ contentVersion?: number; mounts?: ReadOnlyMount[] }> {
+  const { content } = services;
+  if (profile.provider !== 'docker' || !content) return {};
+  const environment = await content.environment(environmentId);
+  if (!environment || environment.activeVersion === null) return {};
+  const version = environment.activeVersion;
+  const source = EnvironmentContent.of(content.dataDir, environmentId).versionDir(version);
+  return { contentVersion: version, mounts: [{ source, target: `/env/${environment.slug}` }] };
+}
+
 export async function versionedExec(
   services: Services,
   p: { target: { environmentId: string }; version: number; command: string[]; cwd?: string },
@@ -57,9 +95,7 @@ export async function versionedExec(
   if (!existsSync(source)) throw notReady(`Version ${p.version} is not on disk any more.`);
   const mount = `/env/${environment.slug}`;
   const mounts = [{ source, target: mount }];
-  if (profile.provider === 'docker') {
-    throw new BerthError('unavailable', 'Content versions are not mounted into Docker allocations yet; use a native environment.', { environmentId });
-  }
+  if (profile.provider === 'docker') return { command: [...IN_CONTAINER, ...p.command], env: { ...env, PROJECT_ROOT: mount } };
   if (profile.contain) return { command: p.command, env: versionEnv(env, mount), mounts };
   const bwrap = findBubblewrap();
   if (!bwrap) throw new BerthError('unavailable', `Mounting ${mount} read-only needs bubblewrap (bwrap), which is not installed.`, { environmentId });

@@ -1,9 +1,11 @@
 /**
  * The container, network and volume an allocation is made of (DESIGN §6): read-only root, bounded /tmp, memory,
- * CPU and pids limits, no capabilities, no-new-privileges, UID 1000, a reaping PID 1, and a per-allocation volume
- * at /berth/spool for the executor's spool and receipts.
+ * CPU and pids limits, no capabilities, no-new-privileges, UID 1000, a reaping PID 1, a per-allocation volume
+ * at /berth/spool for the executor's spool and receipts, and the content version bound read-only at /env/<slug>.
+ * A build's one-off container shares the same hardening.
  */
 import type Docker from 'dockerode';
+import type { Profile } from '../../../schemas/profile.ts';
 import type { AllocationIntent } from '../provider.ts';
 import type { Labels } from './labels.ts';
 
@@ -14,6 +16,8 @@ export const COMMAND_USER = `${COMMAND_UID}:${COMMAND_UID}`;
 
 const DEFAULT_MEMORY_MB = 512;
 const DEFAULT_PIDS_LIMIT = 256;
+/** A build's /tmp holds HOME and the npm/pip caches; it counts against the memory limit like any tmpfs. */
+const BUILD_TMP_SIZE = '512m';
 
 /**
  * Keeps the container alive with nothing but a POSIX sh, so any image with /bin/sh works. PID 1 is the engine's
@@ -34,8 +38,8 @@ export function containerSpec(
   defaultImage: string = DEFAULT_IMAGE,
 ): Docker.ContainerCreateOptions {
   const { profile } = intent;
-  const memory = (profile.memoryMb ?? DEFAULT_MEMORY_MB) * 1024 * 1024;
-  const isolated = profile.network === 'none';
+  // The content version is bound read-only: writes fail with EROFS even for root (seed 001 §6).
+  const content = (intent.mounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: true }));
   return {
     name: names.container,
     Image: profile.image ?? defaultImage,
@@ -44,21 +48,63 @@ export function containerSpec(
     User: COMMAND_USER,
     Labels: labels,
     Hostname: 'berth',
-    HostConfig: {
-      Init: true,
-      ReadonlyRootfs: true,
-      Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m,mode=1777' },
-      Memory: memory,
-      // Equal to Memory: no swap on top of the limit.
-      MemorySwap: memory,
-      NanoCpus: profile.cpus === undefined ? undefined : Math.round(profile.cpus * 1e9),
-      PidsLimit: profile.pidsLimit ?? DEFAULT_PIDS_LIMIT,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      NetworkMode: isolated ? 'none' : names.network,
-      Mounts: [{ Type: 'volume', Source: names.volume, Target: SPOOL_PATH, ReadOnly: false }],
-      RestartPolicy: { Name: 'no' },
-    },
+    HostConfig: hardenedHostConfig(profile, names.network, [
+      { Type: 'volume', Source: names.volume, Target: SPOOL_PATH, ReadOnly: false },
+      ...content,
+    ]),
+  };
+}
+
+/**
+ * What every container Berth runs shares, allocations and builds alike: read-only root, a bounded private /tmp,
+ * memory (no swap on top), CPU and pids limits, no capabilities, no-new-privileges, never restarted, and either no
+ * network or its own bridge `network`.
+ */
+export function hardenedHostConfig(
+  profile: Profile,
+  network: string,
+  mounts: Docker.MountConfig,
+  tmpSize = '64m',
+): Docker.HostConfig {
+  const memory = (profile.memoryMb ?? DEFAULT_MEMORY_MB) * 1024 * 1024;
+  return {
+    Init: true,
+    ReadonlyRootfs: true,
+    Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${tmpSize},mode=1777` },
+    Memory: memory,
+    // Equal to Memory: no swap on top of the limit.
+    MemorySwap: memory,
+    NanoCpus: profile.cpus === undefined ? undefined : Math.round(profile.cpus * 1e9),
+    PidsLimit: profile.pidsLimit ?? DEFAULT_PIDS_LIMIT,
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    NetworkMode: profile.network === 'none' ? 'none' : network,
+    Mounts: mounts,
+    RestartPolicy: { Name: 'no' },
+  };
+}
+
+/**
+ * A one-off build container (build-container.ts): the allocation's hardening, `binds` WRITABLE (the version being
+ * built, at /env/<slug>) and nothing else of the host; a larger /tmp, since it is HOME and the package caches.
+ */
+export function buildContainerSpec(
+  profile: Profile,
+  names: Omit<ResourceNames, 'volume'>,
+  labels: Labels,
+  binds: Array<{ source: string; target: string }>,
+  defaultImage: string = DEFAULT_IMAGE,
+): Docker.ContainerCreateOptions {
+  const mounts = binds.map((b) => ({ Type: 'bind' as const, Source: b.source, Target: b.target, ReadOnly: false }));
+  return {
+    name: names.container,
+    Image: profile.image ?? defaultImage,
+    Cmd: KEEPALIVE,
+    Entrypoint: [],
+    User: COMMAND_USER,
+    Labels: labels,
+    Hostname: 'berth-build',
+    HostConfig: hardenedHostConfig(profile, names.network, mounts, BUILD_TMP_SIZE),
   };
 }
 

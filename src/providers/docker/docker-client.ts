@@ -72,3 +72,12 @@ export const describeError = (error: unknown): string => {
   const e = error as { json?: { message?: string }; message?: string; code?: string } | null;
   return e?.json?.message ?? e?.message ?? e?.code ?? String(error);
 };
+
+/** Awaits a removal; a 404 (already gone) is as good as removed. */
+export async function ignoreMissing(removal: Promise<unknown>): Promise<void> {
+  try {
+    await removal;
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw error;
+  }
+}

@@ -10,6 +10,8 @@ export interface ExecOptions {
   cmd: string[];
   user: string;
   env?: Record<string, string>;
+  /** The working directory (default: the container's). */
+  cwd?: string;
   tty?: boolean;
 }
 
@@ -20,6 +22,7 @@ export function createExec(container: Docker.Container, o: ExecOptions, attach: 
     Cmd: o.cmd,
     User: o.user,
     Env: envList(o.env),
+    ...(o.cwd !== undefined ? { WorkingDir: o.cwd } : {}),
     Tty: o.tty ?? false,
     AttachStdin: attach.stdin ?? false,
     AttachStdout: attach.output ?? false,
@@ -47,33 +50,44 @@ export interface ScriptResult {
 
 /** Runs a short command to its end, with `stdin` as its input if given, and returns its exit code and output. */
 export async function runToEnd(container: Docker.Container, o: ExecOptions, stdin?: Buffer): Promise<ScriptResult> {
-  const exec = await createExec(container, o, { output: true, stdin: stdin !== undefined });
-  const stream = (await exec.start({ hijack: true, stdin: stdin !== undefined })) as Duplex;
   const out: Buffer[] = [];
   const err: Buffer[] = [];
+  const exitCode = await runStreaming(container, o, (stream, data) => (stream === 'stderr' ? err : out).push(data), stdin);
+  return { exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+}
+
+/** Runs a command to its end, handing its output over as it comes; resolves with its exit code. */
+export async function runStreaming(
+  container: Docker.Container,
+  o: ExecOptions,
+  onOutput: (stream: 'stdout' | 'stderr', data: Buffer) => void,
+  stdin?: Buffer,
+): Promise<number | null> {
+  const exec = await createExec(container, o, { output: true, stdin: stdin !== undefined });
+  const stream = (await exec.start({ hijack: true, stdin: stdin !== undefined })) as Duplex;
   const ended = new Promise<void>((resolve, reject) => {
     stream.on('end', resolve);
     stream.on('close', resolve);
     stream.on('error', reject);
   });
-  demux(stream, out, err);
+  demux(stream, onOutput);
   if (stdin !== undefined) stream.end(stdin);
   await ended;
-  return { exitCode: await exitCodeOf(exec), stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+  return exitCodeOf(exec);
 }
 
 /**
  * Splits the engine's multiplexed stream (no TTY): frames of an 8-byte header (stream type, 3 zero bytes, big-endian
  * length) and the payload.
  */
-function demux(stream: Duplex, out: Buffer[], err: Buffer[]): void {
+function demux(stream: Duplex, onOutput: (stream: 'stdout' | 'stderr', data: Buffer) => void): void {
   let pending: Buffer = Buffer.alloc(0);
   stream.on('data', (chunk: Buffer) => {
     pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
     while (pending.length >= 8) {
       const length = pending.readUInt32BE(4);
       if (pending.length < 8 + length) break;
-      (pending[0] === 2 ? err : out).push(pending.subarray(8, 8 + length));
+      onOutput(pending[0] === 2 ? 'stderr' : 'stdout', pending.subarray(8, 8 + length));
       pending = pending.subarray(8 + length);
     }
   });

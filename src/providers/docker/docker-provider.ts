@@ -1,7 +1,10 @@
 /**
  * The managed Docker provider (DESIGN §6): one identity-labelled container per allocation, on its own bridge network,
- * with its own spool volume. Every call finds its resources again by the request-id label, so allocate is idempotent
- * (adopts a running container, resumes a created one) and inspect/deallocate need no memory of earlier calls.
+ * with its own spool volume, and the content version the intent names bound read-only at /env/<slug> (a running
+ * container cannot gain mounts, so an allocation keeps its version for life). Every call finds its resources again
+ * by the request-id label, so allocate is idempotent (adopts a running container, resumes a created one) and
+ * inspect/deallocate need no memory of earlier calls. Builds of Docker Environments run in one-off containers of the
+ * same hardening (build-container.ts).
  *
  * Inspection rules (the recorded incarnation, `<containerId>@<StartedAt>`, is the allocation's receipt):
  * - no container: `absent`. If the allocation was never acknowledged (no recorded incarnation) and a network or
@@ -19,6 +22,7 @@ import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { crashAt } from '../crash-point.ts';
 import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import { BuildContainer, removeBuild, type BuildContainerOptions } from './build-container.ts';
 import { containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
 import {
   createDockerClient,
@@ -26,6 +30,7 @@ import {
   type DockerEndpoint,
   endpointFromEnv,
   engineStatus,
+  ignoreMissing,
   isDefiniteRefusal,
 } from './docker-client.ts';
 import { DockerExecutor } from './docker-executor.ts';
@@ -164,6 +169,16 @@ export class DockerProvider implements Provider {
     return executor;
   }
 
+  /** A one-off container for a build, from the profile's image with an allocation's hardening (build-container.ts). */
+  startBuildContainer(o: BuildContainerOptions): Promise<BuildContainer> {
+    return BuildContainer.start({ docker: this.docker, streams: this.streams }, o, { image: this.defaultImage, labels: this.extraLabels });
+  }
+
+  /** Removes what a build left on the engine (an interrupted build's container and network). */
+  removeBuild(buildId: string): Promise<void> {
+    return removeBuild(this.docker, buildId);
+  }
+
   private async create(intent: AllocationIntent): Promise<AllocationReport> {
     const image = intent.profile.image ?? this.defaultImage;
     await this.requireImage(image);
@@ -294,11 +309,3 @@ const ambiguous = (requestId: string, count: number): AllocationReport => ({
   status: 'unknown',
   reason: `${count} containers carry request id ${requestId}`,
 });
-
-async function ignoreMissing(removal: Promise<unknown>): Promise<void> {
-  try {
-    await removal;
-  } catch (error) {
-    if (engineStatus(error) !== 404) throw error;
-  }
-}

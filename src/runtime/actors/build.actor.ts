@@ -2,7 +2,8 @@
  * The build actor type (seed 001 §4): `build.run` snapshots the source into the version, installs what its manifests
  * declare in the build toolchain (build-toolchain.ts), makes the version read-only and reports the outcome with the
  * installers' log (in the artifact store). A failed build's version directory is removed; an interrupted one (the
- * runtime stopped) reports nothing and is failed by the next epoch's recovery, which discards its directory.
+ * runtime stopped) reports nothing and is failed by the next epoch's recovery, which discards its directory (and,
+ * for a Docker build, its container first).
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -12,7 +13,7 @@ import { BUILD_ERROR_MAX } from '../../../schemas/events/environment.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
 import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import { BuildLog } from '../../content/build-log.ts';
-import { runBuild } from '../../content/build-runner.ts';
+import { runBuild, type BuildResult } from '../../content/build-runner.ts';
 import { EnvironmentContent } from '../../content/environment-content.ts';
 import { makeReadOnly, removeReadOnlyTree } from '../../content/versions.ts';
 import {
@@ -23,6 +24,7 @@ import {
   type BuildReportParams,
   type BuildRunParams,
 } from '../../machines/build.machine.ts';
+import { DockerProvider } from '../../providers/docker/docker-provider.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
 import { buildToolchain } from '../build-toolchain.ts';
 import type { Services } from '../services.ts';
@@ -59,15 +61,27 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
         } catch (e) {
           return failed(`the source could not be snapshot: ${(e as Error).message}`);
         }
-        const toolchain = await buildToolchain({
-          dataDir: content.dataDir,
-          versionDir: snapshot.dir,
-          slug: p.slug,
-          profile: p.profile,
-          scratch,
-          signal: shutdown,
-        });
-        let result;
+        let toolchain;
+        try {
+          toolchain = await buildToolchain({
+            buildId: p.buildId,
+            environmentId: p.environmentId,
+            dataDir: content.dataDir,
+            versionDir: snapshot.dir,
+            slug: p.slug,
+            profile: p.profile,
+            scratch,
+            signal: shutdown,
+            providers: ctx.services.providers,
+          });
+        } catch (e) {
+          // Nothing ran (no image, no engine, no right to hand the directory over): the log says why.
+          await removeReadOnlyTree(snapshot.dir);
+          const why = `the build toolchain could not start: ${(e as Error).message}`;
+          return failed(why, `${why}\n`);
+        }
+        let result: BuildResult;
+        let undisposed: Error | undefined;
         try {
           result = await runBuild({
             versionDir: snapshot.dir,
@@ -78,10 +92,12 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
             onLog: (text) => live.append(text),
           });
         } finally {
-          await toolchain.dispose();
+          await toolchain.dispose().catch((e: Error) => (undisposed = e));
         }
         // Stopped under it: say nothing; the next epoch fails the build as interrupted and removes the directory.
         if (shutdown.aborted) return undefined;
+        // A build container that may still write the version: it is never published.
+        if (undisposed) result = { ...result, ok: false, error: `the build container could not be removed: ${undisposed.message}` };
         if (!result.ok) {
           await removeReadOnlyTree(snapshot.dir);
           return failed(result.error, result.log);
@@ -103,7 +119,13 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
     },
     'build.discard': async (p: BuildDiscardParams, ctx) => {
       const content = ctx.services.content;
-      if (content) await removeReadOnlyTree(EnvironmentContent.of(content.dataDir, p.environmentId).versionDir(p.version));
+      if (!content) return;
+      // An interrupted Docker build's container may still run: removed first, so nothing writes the directory after.
+      if ((await content.build(ctx.actorId))?.context.profile.provider === 'docker') {
+        const docker = ctx.services.providers.get('docker');
+        if (docker instanceof DockerProvider) await docker.removeBuild(ctx.actorId);
+      }
+      await removeReadOnlyTree(EnvironmentContent.of(content.dataDir, p.environmentId).versionDir(p.version));
     },
     'environment.report': async (p: BuildReportParams, ctx) => {
       try {

@@ -16,6 +16,7 @@ import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
 import { buildIdOf } from '../content-runtime.ts';
 import type { Services } from '../services.ts';
+import { allocationContent } from '../version-exec.ts';
 
 export const environmentActor = defineActor<typeof environmentMachine, Services>({
   type: 'environment',
@@ -25,11 +26,15 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
   finished,
   reject,
   effects: {
-    /** Re-sent by recovery: an allocation that already exists tells what this environment may have missed. */
+    /**
+     * Re-sent by recovery: an allocation that already exists tells what this environment may have missed. A Docker
+     * intent also names the content version its container binds (version-exec.ts: read when the intent is written).
+     */
     'allocation.intend': async (p: AllocationIntendParams, ctx) => {
       const { allocationId, ...intent } = p;
+      const content = await allocationContent(ctx.services, p.environmentId, p.profile);
       try {
-        await ctx.send('allocation', allocationId, { type: 'allocation.intended', ...intent, at: ctx.services.now() });
+        await ctx.send('allocation', allocationId, { type: 'allocation.intended', ...intent, ...content, at: ctx.services.now() });
       } catch (e) {
         const missed = isBerthError(e, 'invalid_state') ? e.detail.environmentEvent : undefined;
         if (missed && typeof missed === 'object') return missed as { type: string };
