@@ -28,9 +28,15 @@ const ms = (iso: string | undefined, fallback: number): number => (iso ? Date.pa
 /** The events a receipt proves, for an execution that was dispatched. */
 const fromReceipt = (r: Receipt, now: number): DomainEvent => {
   if (r.state === 'absent') return { type: 'execution.unknown', reason: r.error ?? 'no executor receipt exists for the operation', at: now };
-  if (r.state === 'running') return { type: 'execution.started', ...(r.pid ? { pid: r.pid } : {}), at: ms(r.startedAt, now) };
+  if (r.state === 'running') return startedEvent(r, now);
   return exitedEvent(r, now);
 };
+
+const startedEvent = (r: Receipt, now: number): DomainEvent => ({
+  type: 'execution.started',
+  ...(r.pid ? { pid: r.pid } : {}),
+  at: ms(r.startedAt, now),
+});
 
 const exitedEvent = (r: Receipt, now: number): DomainEvent => ({
   type: 'execution.exited',
@@ -40,6 +46,35 @@ const exitedEvent = (r: Receipt, now: number): DomainEvent => ({
   ...(r.timedOut ? { timedOut: true } : {}),
   at: ms(r.exitedAt, now),
 });
+
+/** A spool receipt is written once the process tree is gone and every writer closed: exited also proves drained. */
+const drainedEvent = (r: Receipt, now: number): DomainEvent => ({ type: 'execution.drained', sizes: r.sizes ?? {}, at: now });
+
+/**
+ * How long a submit waits for a command that was just started to exit, so a quick one reports started, exited and
+ * drained in one append instead of three. A longer command reports `started` this much later.
+ */
+const FAST_EXIT_MS = 15;
+
+/**
+ * What a submit reports from its receipt: started (at once when the command reads stdin or owns a terminal, since
+ * those wait for a client; else after up to FAST_EXIT_MS), the whole run when it is already over, or failed when
+ * the command could not start.
+ */
+async function submitted(executor: Executor, p: SubmitParams, receipt: Receipt, now: () => number): Promise<DomainEvent[]> {
+  if (receipt.state === 'running' && !p.stdin && !p.pty) {
+    // Empty cursors: woken by the receipt only, not by output.
+    await executor.waitForChange(p.executionId, FAST_EXIT_MS, {}).catch(() => undefined);
+    // Only an exit is taken from this look: anything else (an owner that exited between the look's reads looks
+    // absent) is left to the watch, which asks again.
+    const after = await executor.status(p.executionId).catch(() => undefined);
+    if (after?.state === 'exited') receipt = after;
+  }
+  if (receipt.state !== 'exited') return [fromReceipt(receipt, now())];
+  const at = now();
+  if (receipt.error) return [{ type: 'execution.failed', code: 'invalid_request', message: `the command could not start: ${receipt.error}`, at }];
+  return [...(receipt.startedAt ? [startedEvent(receipt, at)] : []), exitedEvent(receipt, at), drainedEvent(receipt, at)];
+}
 
 /** One promise per shutdown signal (a single listener), however many effects wait on it. */
 const stopping = new WeakMap<AbortSignal, Promise<void>>();
@@ -125,10 +160,15 @@ async function* spooled(executor: Executor, operationId: string, stream: OutputS
   }
 }
 
-/** An empty stream is one shared artifact: published once, then only checked (no write, no fsync). */
+/** Artifact stores this process has seen holding the empty artifact (artifacts are immutable, never removed). */
+const holdsEmpty = new WeakSet<ArtifactStore>();
+
+/** An empty stream is one shared artifact: published once, then known (no write, no fsync, no look). */
 async function emptyArtifact(artifacts: ArtifactStore): Promise<ArtifactRef> {
   const ref = { digest: EMPTY_DIGEST, size: 0 };
-  return (await artifacts.has(ref)) ? ref : artifacts.putBytes(Buffer.alloc(0));
+  if (!holdsEmpty.has(artifacts) && !(await artifacts.has(ref))) await artifacts.putBytes(Buffer.alloc(0));
+  holdsEmpty.add(artifacts);
+  return ref;
 }
 
 export const executionActor = defineActor<typeof executionMachine, Services>({
@@ -193,10 +233,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         if (!inspected) return undefined;
         receipt = inspected;
       }
-      if (receipt.state === 'exited' && receipt.error) {
-        return { type: 'execution.failed', code: 'invalid_request', message: `the command could not start: ${receipt.error}`, at: ctx.services.now() };
-      }
-      return fromReceipt(receipt, ctx.services.now());
+      return submitted(executor, p, receipt, ctx.services.now);
     },
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
@@ -204,6 +241,8 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       return receipt && fromReceipt(receipt, ctx.services.now());
     },
     'executor.watch': async (p: OperationParams, ctx) => {
+      // Appended together with the exit (a quick command): nothing left to watch.
+      if (ctx.cause.followedBy?.includes('execution.exited')) return undefined;
       const executor = await ctx.services.executorFor(p.target.allocationId);
       const receipt = await waitOutcome(executor, p.executionId, ctx.services.shutdown);
       return receipt && fromReceipt(receipt, ctx.services.now());
@@ -214,12 +253,13 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       return { type: 'execution.cancel_confirmed', at: ctx.services.now() };
     },
     'executor.drain': async (p: OperationParams, ctx) => {
+      if (ctx.cause.followedBy?.includes('execution.drained')) return undefined;
       const executor = await ctx.services.executorFor(p.target.allocationId);
       const receipt = await waitOutcome(executor, p.executionId, ctx.services.shutdown);
       // Absent after an exit: the spool is gone before its output was saved. Nothing is reported; maintenance asks
       // again, and the execution stays unsaved rather than saved without its output.
       if (receipt?.state !== 'exited') return undefined;
-      return { type: 'execution.drained', sizes: receipt.sizes ?? {}, at: ctx.services.now() };
+      return drainedEvent(receipt, ctx.services.now());
     },
     'output.save': async (p: SaveParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
