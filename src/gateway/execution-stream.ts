@@ -24,6 +24,8 @@ export interface ExecutionStreamOptions {
   log: FastifyBaseLogger;
 }
 
+const POOLED_FRAME_MIN_BYTES = 64 * 1024;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOptions): Promise<void> {
@@ -78,7 +80,8 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
   // Enough spare buffers to cover what the send buffer bound lets be in flight.
   const pool = new FrameBufferPool(deps.limits.chunkBytes, Math.ceil(deps.limits.wsBufferBytes / deps.limits.chunkBytes) + 2);
   const sendOutput = (stream: OutputStreamName, cursor: number, data: Buffer) => {
-    if (data.length > pool.dataBytes) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
+    // Small frames get a buffer of their size: a pooled one is a whole chunk, too much for an interactive session.
+    if (data.length > pool.dataBytes || data.length < POOLED_FRAME_MIN_BYTES) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
     const buffer = pool.take();
     ws.send(encodeOutputFrameInto(buffer, stream, cursor, data), () => {
       pool.give(buffer);

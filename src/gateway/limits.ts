@@ -24,7 +24,7 @@ export const defaultLimits: GatewayLimits = {
   bodyBytes: 1024 * 1024,
   maxWaitMs: 60_000,
   outputReadBytes: 4 * 1024 * 1024,
-  chunkBytes: 256 * 1024,
+  chunkBytes: 1024 * 1024,
   pollMs: 250,
   heartbeatMs: 15_000,
   wsBufferBytes: 2 * 1024 * 1024,

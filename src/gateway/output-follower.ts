@@ -22,6 +22,8 @@ export interface FollowOptions {
 
 /** A wait shorter than this that brought nothing is paced, so a runtime that wakes at once cannot make a follower spin. */
 const MIN_IDLE_WAIT_MS = 20;
+/** How often a stream that had nothing is read again while another one is streaming. */
+const QUIET_RECHECK_MS = 50;
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -45,6 +47,8 @@ export async function* followExecution(
   let record = await api.getExecution(caller, id);
   let statusCheckedAt = Date.now();
   let reported: string | undefined;
+  const quietSince = new Map<OutputStreamName, number>();
+  let busy = false;
   while (!signal.aborted) {
     if (!terminalStatuses.has(record.status) && record.status !== reported) {
       reported = record.status;
@@ -53,17 +57,23 @@ export async function* followExecution(
     let progressed = false;
     for (const stream of streams) {
       if (complete.has(stream) || signal.aborted) continue;
+      // While another stream streams, a quiet one is looked at again only now and then (reads cost a round trip).
+      if (busy && quietSince.has(stream) && Date.now() - quietSince.get(stream)! < QUIET_RECHECK_MS) continue;
       const read = await api.readOutput(caller, id, stream, cursors[stream], chunkBytes);
       if (read.data.length > 0) {
         const cursor = cursors[stream];
         cursors[stream] = read.next;
         progressed = true;
+        quietSince.delete(stream);
         yield { kind: 'output', stream, cursor, data: read.data, next: read.next };
       } else if (read.complete) {
         // Only an empty read of a complete stream proves its end: a full chunk may have more behind it.
         complete.add(stream);
+      } else {
+        quietSince.set(stream, Date.now());
       }
     }
+    busy = progressed;
     if (!progressed || Date.now() - statusCheckedAt >= pollMs) {
       record = await api.getExecution(caller, id);
       statusCheckedAt = Date.now();
