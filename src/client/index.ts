@@ -1,0 +1,22 @@
+/**
+ * The typed client of a Berth server (`berth/client`): connect with a URL and a token, then environments, sessions,
+ * executions (run, follow, output, cancel), allocations, stream replay and the audit feed. Errors from the server
+ * are BerthApiError with the code of the wire's error shape.
+ */
+export { Berth } from './berth-client.ts';
+export type {
+  Allocation,
+  ConnectOptions,
+  CreateEnvironment,
+  Environment,
+  ReplayStepJson,
+  RunOptions,
+  Session,
+  SubmitExecution,
+  UpdateEnvironment,
+} from './berth-client.ts';
+export { BerthApiError, isBerthApiError } from './berth-api-error.ts';
+export type { EventFeed, FeedEvent } from './event-feed.ts';
+export type { FollowOptions, StdinSource, TerminalSize } from './execution-follower.ts';
+export type { BackoffOptions } from './reconnect-backoff.ts';
+export type { ExecutionRecordJson, ExecutionStatusName, OutputStreamName } from '../../schemas/api.ts';
