@@ -78,5 +78,6 @@ describe('a client that stops reading', () => {
     expect(Buffer.concat(stdout).equals(expectedOutput('stdout', size))).toBe(true);
     const logs = server.process.stderr();
     expect(logs).toContain('closing a websocket client that stopped reading');
+    for (const token of Object.values(tokens)) expect(logs).not.toContain(token); // a whole run's logs at info
   }, 90_000);
 });

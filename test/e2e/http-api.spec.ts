@@ -195,6 +195,16 @@ describe.skipIf(!dockerAvailable)('routes over the real runtime (docker)', () =>
 if (!dockerAvailable) console.log('skipped: docker routes (no Docker engine)');
 
 describe('auth and tenant scopes', () => {
+  it('never lets a token into a command environment', async () => {
+    const env = await createEnvironment(server);
+    const record = await submit(server, env, ['env']);
+    expect((await finished(server, record.id)).status).toBe('exited');
+    const seen = await (await server.call(`/v1/executions/${record.id}/output`)).text();
+    expect(seen).toMatch(/^PATH=/m);
+    for (const token of Object.values(tokens)) expect(seen).not.toContain(token);
+    expect(seen).not.toMatch(/^BERTH_/m);
+  });
+
   it('answers 401 without a token or with an unknown one, on every route but /healthz and the OpenAPI document', async () => {
     for (const route of Object.entries(openapi.doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => ({ m, path })))) {
       const path = route.path.replace('{id}', 'henv_00000000000000000000000000000000').replace('{allocationId}', 'x').replace('{stream}', 'execution-x');
