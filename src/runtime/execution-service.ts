@@ -163,8 +163,10 @@ export class ExecutionService {
     const view = await this.view(caller, id);
     const step = String(view.state);
     if (SETTLED.has(step)) return;
-    const deadline = Date.now() + timeoutMs;
-    const moved = this.until(id, (x) => x.step !== step, deadline);
+    // One wake on the next event the activity model folds (not a loop: a loop would outlive the race below, and
+    // comparing steps with a lagging model returns at once, which made followers spin).
+    const activity = this.deps.activity;
+    const moved = activity.waitFor(activity.position + 1n, timeoutMs).catch(() => false);
     if (UNSENT.has(step)) return void (await moved);
     const executor = await this.deps.services.executorFor(view.context.target.allocationId);
     await Promise.race([moved, executor.waitForChange(id, timeoutMs)]);
