@@ -232,7 +232,9 @@ export const executionMachine = setup({
     dispatched: {
       on: {
         'execution.started': [
-          { guard: 'cancelRequested', target: 'running', actions: ['start', 'stamp', watch, cancel] },
+          // The runtime runs one transition's effects one after another: cancel first, or the watch would hold it
+          // back until the command exits on its own.
+          { guard: 'cancelRequested', target: 'running', actions: ['start', 'stamp', cancel, watch] },
           { target: 'running', actions: ['start', 'stamp', watch] },
         ],
         'execution.exited': { target: 'exited', actions: ['exit', 'stamp', drain] },
@@ -251,7 +253,7 @@ export const executionMachine = setup({
         'execution.cancel_requested': { guard: 'cancelNotRequested', actions: ['requestCancel', 'stamp', cancel] },
         'execution.cancel_confirmed': { guard: 'cancelRequested', actions: ['confirmCancel', 'stamp'] },
         'runtime.recovered': [
-          { guard: 'cancelRequested', actions: [watch, cancel] },
+          { guard: 'cancelRequested', actions: [cancel, watch] },
           { actions: watch },
         ],
       },

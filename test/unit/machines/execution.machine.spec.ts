@@ -125,7 +125,7 @@ describe('execution machine: cancellation', () => {
     spec.given([accepted, dispatched]).when(cancelRequested).then({ state: 'dispatched', actions: [] });
     spec.given([accepted, dispatched, cancelRequested]).when(started).then({
       state: 'running',
-      actions: [act('executor.watch'), act('executor.cancel')],
+      actions: [act('executor.cancel'), act('executor.watch')],
     });
   });
 
@@ -160,7 +160,7 @@ describe('execution machine: recovery reconciles, never resubmits', () => {
     ['accepted: take the use again (idempotent), which leads to dispatch', [accepted], [act('allocation.use', useParams)]],
     ['dispatched: inspect the receipt, abandoning if absent', [accepted, dispatched], [act('executor.inspect')]],
     ['running: reattach', [accepted, dispatched, started], [act('executor.watch')]],
-    ['running with a cancel not confirmed: reattach and cancel again', [accepted, dispatched, started, cancelRequested], [act('executor.watch'), act('executor.cancel')]],
+    ['running with a cancel not confirmed: cancel again and reattach', [accepted, dispatched, started, cancelRequested], [act('executor.cancel'), act('executor.watch')]],
     ['exited: drain', [accepted, dispatched, started, exited], [act('executor.drain')]],
     ['drained: save', [accepted, dispatched, started, exited, drained], [act('output.save', { ...op, sizes: { stdout: 3, stderr: 0 } })]],
     ['saved: release spool and use', [accepted, dispatched, started, exited, drained, saved], [act('executor.release'), act('allocation.unuse', useParams)]],
