@@ -11,9 +11,12 @@ import {
   mkdirSync,
   openSync,
   read,
+  readdirSync,
   readFileSync,
   renameSync,
+  rmdirSync,
   statSync,
+  unlinkSync,
   watch,
   writeFileSync,
   type FSWatcher,
@@ -453,10 +456,26 @@ export class Spool {
     this.fds.clear();
   }
 
-  /** Drops the operation's directory: only once its output is saved elsewhere. */
+  /**
+   * Drops the operation's directory: only once its output is saved elsewhere. Its few flat files go with synchronous
+   * unlinks (microseconds each, where a recursive rm costs a thread-pool round trip per file); anything else (a
+   * directory a command made there) falls back to the recursive rm.
+   */
   async release(operationId: string): Promise<void> {
     this.receipts.delete(operationId);
     this.closeOutputs(operationId);
-    await rm(this.dir(operationId), { recursive: true, force: true });
+    const dir = this.dir(operationId);
+    try {
+      for (const name of readdirSync(dir)) {
+        try {
+          unlinkSync(join(dir, name));
+        } catch (e) {
+          if (!isMissing(e)) throw e;
+        }
+      }
+      rmdirSync(dir);
+    } catch (e) {
+      if (!isMissing(e)) await rm(dir, { recursive: true, force: true });
+    }
   }
 }

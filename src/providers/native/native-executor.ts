@@ -3,8 +3,8 @@
  * their output and receipts live in the spool and outlive the runtime; PTY commands run under the runtime itself
  * (pty-run.ts). Optional bubblewrap containment comes from the profile. One spool directory per allocation.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { stat, writeFile } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
@@ -25,6 +25,7 @@ import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
+import { launchDetached, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
 
 export interface NativeExecutorOptions {
   /** `<dataDir>/spool/<allocationId>`. */
@@ -38,7 +39,8 @@ export interface NativeExecutorOptions {
 
 /** What this process holds for an operation it runs: handles that exist only while the runtime lives. */
 interface LiveOperation {
-  supervisor?: ChildProcess;
+  /** The supervisor this process launched and that owns the claim, until its exit is known. */
+  supervisor?: Launch;
   pty?: PtyRun;
   stdin?: FifoWriter;
   listeners: Set<() => void>;
@@ -94,46 +96,50 @@ export class NativeExecutor implements Executor {
     const argv = this.argv(spec);
     const cwd = spec.cwd ?? (this.options.profile.contain ? '/tmp' : spec.env.HOME ?? '/');
     const { env: _secret, ...recorded } = spec;
-    const recording = writeFile(this.spool.file(id, 'spec.json'), `${JSON.stringify({ ...recorded, argv })}\n`);
-    const receipt = spec.pty ? await this.startPty(spec, argv, cwd) : await this.startSupervised(spec, argv, cwd);
-    await recording;
-    return receipt;
+    writeFileSync(this.spool.file(id, 'spec.json'), `${JSON.stringify({ ...recorded, argv })}\n`);
+    return spec.pty ? this.startPty(spec, argv, cwd) : this.startSupervised(spec, argv, cwd);
   }
 
   private async startSupervised(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
     const id = spec.operationId;
     const dir = this.spool.dir(id);
-    const args = [SUPERVISOR_PATH, 'run', dir, '-C', cwd, '-g', String(this.graceMs)];
+    const args = ['/bin/sh', SUPERVISOR_PATH, 'run', dir, '-C', cwd, '-g', String(this.graceMs)];
     if (spec.stdin) args.push('-i');
     if (spec.timeoutMs !== undefined) args.push('-t', String(spec.timeoutMs));
-    // Its own session (detached): no SIGHUP, not in the runtime's process group, outlives the runtime.
-    const child = spawn('/bin/sh', [...args, '--', ...argv], { detached: true, stdio: 'ignore', env: spec.env, cwd: '/' });
-    child.unref();
+    // Detached (the launcher's session): no SIGHUP, not in the runtime's process group, outlives the runtime.
+    const supervisor = launchDetached([...args, '--', ...argv], spec.env);
     const op = liveFor(dir);
-    // A duplicate submit racing this one may start a second supervisor; the first tracked one stays tracked.
-    op.supervisor ??= child;
-    let exit: { code: number | null } | { error: Error } | undefined;
-    const settle = (outcome: NonNullable<typeof exit>): void => {
-      exit ??= outcome;
-      if (op.supervisor === child) {
+    let pid: number | undefined;
+    let exit: LaunchOutcome | undefined;
+    void supervisor.pid.then((p) => {
+      pid = p;
+      notify(dir);
+    });
+    void supervisor.exited.then((outcome) => {
+      exit = outcome;
+      if (op.supervisor === supervisor) {
         op.supervisor = undefined;
         op.stdin?.destroy();
         op.stdin = undefined;
       }
       notify(dir);
       forget(dir);
-    };
-    child.once('exit', (code) => settle({ code }));
-    child.once('error', (error) => settle({ error }));
+    });
 
-    // Started (or already finished), or the supervisor ended without starting anything.
+    // This supervisor claimed the operation and started it (or already finished), or it ended without starting
+    // anything (a duplicate submit's supervisor that lost the claim). Another claimant's progress does not count:
+    // this submit answers only once its own supervisor can no longer touch the operation's directory.
     const seen = await this.spool.waitUntil(
       id,
       async () => {
-        const receipt = await this.spool.readReceipt(id);
-        if (receipt) return { receipt, started: await this.spool.readStarted(id) };
-        const started = await this.spool.readStarted(id);
-        if (started) return { started };
+        const claim = pid === undefined ? undefined : await this.spool.readClaim(id);
+        if (claim?.kind === 'supervisor' && claim.pid === pid) {
+          op.supervisor = exit ? undefined : supervisor;
+          const receipt = await this.spool.readReceipt(id);
+          if (receipt) return { receipt, started: await this.spool.readStarted(id) };
+          const started = await this.spool.readStarted(id);
+          if (started) return { started };
+        }
         return exit && { exit };
       },
       Number.POSITIVE_INFINITY,
@@ -146,8 +152,8 @@ export class NativeExecutor implements Executor {
       if (outcome.code === SUPERVISOR_CLAIM_LOST) return this.existing(id, await this.spool.readClaim(id));
       throw new BerthError('internal', `The supervisor exited with status ${outcome.code} without a receipt.`, detail);
     }
-    if (spec.stdin && !seen?.receipt && op.supervisor === child) op.stdin = new FifoWriter(this.spool.file(id, 'stdin'));
-    return deriveReceipt(id, { claim: { kind: 'supervisor', pid: child.pid! }, ...seen }, true);
+    if (spec.stdin && !seen?.receipt && op.supervisor === supervisor) op.stdin = new FifoWriter(this.spool.file(id, 'stdin'));
+    return deriveReceipt(id, { claim: { kind: 'supervisor', pid: pid! }, ...seen }, true);
   }
 
   private async startPty(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
@@ -372,13 +378,9 @@ export class NativeExecutor implements Executor {
   }
 
   /** The supervisor's own stop sequence (cancel marker, TERM to the group, KILL after the grace period). */
-  private runCanceller(dir: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const args = [SUPERVISOR_PATH, 'cancel', dir, '-g', String(this.graceMs)];
-      const canceller = spawn('/bin/sh', args, { stdio: 'ignore', env: {}, cwd: '/' });
-      canceller.once('error', reject);
-      canceller.once('exit', () => resolve());
-    });
+  private async runCanceller(dir: string): Promise<void> {
+    const outcome = await launchDetached(['/bin/sh', SUPERVISOR_PATH, 'cancel', dir, '-g', String(this.graceMs)], {}).exited;
+    if ('error' in outcome) throw outcome.error;
   }
 
   /** Lets go of cached descriptors (the provider calls it when the allocation goes). Operations keep running. */

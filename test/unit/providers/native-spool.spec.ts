@@ -2,7 +2,7 @@
  * The host side of the spool protocol on hand-written files (what a supervisor would leave): parsing, receipt
  * derivation, cursor reads that close only at the agreed final size, and the claim/abandon fence.
  */
-import { mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -105,6 +105,21 @@ describe('Spool', () => {
     expect(started?.pid).toBe(2);
     expect(Date.now() - start).toBeLessThan(1000);
     expect(await spool.waitUntil('op', async () => undefined, 100)).toBeUndefined();
+  });
+
+  it('release drops the operation directory, also one holding a directory, and is idempotent', async () => {
+    await spool.prepare('op');
+    writeFileSync(spool.file('op', 'stdout'), 'abc');
+    writeFileSync(spool.file('op', 'receipt'), '{"v":1,"status":0,"cancelled":false,"timedOut":false}\n');
+    await spool.read('op', 'stdout', 0);
+    await spool.release('op');
+    expect(existsSync(spool.dir('op'))).toBe(false);
+    await spool.prepare('nested');
+    mkdirSync(join(spool.dir('nested'), 'made-by-the-command'));
+    writeFileSync(join(spool.dir('nested'), 'made-by-the-command', 'f'), 'x');
+    await spool.release('nested');
+    expect(existsSync(spool.dir('nested'))).toBe(false);
+    await spool.release('nested');
   });
 
   it('rejects operation ids that are not one plain path component', () => {

@@ -1,0 +1,100 @@
+/**
+ * Starts supervisor processes through one long-lived small shell (launcher.sh) instead of forking the runtime: a
+ * fork copies the runtime's page tables, which costs milliseconds of its event loop per command and grows with its
+ * memory. Each program runs detached from the runtime, with exactly the environment given (`env -i`), and its exit
+ * status comes back as the launcher's answer.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const LAUNCHER_PATH = fileURLToPath(new URL('./launcher.sh', import.meta.url));
+const ENV_PATHS = ['/usr/bin/env', '/bin/env'];
+
+/** How a launched program ended: its sh status (128+n for signal n), or why it cannot be known. */
+export type LaunchOutcome = { code: number } | { error: Error };
+
+export interface Launch {
+  /** The program's pid once it started (undefined when the launcher went away first). */
+  pid: Promise<number | undefined>;
+  exited: Promise<LaunchOutcome>;
+}
+
+interface Pending {
+  started(pid: number | undefined): void;
+  exited(outcome: LaunchOutcome): void;
+}
+
+/** One single-quoted sh word; a newline becomes the launcher's `$_l_nl`, so a request stays on one line. */
+const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, `'"$_l_nl"'`)}'`;
+
+class Launcher {
+  private readonly child: ChildProcess;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+  private gone?: Error;
+
+  constructor(onGone: () => void) {
+    // Its own session: a terminal's signals to the runtime's process group never reach what it starts.
+    this.child = spawn('/bin/sh', [LAUNCHER_PATH], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: {}, cwd: '/' });
+    const end = (error: Error): void => {
+      if (this.gone) return;
+      this.gone = error;
+      onGone();
+      // Whether those programs still run is for their claims and receipts to say, not for this process.
+      for (const p of this.pending.values()) {
+        p.started(undefined);
+        p.exited({ error });
+      }
+      this.pending.clear();
+    };
+    this.child.once('error', (e) => end(e));
+    this.child.once('exit', (code, signal) => end(new Error(`the launcher exited (${signal ?? code})`)));
+    this.child.stdin!.on('error', (e) => end(e));
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      const [event, seq, n] = line.split(' ');
+      const p = this.pending.get(Number(seq));
+      if (event === 's') p?.started(Number(n));
+      if (event !== 'x') return;
+      p?.exited({ code: Number(n) });
+      this.pending.delete(Number(seq));
+    });
+    // Neither the launcher nor its pipes keep the runtime alive; it ends at EOF when the runtime does.
+    this.child.unref();
+    (this.child.stdin as unknown as { unref?: () => void }).unref?.();
+    (this.child.stdout as unknown as { unref?: () => void }).unref?.();
+  }
+
+  launch(argv: string[], env: Record<string, string>): Launch {
+    envPath ??= ENV_PATHS.find((p) => existsSync(p)) ?? null;
+    const refused = this.gone ?? (envPath ? undefined : new Error('env(1) is not installed'));
+    if (refused) return { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: refused }) };
+    const seq = ++this.seq;
+    const assignments = Object.entries(env).map(([k, v]) => word(`${k}=${v}`));
+    const command = ['exec', envPath, '-i', ...assignments, ...argv.map(word)].join(' ');
+    let started!: Pending['started'];
+    let exited!: Pending['exited'];
+    const launch: Launch = {
+      pid: new Promise((resolve) => (started = resolve)),
+      exited: new Promise((resolve) => (exited = resolve)),
+    };
+    this.pending.set(seq, { started, exited });
+    this.child.stdin!.write(`${seq} ${command}\n`);
+    return launch;
+  }
+}
+
+let shared: Launcher | undefined;
+let envPath: string | null | undefined;
+
+/**
+ * Runs `argv` (argv[0] an absolute path) detached, with exactly `env`, cwd `/` and stdio on /dev/null. The launcher
+ * is one per process, started on first use and again after it went away.
+ */
+export function launchDetached(argv: string[], env: Record<string, string>): Launch {
+  const launcher = (shared ??= new Launcher(() => {
+    if (shared === launcher) shared = undefined;
+  }));
+  return launcher.launch(argv, env);
+}
