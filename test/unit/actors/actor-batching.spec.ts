@@ -37,7 +37,7 @@ interface RelayServices {
   gate: Promise<void>;
 }
 
-const note = { type: 'note', params: ({ event }: { event: RelayEvent }) => ({ n: event.type === 'relay.stepped' ? event.n : 0 }) };
+const note = { type: 'note', params: ({ event }: { event: RelayEvent }) => ({ n: event.type === 'relay.stepped' ? event.n : 0 }) } as const;
 
 /** begun -> (advance) -> stepped 1, begun (refused), stepped 2, ended: one effect, four outcomes, one refused. */
 const relayMachine = setup({
