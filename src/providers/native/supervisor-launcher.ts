@@ -1,8 +1,8 @@
 /**
  * Starts supervisor processes through one long-lived small shell (launcher.sh) instead of forking the runtime: a
  * fork copies the runtime's page tables, which costs milliseconds of its event loop per command and grows with its
- * memory. Each program runs detached from the runtime, with exactly the environment given (`env -i`), and its exit
- * status comes back as the launcher's answer.
+ * memory. Each program runs detached from the runtime, with exactly the environment given, and its exit status
+ * comes back as the launcher's answer.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,6 +28,26 @@ interface Pending {
 
 /** One single-quoted sh word; a newline becomes the launcher's `$_l_nl`, so a request stays on one line. */
 const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, `'"$_l_nl"'`)}'`;
+
+/** Names a shell exports as given: identifiers that no sh (dash, bash, ash) treats specially or as read-only. */
+const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SHELL_NAMES = /^(BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|ENV|OPTIND|OPTARG|PS[0-4]|LINENO|HIST.*|FUNCNAME|GROUPS|_)$/;
+
+/**
+ * The sh line that replaces the launcher's subshell with `argv` and exactly `env`. The subshell's only other
+ * exported variable is PWD (any sh exports it; a started sh sets its own anyway). Plain names are exported by the
+ * subshell itself; any other name needs `env -i` (one more exec), which takes every name as it is.
+ */
+function execLine(argv: string[], env: Record<string, string>): string | Error {
+  const names = Object.keys(env);
+  if (names.every((k) => PLAIN_NAME.test(k) && !SHELL_NAMES.test(k))) {
+    const exports = names.map((k) => `export ${k}=${word(env[k])};`);
+    return [...exports, 'exec', ...argv.map(word)].join(' ');
+  }
+  envPath ??= ENV_PATHS.find((p) => existsSync(p)) ?? null;
+  if (!envPath) return new Error('env(1) is not installed');
+  return ['exec', envPath, '-i', ...names.map((k) => word(`${k}=${env[k]}`)), ...argv.map(word)].join(' ');
+}
 
 class Launcher {
   private readonly child: ChildProcess;
@@ -59,20 +79,31 @@ class Launcher {
       if (event !== 'x') return;
       p?.exited({ code: Number(n) });
       this.pending.delete(Number(seq));
+      this.holdWhilePending();
     });
-    // Neither the launcher nor its pipes keep the runtime alive; it ends at EOF when the runtime does.
+    // An idle launcher does not keep the runtime alive (it ends at EOF when the runtime does); a pending answer does.
     this.child.unref();
-    (this.child.stdin as unknown as { unref?: () => void }).unref?.();
-    (this.child.stdout as unknown as { unref?: () => void }).unref?.();
+    this.pipes().stdin.unref?.();
+    this.holdWhilePending();
+  }
+
+  private pipes() {
+    type Refable = { ref?: () => void; unref?: () => void };
+    return { stdin: this.child.stdin as unknown as Refable, stdout: this.child.stdout as unknown as Refable };
+  }
+
+  private holdWhilePending(): void {
+    const { stdout } = this.pipes();
+    if (this.pending.size > 0) stdout.ref?.();
+    else stdout.unref?.();
   }
 
   launch(argv: string[], env: Record<string, string>): Launch {
-    envPath ??= ENV_PATHS.find((p) => existsSync(p)) ?? null;
-    const refused = this.gone ?? (envPath ? undefined : new Error('env(1) is not installed'));
-    if (refused) return { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: refused }) };
+    const command = execLine(argv, env);
+    if (this.gone || command instanceof Error) {
+      return { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: this.gone ?? (command as Error) }) };
+    }
     const seq = ++this.seq;
-    const assignments = Object.entries(env).map(([k, v]) => word(`${k}=${v}`));
-    const command = ['exec', envPath, '-i', ...assignments, ...argv.map(word)].join(' ');
     let started!: Pending['started'];
     let exited!: Pending['exited'];
     const launch: Launch = {
@@ -80,6 +111,7 @@ class Launcher {
       exited: new Promise((resolve) => (exited = resolve)),
     };
     this.pending.set(seq, { started, exited });
+    this.holdWhilePending();
     this.child.stdin!.write(`${seq} ${command}\n`);
     return launch;
   }

@@ -44,6 +44,15 @@ describe('launchDetached', () => {
     expect(readFileSync(`${out}.env`, 'utf8').split('\0').filter(Boolean).sort()).toEqual(['NOT-AN-IDENTIFIER=x y', `ODD=${odd}`]);
   });
 
+  it('hands plain names over the same way, with only the PWD any sh exports', async () => {
+    const out = join(dir, 'plain');
+    const env = { PATH: '/usr/bin:/bin', HOME: '/nowhere', MULTI: "a'b\nc", EMPTY: '' };
+    const outcome = await launchDetached(['/bin/sh', '-c', 'cat /proc/$$/environ >"$1"', 'sh', out], env).exited;
+    expect(outcome).toEqual({ code: 0 });
+    const given = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    expect(readFileSync(out, 'utf8').split('\0').filter(Boolean).sort()).toEqual([...given, 'PWD=/'].sort());
+  });
+
   it('answers the exit status, 128+n for a signal, and runs outside the runtime session', async () => {
     expect(await launchDetached(['/bin/sh', '-c', 'exit 3'], {}).exited).toEqual({ code: 3 });
     expect(await launchDetached(['/bin/sh', '-c', 'kill -TERM $$'], {}).exited).toEqual({ code: 143 });
