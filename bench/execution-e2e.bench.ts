@@ -54,16 +54,23 @@ async function execute(environment: string, command: string[], more: Partial<Sub
   }
 }
 
-/** Alternates the two sides so drift on the shared machine hits both alike; answers both sample sets. */
+/**
+ * Alternates the two sides so drift on the shared machine hits both alike; answers both sample sets. After each of
+ * ours, the runtime finishes what follows `saved` (spool and use released) untimed: left running, that work would
+ * land in the next raw sample and flatter the ratio.
+ */
 async function paired(runs: number, ours: () => Promise<unknown>, raw: () => Promise<unknown>): Promise<[number[], number[]]> {
   const a: number[] = [];
   const b: number[] = [];
+  const idle = () => berth.runtime.actors.whenIdle();
   for (let i = 0; i < runs; i++) {
     if (i % 2 === 0) {
       b.push(await timed(raw));
       a.push(await timed(ours));
+      await idle();
     } else {
       a.push(await timed(ours));
+      await idle();
       b.push(await timed(raw));
     }
   }

@@ -59,9 +59,10 @@ const FAST_EXIT_MS = 15;
 /**
  * What a submit reports from its receipt: started (at once when the command reads stdin or owns a terminal, since
  * those wait for a client; else after up to FAST_EXIT_MS), the whole run when it is already over, or failed when
- * the command could not start.
+ * the command could not start. A run that wrote no byte at all has nothing to copy: its streams are the empty
+ * artifact, so it is saved in the same append.
  */
-async function submitted(executor: Executor, p: SubmitParams, receipt: Receipt, now: () => number): Promise<DomainEvent[]> {
+async function submitted(executor: Executor, artifacts: ArtifactStore, p: SubmitParams, receipt: Receipt, now: () => number): Promise<DomainEvent[]> {
   if (receipt.state === 'running' && !p.stdin && !p.pty) {
     // Empty cursors: woken by the receipt only, not by output.
     await executor.waitForChange(p.executionId, FAST_EXIT_MS, {}).catch(() => undefined);
@@ -73,7 +74,10 @@ async function submitted(executor: Executor, p: SubmitParams, receipt: Receipt, 
   if (receipt.state !== 'exited') return [fromReceipt(receipt, now())];
   const at = now();
   if (receipt.error) return [{ type: 'execution.failed', code: 'invalid_request', message: `the command could not start: ${receipt.error}`, at }];
-  return [...(receipt.startedAt ? [startedEvent(receipt, at)] : []), exitedEvent(receipt, at), drainedEvent(receipt, at)];
+  const run = [...(receipt.startedAt ? [startedEvent(receipt, at)] : []), exitedEvent(receipt, at), drainedEvent(receipt, at)];
+  const { sizes } = receipt;
+  const silent = sizes !== undefined && Object.values(sizes).every((n) => n === 0);
+  return silent ? [...run, await savedEvent(executor, artifacts, p.executionId, sizes, now)] : run;
 }
 
 /** One promise per shutdown signal (a single listener), however many effects wait on it. */
@@ -171,6 +175,17 @@ async function emptyArtifact(artifacts: ArtifactStore): Promise<ArtifactRef> {
   return ref;
 }
 
+/** Copies each stream's spool (up to its drained size) into the artifact store; a terminal that said nothing is left out. */
+async function savedEvent(executor: Executor, artifacts: ArtifactStore, executionId: string, sizes: SaveParams['sizes'], at: () => number) {
+  const saved: Partial<Record<OutputStream, ArtifactRef>> = {};
+  for (const stream of STREAMS) {
+    const size = sizes[stream];
+    if (size === undefined || (size === 0 && stream === 'pty')) continue;
+    saved[stream] = size === 0 ? await emptyArtifact(artifacts) : await artifacts.putChunks(spooled(executor, executionId, stream, size));
+  }
+  return { type: 'execution.saved', artifacts: saved, at: at() };
+}
+
 export const executionActor = defineActor<typeof executionMachine, Services>({
   type: 'execution',
   machine: executionMachine,
@@ -233,7 +248,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         if (!inspected) return undefined;
         receipt = inspected;
       }
-      return submitted(executor, p, receipt, ctx.services.now);
+      return submitted(executor, ctx.services.artifacts, p, receipt, ctx.services.now);
     },
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
@@ -262,15 +277,9 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       return drainedEvent(receipt, ctx.services.now());
     },
     'output.save': async (p: SaveParams, ctx) => {
+      if (ctx.cause.followedBy?.includes('execution.saved')) return undefined;
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const { artifacts } = ctx.services;
-      const saved: Partial<Record<OutputStream, ArtifactRef>> = {};
-      for (const stream of STREAMS) {
-        const size = p.sizes[stream];
-        if (size === undefined || (size === 0 && stream === 'pty')) continue;
-        saved[stream] = size === 0 ? await emptyArtifact(artifacts) : await artifacts.putChunks(spooled(executor, p.executionId, stream, size));
-      }
-      return { type: 'execution.saved', artifacts: saved, at: ctx.services.now() };
+      return savedEvent(executor, ctx.services.artifacts, p.executionId, p.sizes, ctx.services.now);
     },
     'executor.release': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
