@@ -10,10 +10,11 @@
 #   supervisor.sh run OPDIR [-C CWD] [-i] [-t TIMEOUT_MS] [-g GRACE_MS] -- ARGV...
 #   supervisor.sh cancel OPDIR [-g GRACE_MS]
 #
-#   The host starts `run` detached, in its own session (setsid / a new session, stdio on /dev/null), so it gets no
-#   SIGHUP and outlives the host. Its environment IS the command's environment (already filtered by the host); the
-#   supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores PATH before exec
-#   (dash adds only PWD after `cd`; busybox ash also exports SHLVL).
+#   The host starts `run` detached, outside its own session (a new session, or the session of a detached launcher:
+#   native/launcher.sh; stdio on /dev/null), so it gets no SIGHUP nor any signal meant for the host's process group,
+#   and outlives the host. Its environment IS the command's environment (already filtered by the host, plus the PWD
+#   any sh exports); the supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores
+#   PATH before exec (dash adds only PWD after `cd`; busybox ash also exports SHLVL).
 #   Needs on its own PATH (it prepends the usual system directories): setsid, sleep; mkfifo with -i. Linux /proc
 #   is used when present to ignore zombies while draining.
 #   Exit status of `run`: 0 the receipt is written; 2 usage error (nothing written); 3 the claim was already taken
