@@ -10,7 +10,7 @@ import type { Writable } from 'node:stream';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import type { Berth } from '../client/berth-client.ts';
 import type { TerminalSize } from '../client/execution-follower.ts';
-import { parseCommandArgs, UsageError } from './command-args.ts';
+import { commandLineOptions, parseCommandLine } from './command-line.ts';
 import { exitStatusOf } from './exit-status.ts';
 import { connectRemote, findEnvironment, isUnreachable, remoteOptions, remoteUsage, serverUrl, unreachable } from './remote.ts';
 
@@ -22,37 +22,18 @@ export const execUsage = `usage: berth exec [-i] [-t] [--operation-id ID] [--cwd
   detaches and leaves it running). A repeated --operation-id re-attaches to the first run instead of running twice.
 ${remoteUsage}`;
 
-const options = {
-  ...remoteOptions,
-  'operation-id': { type: 'string' },
-  cwd: { type: 'string' },
-  env: { type: 'string', multiple: true },
-  timeout: { type: 'string' },
-  interactive: { type: 'boolean', short: 'i' },
-  tty: { type: 'boolean', short: 't' },
-} as const;
+const options = { ...remoteOptions, ...commandLineOptions } as const;
 
 const terminalSize = (): TerminalSize => ({ cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 });
 
 export async function execCommand(argv: string[]): Promise<number> {
-  const split = argv.indexOf('--');
-  const { values, positionals } = parseCommandArgs(split < 0 ? argv : argv.slice(0, split), options, execUsage);
-  if (values.help) return void console.log(execUsage), 0;
-  const command = split < 0 ? [] : argv.slice(split + 1);
-  if (positionals.length !== 1 || command.length === 0) throw new UsageError('name one environment, then -- and the command', execUsage);
-  const env = Object.fromEntries(
-    (values.env ?? []).map((pair) => {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--env takes NAME=VALUE, not "${pair}"`, execUsage);
-      return [pair.slice(0, eq), pair.slice(eq + 1)];
-    }),
-  );
-  const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout takes milliseconds', execUsage);
+  const line = parseCommandLine(argv, options, execUsage);
+  if (line.help) return void console.log(execUsage), 0;
+  const { values, command, env, timeoutMs } = line;
 
   const berth = await connectRemote(values);
   try {
-    const environment = await findEnvironment(berth, positionals[0]);
+    const environment = await findEnvironment(berth, line.environment);
     return await execute(berth, environment, command, {
       operationId: values['operation-id'] ?? `exec-${randomUUID()}`,
       interactive: values.interactive ?? false,

@@ -5,7 +5,6 @@
  * --operation-id re-attaches to the first run instead of starting another.
  */
 import { randomUUID } from 'node:crypto';
-import { constants as osConstants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { OutputStream } from '../providers/provider.ts';
@@ -13,7 +12,9 @@ import { startBerth } from '../runtime/berth.ts';
 import type { BerthApi } from '../runtime/berth-api.ts';
 import { loadConfig } from '../runtime/config.ts';
 import type { Caller, ExecutionRecord } from '../runtime/runtime-api.ts';
-import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
+import { storeOptions } from './command-args.ts';
+import { commandLineOptions, parseCommandLine } from './command-line.ts';
+import { exitStatusOf } from './exit-status.ts';
 import { createLogger } from './logger.ts';
 
 export const runUsage = `usage: berth run [--data-dir DIR] [--store SPEC] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]...
@@ -25,35 +26,11 @@ export const runUsage = `usage: berth run [--data-dir DIR] [--store SPEC] [--ope
 
 /** The CLI acts as the data directory's administrator, in the scope the admin token maps to by default. */
 const caller: Caller = { scope: 'default', role: 'admin' };
-const FAILED_EXIT = 125;
 
 export async function runCommand(argv: string[]): Promise<number> {
-  const split = argv.indexOf('--');
-  const { values, positionals } = parseCommandArgs(
-    split < 0 ? argv : argv.slice(0, split),
-    {
-      ...storeOptions,
-      'operation-id': { type: 'string' },
-      cwd: { type: 'string' },
-      env: { type: 'string', multiple: true },
-      timeout: { type: 'string' },
-      interactive: { type: 'boolean', short: 'i' },
-      tty: { type: 'boolean', short: 't' },
-    },
-    runUsage,
-  );
-  if (values.help) return void console.log(runUsage), 0;
-  const command = split < 0 ? [] : argv.slice(split + 1);
-  if (positionals.length !== 1 || command.length === 0) throw new UsageError('name one environment, then -- and the command', runUsage);
-  const env = Object.fromEntries(
-    (values.env ?? []).map((pair) => {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--env takes NAME=VALUE, not "${pair}"`, runUsage);
-      return [pair.slice(0, eq), pair.slice(eq + 1)];
-    }),
-  );
-  const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout takes milliseconds', runUsage);
+  const line = parseCommandLine(argv, { ...storeOptions, ...commandLineOptions }, runUsage);
+  if (line.help) return void console.log(runUsage), 0;
+  const { values, command, env, timeoutMs } = line;
 
   const config = loadConfig({ dataDir: values['data-dir'], store: values.store });
   const berth = await startBerth({
@@ -62,7 +39,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     logger: createLogger({ level: process.env.BERTH_LOG_LEVEL ?? 'warn' }),
   });
   try {
-    const environment = await findEnvironment(berth.api, positionals[0]);
+    const environment = await findEnvironment(berth.api, line.environment);
     const tty = values.tty ?? false;
     const record = await berth.api.submitExecution(caller, {
       operationId: values['operation-id'] ?? `run-${randomUUID()}`,
@@ -154,11 +131,7 @@ function attachInput(api: BerthApi, id: string, o: { stdin: boolean; tty: boolea
 }
 
 function exitCodeOf(record: ExecutionRecord): number {
-  if (record.status === 'failed' || record.status === 'unknown') {
-    process.stderr.write(`berth: the command ${record.status === 'failed' ? 'could not start' : 'has an unknown outcome'}: ${record.failure?.message ?? ''}\n`);
-    return FAILED_EXIT;
-  }
-  if (typeof record.exitCode === 'number') return record.exitCode;
-  const signal = record.signal ? osConstants.signals[record.signal as NodeJS.Signals] : undefined;
-  return signal ? 128 + signal : record.status === 'cancelled' ? 130 : FAILED_EXIT;
+  const { code, complaint } = exitStatusOf(record);
+  if (complaint) process.stderr.write(`berth: ${complaint}\n`);
+  return code;
 }
