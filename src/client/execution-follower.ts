@@ -7,7 +7,7 @@
  */
 import { WebSocket, type RawData } from 'ws';
 import { terminalStatuses, wsServerTextSchema, type ExecutionRecordJson, type OutputStreamName } from '../../schemas/api.ts';
-import { decodeOutputFrame } from '../gateway/ws-frames.ts';
+import { decodeOutputFrame } from '../../schemas/ws-frames.ts';
 import { BerthApiError } from './berth-api-error.ts';
 import type { HttpTransport } from './http-transport.ts';
 import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';

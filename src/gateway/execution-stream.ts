@@ -14,7 +14,7 @@ import { followExecution } from './output-follower.ts';
 import { parseOrReject } from './parse-request.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-import { closeCodes, encodeOutputFrame, encodeOutputFrameInto, FrameBufferPool } from './ws-frames.ts';
+import { closeCodes, encodeOutputFrame, encodeOutputFrameInto, FrameBufferPool } from '../../schemas/ws-frames.ts';
 
 export interface ExecutionStreamOptions {
   deps: GatewayDeps;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeOutputFrame, encodeOutputFrame, OUTPUT_FRAME_HEADER_BYTES } from '../../../src/gateway/ws-frames.ts';
+import { decodeOutputFrame, encodeOutputFrame, OUTPUT_FRAME_HEADER_BYTES } from '../../../schemas/ws-frames.ts';
 
 describe('WebSocket output frames', () => {
   it('should lay out stream byte, u64 big-endian cursor of the first data byte, then the data', () => {

@@ -2,7 +2,7 @@
  * The execution WebSocket's binary output frame (DESIGN §8): byte 0 = stream (1 stdout, 2 stderr, 3 pty), bytes 1–8
  * = unsigned 64-bit big-endian cursor of the first data byte, then the data. Pure codec, shared with the client.
  */
-import type { OutputStreamName } from '../../schemas/api.ts';
+import type { OutputStreamName } from './api.ts';
 
 export const OUTPUT_FRAME_HEADER_BYTES = 9;
 
