@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { ActorRuntime } from '../src/actors/actor-runtime.ts';
 import { SqliteEventStore } from '../src/store/sqlite-event-store.ts';
 import { tallyActor } from '../test/fixtures/actors/tally.actor.ts';
+import { median } from './figure.ts';
 
 const SEQUENTIAL = Number(process.env.BENCH_TRANSITIONS ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -80,7 +81,6 @@ try {
   await rt.whenIdle();
   raw.close();
   await store.close();
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const [baseline, sequential, concurrent] = [median(rates.baseline), median(rates.sequential), median(rates.concurrent)];
   process.stderr.write(
     `raw ${baseline.toFixed(0)} commits/s, 1 actor ${sequential.toFixed(0)} transitions/s, ` +

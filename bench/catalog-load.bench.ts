@@ -8,7 +8,8 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { caller, figure, startBenchGateway } from './bench-gateway.ts';
+import { caller, startBenchGateway } from './bench-gateway.ts';
+import { figure } from './figure.ts';
 
 const ENVIRONMENTS = Number(process.env.BENCH_ENVIRONMENTS ?? 1000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);

@@ -27,18 +27,3 @@ export function writeProjectTree(dir: string): { files: number; bytes: number } 
   }
   return { files: FILES, bytes: TOTAL_BYTES };
 }
-
-export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-export function figure(bench: string, value: number, unit: string, baseline: number, target: number): string {
-  const ratio = value / baseline;
-  return JSON.stringify({
-    bench,
-    value: Number(value.toFixed(1)),
-    unit,
-    baseline: Number(baseline.toFixed(1)),
-    ratio: Number(ratio.toFixed(2)),
-    target: `<= ${target}`,
-    met: ratio <= target,
-  });
-}

@@ -9,6 +9,7 @@ import { createDockerClient, endpointFromEnv } from '../src/providers/docker/doc
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import { allocationLabels, resourceNames } from '../src/providers/docker/labels.ts';
 import type { AllocationIntent } from '../src/providers/provider.ts';
+import { figure, median } from './figure.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const TARGET = 1.15;
@@ -56,7 +57,6 @@ async function timed(fn: (intent: AllocationIntent) => Promise<void>): Promise<n
   return ms;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 if (!(await provider.available())) {
   console.log('skipped: no Docker engine (run scripts/docker-up.sh)');
@@ -78,20 +78,7 @@ try {
       rawMs.push(await timed(raw));
     }
   }
-  const value = median(providerMs);
-  const baseline = median(rawMs);
-  const ratio = value / baseline;
-  console.log(
-    JSON.stringify({
-      bench: 'docker-acquire',
-      value: Number(value.toFixed(1)),
-      unit: 'ms',
-      baseline: Number(baseline.toFixed(1)),
-      ratio: Number(ratio.toFixed(3)),
-      target: `<= ${TARGET}`,
-      met: ratio <= TARGET,
-    }),
-  );
+  figure('docker-acquire', median(providerMs), 'ms', median(rawMs), { op: '<=', ratio: TARGET });
 } finally {
   await cleanup();
 }

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import type { AllocationRef, Executor } from '../src/providers/provider.ts';
+import { figure, median } from './figure.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 21);
 const TARGET = 1.1;
@@ -54,7 +55,6 @@ async function timed(fn: () => Promise<void>): Promise<number> {
   return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 if (!(await provider.available()) || process.getuid?.() !== 0) {
   console.log('skipped: docker-exec needs a Docker engine (run scripts/docker-up.sh) and root');
@@ -89,20 +89,7 @@ try {
       rawMs.push(await timed(() => raw(containerId)));
     }
   }
-  const value = median(executorMs);
-  const baseline = median(rawMs);
-  const ratio = value / baseline;
-  console.log(
-    JSON.stringify({
-      bench: 'docker-exec',
-      value: Number(value.toFixed(1)),
-      unit: 'ms',
-      baseline: Number(baseline.toFixed(1)),
-      ratio: Number(ratio.toFixed(3)),
-      target: `<= ${TARGET}`,
-      met: ratio <= TARGET,
-    }),
-  );
+  figure('docker-exec', median(executorMs), 'ms', median(rawMs), { op: '<=', ratio: TARGET });
 } finally {
   await provider.deallocate(ref);
 }

@@ -17,6 +17,7 @@ import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import type { AllocationIntent } from '../src/providers/provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
+import { median } from './figure.ts';
 
 const COLD_RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const REUSE_RUNS = 3000;
@@ -35,7 +36,6 @@ const berth = await startBerth({
   providers: [new NativeProvider({ dataDir: dir }), dockerProvider],
 });
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const elapsedMs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const round = (x: number, digits = 3) => Number(x.toFixed(digits));
 

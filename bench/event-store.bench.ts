@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../src/store/sqlite-event-store.ts';
+import { median } from './figure.ts';
 
 const SEQUENTIAL = Number(process.env.BENCH_APPENDS ?? 200);
 /** Disk flush times drift: baseline and store alternate over several rounds and each keeps its median. */
@@ -111,7 +112,6 @@ try {
   const commits = (store.stats.commits - commitsBefore - ROUNDS * SEQUENTIAL) / ROUNDS;
   raw.close();
   await store.close();
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const [baseline, sequential, concurrent] = [median(rates.baseline), median(rates.sequential), median(rates.concurrent)];
   const read = await catchUp(file);
   process.stderr.write(

@@ -3,7 +3,8 @@
  * against the same through the in-process runtime API (submitExecution, then getExecution with the same wait), on one
  * runtime, alternating. Value and baseline are median milliseconds per command; target: HTTP within 1.5x.
  */
-import { caller, figure, median, startBenchGateway } from './bench-gateway.ts';
+import { caller, startBenchGateway } from './bench-gateway.ts';
+import { figure, median } from './figure.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 60);
 const WARMUP = 5;

@@ -14,6 +14,7 @@ import { defineProjection } from '../src/projections/projection.ts';
 import { ProjectionEngine } from '../src/projections/projection-engine.ts';
 import type { RecordedEvent } from '../src/store/event-store.ts';
 import { SqliteEventStore } from '../src/store/sqlite-event-store.ts';
+import { median } from './figure.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -112,7 +113,6 @@ try {
   const file = join(dir, 'events.sqlite3');
   const store = SqliteEventStore.open(file);
   await populate(store);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const raw: number[] = [];
   const rebuild: number[] = [];
   const catchUp: number[] = [];

@@ -8,7 +8,8 @@
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { defaultLimits } from '../src/gateway/limits.ts';
-import { figure, median, startBenchGateway, type BenchGateway } from './bench-gateway.ts';
+import { startBenchGateway, type BenchGateway } from './bench-gateway.ts';
+import { figure, median } from './figure.ts';
 
 const BYTES = Number(process.env.BENCH_WS_BYTES ?? 256 * 1024 * 1024);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
