@@ -61,7 +61,7 @@ export async function recoverContent(layout: ContentLayout): Promise<void> {
   }
 }
 
-async function readdirOrEmpty(dir: string): Promise<string[]> {
+export async function readdirOrEmpty(dir: string): Promise<string[]> {
   try {
     return await readdir(dir);
   } catch (e) {

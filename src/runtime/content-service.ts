@@ -4,14 +4,13 @@
  * content fields of the environment object, the version an execution reads, harnesses, and the content side of
  * startup and deletion. Every call first checks the environment is in the caller's scope (environment_not_found).
  */
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { ActorRuntime } from '../actors/actor-runtime.ts';
 import { EnvironmentContent } from '../content/environment-content.ts';
 import type { Body } from '../content/import/byte-reader.ts';
 import type { ImportResult } from '../content/import/import-result.ts';
-import { recoverContent } from '../content/content-layout.ts';
+import { readdirOrEmpty, recoverContent } from '../content/content-layout.ts';
 import { removeReadOnlyTree } from '../content/versions.ts';
 import { buildStatus, type BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext, VersionSummary } from '../machines/environment.machine.ts';
@@ -259,11 +258,3 @@ const versionList = (id: string, ctx: EnvironmentContext): VersionList => ({
   versions: ctx.versions.map((v) => versionEntry(v, ctx.activeVersion)),
 });
 
-async function readdirOrEmpty(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw e;
-  }
-}
