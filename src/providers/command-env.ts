@@ -10,13 +10,16 @@ export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 export const DEFAULT_TERM = 'xterm-256color';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The supervisor's own shell variables (supervisor.sh): it sets them, so a command could not get the caller's value. */
+const RESERVED = /^_bsv_/;
 
-/** Names a POSIX shell can carry; values without NUL (an argv/environ string cannot hold one). */
+/** Names a POSIX shell can carry, not the supervisor's; values without NUL (an argv/environ string cannot hold one). */
 export function assertCommandEnv(env: Record<string, string>): void {
   for (const [name, value] of Object.entries(env)) {
     if (!NAME.test(name) || typeof value !== 'string' || value.includes('\0')) {
       throw new BerthError('invalid_request', 'Environment names are [A-Za-z_][A-Za-z0-9_]* and values hold no NUL byte.', { name });
     }
+    if (RESERVED.test(name)) throw new BerthError('invalid_request', 'Environment names starting with _bsv_ are reserved.', { name });
   }
 }
 
@@ -28,12 +31,22 @@ export interface CommandEnvOptions {
   user?: { name: string; home: string };
 }
 
+let host: { name: string; home: string } | undefined;
+/** The account running Berth, looked up once (a passwd lookup per command shows in the execution latency). */
+function hostAccount(): { name: string; home: string } {
+  if (!host) {
+    const { username, homedir } = userInfo();
+    host = { name: username, home: homedir };
+  }
+  return host;
+}
+
 /**
  * The base takes PATH and LANG from the host (the borrowed host's own tool locations and locale; neither is a
  * secret) and HOME/USER from the account, not from the environment.
  */
 export function commandEnv(options: CommandEnvOptions = {}): Record<string, string> {
-  const account = options.user ?? { name: userInfo().username, home: userInfo().homedir };
+  const account = options.user ?? hostAccount();
   const base: Record<string, string> = {
     PATH: process.env.PATH || DEFAULT_PATH,
     HOME: account.home,

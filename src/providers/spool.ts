@@ -51,7 +51,8 @@ export function assertOperationId(operationId: string): void {
 }
 
 export type Claim =
-  | { kind: 'supervisor'; pid: number }
+  /** `startTime` (clock ticks since boot) where the supervisor could read /proc: with the pid, its identity. */
+  | { kind: 'supervisor'; pid: number; startTime?: string }
   | { kind: 'pty'; pid: number; startTime: string }
   | { kind: 'abandoned' }
   /** Created but its content not written yet (or the writer died in between). */
@@ -94,7 +95,9 @@ export function parseClaim(text: string): Claim {
   const line = text.trim();
   if (line === 'abandoned') return { kind: 'abandoned' };
   const [kind, pid, startTime] = line.split(' ');
-  if (kind === 'supervisor' && /^\d+$/.test(pid ?? '')) return { kind: 'supervisor', pid: Number(pid) };
+  if (kind === 'supervisor' && /^\d+$/.test(pid ?? '')) {
+    return { kind: 'supervisor', pid: Number(pid), ...(/^\d+$/.test(startTime ?? '') ? { startTime } : {}) };
+  }
   if (kind === 'pty' && /^\d+$/.test(pid ?? '') && startTime) return { kind: 'pty', pid: Number(pid), startTime };
   return { kind: 'pending' };
 }

@@ -12,7 +12,9 @@
 #
 #   The host starts `run` detached, outside its own session (a new session, or the session of a detached launcher:
 #   native/launcher.sh; stdio on /dev/null), so it gets no SIGHUP nor any signal meant for the host's process group,
-#   and outlives the host. Its environment IS the command's environment (already filtered by the host, plus the PWD
+#   and outlives the host. A host may also source this file with `_bsv_library=1` (it then only defines functions)
+#   and call `_bsv_main run|cancel ...` in a forked subshell: the native launcher does, which saves starting a shell
+#   and parsing this file for every command. Its environment IS the command's environment (already filtered by the host, plus the PWD
 #   any sh exports); the supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores
 #   PATH before exec (dash adds only PWD after `cd`; busybox ash also exports SHLVL).
 #   Needs on its own PATH (it prepends the usual system directories): setsid, sleep; mkfifo with -i. Linux /proc
@@ -24,7 +26,9 @@
 #   The host creates OPDIR, may write `spec.json` (informational: the request as the host saw it), then starts the
 #   supervisor. Files, in the order they appear:
 #   claim     Created with O_EXCL (sh noclobber `set -C`) by whoever comes first; that creator owns the operation.
-#             Content, one line: `supervisor <pid>` (this script), `abandoned` (recovery declared the operation absent:
+#             Content, one line: `supervisor <pid> [<starttime>]` (this script; its start time in clock ticks since
+#             boot, field 22 of /proc/<pid>/stat, when /proc is readable: with the pid, an identity that survives pid
+#             reuse), `abandoned` (recovery declared the operation absent:
 #             it must never start), or `pty <pid> <starttime>` (a host-owned PTY run, see below). A `run` that
 #             finds the claim taken exits 3 without touching anything: an operation is never started twice, and
 #             never started after recovery fenced it.
@@ -32,7 +36,7 @@
 #             opens it; EOF when every writer closed it (the host holds the writer: a host crash means EOF).
 #   stdout    Append-only (O_APPEND) byte stream of the command's fd 1 ...
 #   stderr    ... and of its fd 2. Created by the command's redirections; a missing file reads as empty.
-#   started   One JSON line `{"supervisor":S,"pid":P,"pgid":G}` written once the command is launched. The command
+#   started   One JSON line `{"supervisor":S,"pid":P,"pgid":G}` (S the supervisor's pid) written once the command is launched. The command
 #             runs as the leader of its own session and process group (setsid), so G = P. Its mtime is the
 #             start time.
 #   cancel    Marker: cancellation was requested (written by `cancel` before any signal is sent).
@@ -133,113 +137,132 @@ _bsv_receipt() {  # status-or-null [error]
   exit 0
 }
 
-[ $# -ge 2 ] || _bsv_usage
-_bsv_mode=$1
-_bsv_dir=$2
-shift 2
-case $_bsv_dir in /*) ;; *) _bsv_usage ;; esac
-[ -d "$_bsv_dir" ] || _bsv_usage
-_bsv_cwd=
-_bsv_stdin=
-_bsv_timeout=
-_bsv_grace=2000
-while [ $# -gt 0 ]; do
-  case $1 in
-    -C) [ $# -ge 2 ] || _bsv_usage; _bsv_cwd=$2; shift 2 ;;
-    -i) _bsv_stdin=1; shift ;;
-    -t) [ $# -ge 2 ] || _bsv_usage; _bsv_timeout=$2; shift 2 ;;
-    -g) [ $# -ge 2 ] || _bsv_usage; _bsv_grace=$2; shift 2 ;;
-    --) shift; break ;;
-    *) _bsv_usage ;;
-  esac
-done
-case $_bsv_timeout$_bsv_grace in *[!0-9]*) _bsv_usage ;; esac
+# Sets _bsv_self to this process's pid and _bsv_since to its start time (empty without /proc). In a subshell $$ is
+# the parent's pid; /proc/self, opened by the shell's own redirection, is the subshell itself.
+_bsv_whoami() {
+  _bsv_self=$$
+  _bsv_since=
+  read -r _bsv_l 2>/dev/null </proc/self/stat || return 0
+  _bsv_self=${_bsv_l%% *}
+  _bsv_l=${_bsv_l##*) }   # fields from the state on: the start time is the 20th of them (field 22)
+  _bsv_field20 $_bsv_l
+}
+_bsv_field20() { _bsv_since=${20}; }
 
-# The command's PATH is restored right before exec; the supervisor itself needs the system tools.
-_bsv_path=$PATH
-_bsv_path_set=${PATH+1}
-_bsv_oldpwd_set=${OLDPWD+1}   # `cd` sets OLDPWD; the command must not see one it was not given
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
-
-if [ "$_bsv_mode" = cancel ]; then
-  : >"$_bsv_dir/cancel"
-  _bsv_n=0
-  while [ ! -s "$_bsv_dir/started" ] && [ ! -s "$_bsv_dir/receipt" ]; do
-    read -r _bsv_l 2>/dev/null <"$_bsv_dir/claim" || exit 0   # never claimed: nothing to stop
-    case $_bsv_l in "supervisor "*) kill -0 "${_bsv_l#supervisor }" 2>/dev/null || exit 0 ;; *) exit 0 ;; esac
-    [ "$_bsv_n" -lt 200 ] || exit 0
-    _bsv_sleep 10
-    _bsv_n=$((_bsv_n + 1))
+_bsv_main() {
+  [ $# -ge 2 ] || _bsv_usage
+  _bsv_mode=$1
+  _bsv_dir=$2
+  shift 2
+  case $_bsv_dir in /*) ;; *) _bsv_usage ;; esac
+  [ -d "$_bsv_dir" ] || _bsv_usage
+  _bsv_cwd=
+  _bsv_stdin=
+  _bsv_timeout=
+  _bsv_grace=2000
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -C) [ $# -ge 2 ] || _bsv_usage; _bsv_cwd=$2; shift 2 ;;
+      -i) _bsv_stdin=1; shift ;;
+      -t) [ $# -ge 2 ] || _bsv_usage; _bsv_timeout=$2; shift 2 ;;
+      -g) [ $# -ge 2 ] || _bsv_usage; _bsv_grace=$2; shift 2 ;;
+      --) shift; break ;;
+      *) _bsv_usage ;;
+    esac
   done
-  [ -s "$_bsv_dir/receipt" ] && exit 0
-  _bsv_g=$(_bsv_started_pgid "$_bsv_dir")
-  [ -n "$_bsv_g" ] && _bsv_stop_group "$_bsv_g" "$_bsv_grace"
-  exit 0
-fi
+  case $_bsv_timeout$_bsv_grace in *[!0-9]*) _bsv_usage ;; esac
 
-[ "$_bsv_mode" = run ] && [ $# -ge 1 ] || _bsv_usage
+  # The command's PATH is restored right before exec; the supervisor itself needs the system tools.
+  _bsv_path=$PATH
+  _bsv_path_set=${PATH+1}
+  _bsv_oldpwd_set=${OLDPWD+1}   # `cd` sets OLDPWD; the command must not see one it was not given
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
 
-# CLAIM: noclobber turns `>` into an O_EXCL create, so exactly one claimant wins.
-set -C
-{ echo "supervisor $$" >"$_bsv_dir/claim"; } 2>/dev/null || exit 3
-set +C
+  if [ "$_bsv_mode" = cancel ]; then
+    : >"$_bsv_dir/cancel"
+    _bsv_n=0
+    while [ ! -s "$_bsv_dir/started" ] && [ ! -s "$_bsv_dir/receipt" ]; do
+      read -r _bsv_l 2>/dev/null <"$_bsv_dir/claim" || exit 0   # never claimed: nothing to stop
+      case $_bsv_l in "supervisor "*) kill -0 "${_bsv_l#supervisor }" 2>/dev/null || exit 0 ;; *) exit 0 ;; esac
+      [ "$_bsv_n" -lt 200 ] || exit 0
+      _bsv_sleep 10
+      _bsv_n=$((_bsv_n + 1))
+    done
+    [ -s "$_bsv_dir/receipt" ] && exit 0
+    _bsv_g=$(_bsv_started_pgid "$_bsv_dir")
+    [ -n "$_bsv_g" ] && _bsv_stop_group "$_bsv_g" "$_bsv_grace"
+    exit 0
+  fi
 
-_bsv_setsid=
-_bsv_p=$PATH:
-while [ -n "$_bsv_p" ]; do   # a PATH lookup without forking a $(command -v) subshell
-  [ -x "${_bsv_p%%:*}/setsid" ] && _bsv_setsid=${_bsv_p%%:*}/setsid && break
-  _bsv_p=${_bsv_p#*:}
-done
-[ -n "$_bsv_setsid" ] || _bsv_receipt null setsid
-if [ -n "$_bsv_cwd" ]; then cd "$_bsv_cwd" 2>/dev/null || _bsv_receipt null cwd; fi
-_bsv_in=/dev/null
-if [ -n "$_bsv_stdin" ]; then
-  mkfifo -m 600 "$_bsv_dir/stdin" 2>/dev/null || _bsv_receipt null stdin
-  _bsv_in=$_bsv_dir/stdin
-fi
-[ -e "$_bsv_dir/cancel" ] && _bsv_receipt null
+  [ "$_bsv_mode" = run ] && [ $# -ge 1 ] || _bsv_usage
 
-(
-  if [ -n "$_bsv_path_set" ]; then PATH=$_bsv_path; else unset PATH; fi
-  [ -n "$_bsv_oldpwd_set" ] || unset OLDPWD
-  exec "$_bsv_setsid" -- "$@"
-) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" &
-_bsv_pid=$!
-echo "{\"supervisor\":$$,\"pid\":$_bsv_pid,\"pgid\":$_bsv_pid}" >"$_bsv_dir/started"
+  _bsv_whoami
+  # CLAIM: noclobber turns `>` into an O_EXCL create, so exactly one claimant wins.
+  set -C
+  { echo "supervisor $_bsv_self${_bsv_since:+ $_bsv_since}" >"$_bsv_dir/claim"; } 2>/dev/null || exit 3
+  set +C
 
-_bsv_timer=
-if [ -n "$_bsv_timeout" ]; then
+  _bsv_setsid=
+  _bsv_p=$PATH:
+  while [ -n "$_bsv_p" ]; do   # a PATH lookup without forking a $(command -v) subshell
+    [ -x "${_bsv_p%%:*}/setsid" ] && _bsv_setsid=${_bsv_p%%:*}/setsid && break
+    _bsv_p=${_bsv_p#*:}
+  done
+  [ -n "$_bsv_setsid" ] || _bsv_receipt null setsid
+  if [ -n "$_bsv_cwd" ]; then cd "$_bsv_cwd" 2>/dev/null || _bsv_receipt null cwd; fi
+  _bsv_in=/dev/null
+  if [ -n "$_bsv_stdin" ]; then
+    mkfifo -m 600 "$_bsv_dir/stdin" 2>/dev/null || _bsv_receipt null stdin
+    _bsv_in=$_bsv_dir/stdin
+  fi
+  [ -e "$_bsv_dir/cancel" ] && _bsv_receipt null
+
   (
-    # The sleep runs in the background so the supervisor's TERM interrupts `wait` and the trap ends it too.
-    _bsv_s=
-    trap '[ -n "$_bsv_s" ] && kill "$_bsv_s" 2>/dev/null; exit 0' TERM
-    _bsv_ms=$((1000 + _bsv_timeout % 1000))
-    sleep "$((_bsv_timeout / 1000)).${_bsv_ms#1}" 2>/dev/null &
-    _bsv_s=$!
-    if ! wait "$_bsv_s"; then   # no fractional sleep here: whole seconds, rounded up
-      sleep $(((_bsv_timeout + 999) / 1000)) &
+    if [ -n "$_bsv_path_set" ]; then PATH=$_bsv_path; else unset PATH; fi
+    [ -n "$_bsv_oldpwd_set" ] || unset OLDPWD
+    exec "$_bsv_setsid" -- "$@"
+  ) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" &
+  _bsv_pid=$!
+  echo "{\"supervisor\":$_bsv_self,\"pid\":$_bsv_pid,\"pgid\":$_bsv_pid}" >"$_bsv_dir/started"
+
+  _bsv_timer=
+  if [ -n "$_bsv_timeout" ]; then
+    (
+      # The sleep runs in the background so the supervisor's TERM interrupts `wait` and the trap ends it too.
+      _bsv_s=
+      trap '[ -n "$_bsv_s" ] && kill "$_bsv_s" 2>/dev/null; exit 0' TERM
+      _bsv_ms=$((1000 + _bsv_timeout % 1000))
+      sleep "$((_bsv_timeout / 1000)).${_bsv_ms#1}" 2>/dev/null &
       _bsv_s=$!
-      wait "$_bsv_s"
-    fi
-    _bsv_s=
-    : >"$_bsv_dir/timedout"
-    _bsv_stop_group "$_bsv_pid" "$_bsv_grace"
-  ) &
-  _bsv_timer=$!
-fi
+      if ! wait "$_bsv_s"; then   # no fractional sleep here: whole seconds, rounded up
+        sleep $(((_bsv_timeout + 999) / 1000)) &
+        _bsv_s=$!
+        wait "$_bsv_s"
+      fi
+      _bsv_s=
+      : >"$_bsv_dir/timedout"
+      _bsv_stop_group "$_bsv_pid" "$_bsv_grace"
+    ) &
+    _bsv_timer=$!
+  fi
 
-wait "$_bsv_pid"
-_bsv_status=$?
+  wait "$_bsv_pid"
+  _bsv_status=$?
 
-# Drained: no member of the command's process group is left (they may still hold stdout/stderr open).
-_bsv_d=10
-while _bsv_live "$_bsv_pid"; do
-  _bsv_sleep "$_bsv_d"
-  [ "$_bsv_d" -lt 200 ] && _bsv_d=$((_bsv_d * 2))
-done
+  # Drained: no member of the command's process group is left (they may still hold stdout/stderr open).
+  _bsv_d=10
+  while _bsv_live "$_bsv_pid"; do
+    _bsv_sleep "$_bsv_d"
+    [ "$_bsv_d" -lt 200 ] && _bsv_d=$((_bsv_d * 2))
+  done
 
-if [ -n "$_bsv_timer" ]; then
-  kill "$_bsv_timer" 2>/dev/null
-  wait "$_bsv_timer"
-fi
-_bsv_receipt "$_bsv_status"
+  if [ -n "$_bsv_timer" ]; then
+    kill "$_bsv_timer" 2>/dev/null
+    wait "$_bsv_timer"
+  fi
+  _bsv_receipt "$_bsv_status"
+}
+
+# Sourced by a host that calls _bsv_main itself (the native launcher); run as a program otherwise.
+[ "${_bsv_library:-}" = 1 ] || _bsv_main "$@"
+

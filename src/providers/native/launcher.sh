@@ -2,12 +2,15 @@
 # Berth native launcher: starts supervisors (supervisor.sh) for the runtime from a small shell, so the runtime never
 # forks its own large process (a fork copies its page tables: milliseconds on its event loop for every command).
 #
-# The runtime starts ONE launcher, detached (its own session, stdio pipes, an empty environment, cwd /), and writes
-# one request per line on its stdin:
+# The runtime starts ONE launcher, detached (its own session, stdio pipes, an empty environment, cwd /), with the
+# path of supervisor.sh as its argument: the launcher sources it once (functions only), so a request can run a
+# supervisor as `_bsv_main run ...` in its forked subshell instead of starting a shell that parses the script again.
+# The runtime writes one request per line on its stdin:
 #   SEQ COMMAND
 # SEQ is the runtime's token for the request ([0-9]+). COMMAND is one line of sh, eval'd in a background subshell:
 # the runtime builds it from single-quoted words only, a newline inside a word written as '"$_l_nl"'. It ends with
-# an exec of the program, so the process waited for is the program itself (a supervisor claims with its own pid).
+# an exec of the program or a call of `_bsv_main`, so the process waited for is the program or the supervisor itself
+# (a supervisor claims with its own pid and start time).
 # The program's stdio is /dev/null, as for any detached start; only the launcher's answers use its stdout.
 # The launcher answers on stdout, one line per event (each a single write, so answers never mix):
 #   s SEQ PID        the program started as process PID
@@ -17,6 +20,8 @@
 # subshells end when they do. A request read after the runtime died is still started: a supervisor's claim decides
 # whether it may run (recovery may have fenced the operation meanwhile).
 
+_bsv_library=1
+. "$1"
 _l_nl='
 '
 while read -r _l_seq _l_cmd; do

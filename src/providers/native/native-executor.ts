@@ -18,14 +18,13 @@ import {
   SPOOL_PROTOCOL_VERSION,
   Spool,
   SUPERVISOR_CLAIM_LOST,
-  SUPERVISOR_PATH,
   type Claim,
 } from '../spool.ts';
 import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
-import { launchDetached, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
+import { superviseDetached, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
 
 export interface NativeExecutorOptions {
   /** `<dataDir>/spool/<allocationId>`. */
@@ -103,11 +102,11 @@ export class NativeExecutor implements Executor {
   private async startSupervised(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
     const id = spec.operationId;
     const dir = this.spool.dir(id);
-    const args = ['/bin/sh', SUPERVISOR_PATH, 'run', dir, '-C', cwd, '-g', String(this.graceMs)];
+    const args = ['run', dir, '-C', cwd, '-g', String(this.graceMs)];
     if (spec.stdin) args.push('-i');
     if (spec.timeoutMs !== undefined) args.push('-t', String(spec.timeoutMs));
     // Detached (the launcher's session): no SIGHUP, not in the runtime's process group, outlives the runtime.
-    const supervisor = launchDetached([...args, '--', ...argv], spec.env);
+    const supervisor = superviseDetached([...args, '--', ...argv], spec.env);
     const op = liveFor(dir);
     let pid: number | undefined;
     let exit: LaunchOutcome | undefined;
@@ -229,7 +228,7 @@ export class NativeExecutor implements Executor {
     if (op?.supervisor || op?.pty) return true;
     switch (claim.kind) {
       case 'supervisor':
-        return isSupervisorAlive(claim.pid, dir);
+        return claim.startTime ? isProcessAlive(claim.pid, claim.startTime) : isSupervisorAlive(claim.pid, dir);
       case 'pty':
         return isProcessAlive(claim.pid, claim.startTime);
       case 'pending': {
@@ -379,7 +378,7 @@ export class NativeExecutor implements Executor {
 
   /** The supervisor's own stop sequence (cancel marker, TERM to the group, KILL after the grace period). */
   private async runCanceller(dir: string): Promise<void> {
-    const outcome = await launchDetached(['/bin/sh', SUPERVISOR_PATH, 'cancel', dir, '-g', String(this.graceMs)], {}).exited;
+    const outcome = await superviseDetached(['cancel', dir, '-g', String(this.graceMs)], {}).exited;
     if ('error' in outcome) throw outcome.error;
   }
 

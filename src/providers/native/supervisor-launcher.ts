@@ -2,12 +2,14 @@
  * Starts supervisor processes through one long-lived small shell (launcher.sh) instead of forking the runtime: a
  * fork copies the runtime's page tables, which costs milliseconds of its event loop per command and grows with its
  * memory. Each program runs detached from the runtime, with exactly the environment given, and its exit status
- * comes back as the launcher's answer.
+ * comes back as the launcher's answer. The launcher has supervisor.sh's functions loaded: a supervisor runs in the
+ * launcher's forked subshell, without starting a shell of its own (about 1 ms per command).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { SUPERVISOR_PATH } from '../spool.ts';
 
 const LAUNCHER_PATH = fileURLToPath(new URL('./launcher.sh', import.meta.url));
 const ENV_PATHS = ['/usr/bin/env', '/bin/env'];
@@ -32,6 +34,9 @@ const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, 
 /** Names a shell exports as given: identifiers that no sh (dash, bash, ash) treats specially or as read-only. */
 const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SHELL_NAMES = /^(BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|ENV|OPTIND|OPTARG|PS[0-4]|LINENO|HIST.*|FUNCNAME|GROUPS|_)$/;
+/** The launcher's own shell variables (words of a request expand `$_l_nl`): never exported in its subshell. */
+const OWN_NAMES = /^_l_/;
+const plain = (names: string[]): boolean => names.every((k) => PLAIN_NAME.test(k) && !SHELL_NAMES.test(k) && !OWN_NAMES.test(k));
 
 /**
  * The sh line that replaces the launcher's subshell with `argv` and exactly `env`. The subshell's only other
@@ -40,13 +45,18 @@ const SHELL_NAMES = /^(BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|ENV|OP
  */
 function execLine(argv: string[], env: Record<string, string>): string | Error {
   const names = Object.keys(env);
-  if (names.every((k) => PLAIN_NAME.test(k) && !SHELL_NAMES.test(k))) {
-    const exports = names.map((k) => `export ${k}=${word(env[k])};`);
-    return [...exports, 'exec', ...argv.map(word)].join(' ');
-  }
+  if (plain(names)) return [...exportsOf(env), 'exec', ...argv.map(word)].join(' ');
   envPath ??= ENV_PATHS.find((p) => existsSync(p)) ?? null;
   if (!envPath) return new Error('env(1) is not installed');
   return ['exec', envPath, '-i', ...names.map((k) => word(`${k}=${env[k]}`)), ...argv.map(word)].join(' ');
+}
+
+const exportsOf = (env: Record<string, string>): string[] => Object.keys(env).map((k) => `export ${k}=${word(env[k])};`);
+
+/** The sh line that runs `supervisor.sh ARGS` in the launcher's subshell itself, or by exec when `env` needs `env -i`. */
+function supervisorLine(args: string[], env: Record<string, string>): string | Error {
+  if (!plain(Object.keys(env))) return execLine(['/bin/sh', SUPERVISOR_PATH, ...args], env);
+  return [...exportsOf(env), '_bsv_main', ...args.map(word)].join(' ');
 }
 
 class Launcher {
@@ -57,7 +67,7 @@ class Launcher {
 
   constructor(onGone: () => void) {
     // Its own session: a terminal's signals to the runtime's process group never reach what it starts.
-    this.child = spawn('/bin/sh', [LAUNCHER_PATH], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: {}, cwd: '/' });
+    this.child = spawn('/bin/sh', [LAUNCHER_PATH, SUPERVISOR_PATH], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: {}, cwd: '/' });
     const end = (error: Error): void => {
       if (this.gone) return;
       this.gone = error;
@@ -98,8 +108,7 @@ class Launcher {
     else stdout.unref?.();
   }
 
-  launch(argv: string[], env: Record<string, string>): Launch {
-    const command = execLine(argv, env);
+  launch(command: string | Error): Launch {
     if (this.gone || command instanceof Error) {
       return { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: this.gone ?? (command as Error) }) };
     }
@@ -120,13 +129,20 @@ class Launcher {
 let shared: Launcher | undefined;
 let envPath: string | null | undefined;
 
-/**
- * Runs `argv` (argv[0] an absolute path) detached, with exactly `env`, cwd `/` and stdio on /dev/null. The launcher
- * is one per process, started on first use and again after it went away.
- */
-export function launchDetached(argv: string[], env: Record<string, string>): Launch {
-  const launcher = (shared ??= new Launcher(() => {
-    if (shared === launcher) shared = undefined;
+/** The launcher is one per process, started on first use and again after it went away. */
+function launcher(): Launcher {
+  const current = (shared ??= new Launcher(() => {
+    if (shared === current) shared = undefined;
   }));
-  return launcher.launch(argv, env);
+  return current;
+}
+
+/** Runs `argv` (argv[0] an absolute path) detached, with exactly `env`, cwd `/` and stdio on /dev/null. */
+export function launchDetached(argv: string[], env: Record<string, string>): Launch {
+  return launcher().launch(execLine(argv, env));
+}
+
+/** Runs `supervisor.sh ARGS` (run or cancel) detached, as launchDetached does, with exactly `env`. */
+export function superviseDetached(args: string[], env: Record<string, string>): Launch {
+  return launcher().launch(supervisorLine(args, env));
 }

@@ -25,4 +25,9 @@ describe('commandEnv', () => {
     expect(() => commandEnv({ env: { '1A': 'x' } })).toThrow(/Environment names/);
     expect(() => commandEnv({ env: { A: 'x\0y' } })).toThrow(/NUL/);
   });
+
+  it("rejects the supervisor's own variable names, which it could not hand over", () => {
+    expect(() => commandEnv({ env: { _bsv_dir: 'x' } })).toThrow(/reserved/);
+    expect(commandEnv({ env: { _bsvdir: 'x' } })._bsvdir).toBe('x');
+  });
 });

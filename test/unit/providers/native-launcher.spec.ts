@@ -1,13 +1,14 @@
 /**
  * The native launcher (supervisor-launcher.ts + launcher.sh): programs start outside the runtime's session with
  * exactly the environment and argv given (odd bytes included), their exit status comes back, and a launcher that
- * went away is replaced while the programs it started are left alone.
+ * went away is replaced while the programs it started are left alone. Supervisors run in the launcher's own subshell
+ * and claim with their pid and start time.
  */
-import { readFileSync, readdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { launchDetached } from '../../../src/providers/native/supervisor-launcher.ts';
+import { launchDetached, superviseDetached } from '../../../src/providers/native/supervisor-launcher.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-launcher-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -76,5 +77,37 @@ describe('launchDetached', () => {
     expect(await pending).toMatchObject({ error: expect.any(Error) });
     expect(await launchDetached(['/bin/sh', '-c', 'exit 4'], {}).exited).toEqual({ code: 4 });
     expect(launcherPid()).not.toBe(first);
+  });
+});
+
+describe('superviseDetached', () => {
+  const startTimeOf = (pid: number): string => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  };
+
+  it('runs a supervisor in the launcher subshell: it claims with its own pid and start time, and the command gets exactly its env', async () => {
+    const op = join(dir, 'op-plain');
+    mkdirSync(op);
+    const out = join(dir, 'plain-env');
+    const env = { PATH: '/usr/bin:/bin', GREETING: "it's" };
+    const launch = superviseDetached(['run', op, '--', '/bin/sh', '-c', 'cat /proc/$$/environ >"$1"; sleep 0.3', 'sh', out], env);
+    const pid = (await launch.pid)!;
+    while (!existsSync(join(op, 'started'))) await new Promise((r) => setTimeout(r, 5));
+    expect(readFileSync(join(op, 'claim'), 'utf8')).toBe(`supervisor ${pid} ${startTimeOf(pid)}\n`);
+    expect(JSON.parse(readFileSync(join(op, 'started'), 'utf8')).supervisor).toBe(pid);
+    expect(await launch.exited).toEqual({ code: 0 });
+    expect(JSON.parse(readFileSync(join(op, 'receipt'), 'utf8'))).toMatchObject({ status: 0 });
+    expect(readFileSync(out, 'utf8').split('\0').filter(Boolean).sort()).toEqual(['GREETING=it\'s', 'PATH=/usr/bin:/bin', 'PWD=/']);
+  });
+
+  it("hands variables named like the launcher's own over intact (the supervisor then runs as its own program)", async () => {
+    const op = join(dir, 'op-own-names');
+    mkdirSync(op);
+    const out = join(dir, 'own-names-env');
+    const env = { PATH: '/usr/bin:/bin', _l_nl: 'mine', _l_cmd: 'also\nmine' };
+    const outcome = await superviseDetached(['run', op, '--', '/bin/sh', '-c', 'cat /proc/$$/environ >"$1"', 'sh', out], env).exited;
+    expect(outcome).toEqual({ code: 0 });
+    expect(readFileSync(out, 'utf8').split('\0').filter(Boolean).sort()).toEqual(['PATH=/usr/bin:/bin', 'PWD=/', '_l_cmd=also\nmine', '_l_nl=mine']);
   });
 });

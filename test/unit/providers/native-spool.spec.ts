@@ -11,6 +11,7 @@ import { deriveReceipt, parseClaim, parseReceiptLine, parseStarted, splitStatus,
 describe('spool parsers', () => {
   it('reads every claim form, and an unwritten one as pending', () => {
     expect(parseClaim('supervisor 42\n')).toEqual({ kind: 'supervisor', pid: 42 });
+    expect(parseClaim('supervisor 42 1026620\n')).toEqual({ kind: 'supervisor', pid: 42, startTime: '1026620' });
     expect(parseClaim('pty 7 12345\n')).toEqual({ kind: 'pty', pid: 7, startTime: '12345' });
     expect(parseClaim('abandoned\n')).toEqual({ kind: 'abandoned' });
     expect(parseClaim('')).toEqual({ kind: 'pending' });
