@@ -75,6 +75,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       return executor;
     },
     profileOf: async (allocationId) => (await allocation(allocationId)).profile,
+    useHeld: async (allocationId, useId) => Object.hasOwn((await actors?.get<AllocationContext>('allocation', allocationId))?.context.uses ?? {}, useId),
   };
   const content = opts.content ?? contentSettings();
   if (content.enabled) {

@@ -2,7 +2,8 @@
  * What the maintenance loop does every tick (seed 000): reclaim managed allocations idle past their interval
  * (borrowed ones and those with uses stay), reconcile allocations (inspect uncertain ones, retry releases, resume a
  * verified partial one under its original intent, and look at ready managed ones for loss or a new incarnation), and
- * reconcile executions whose lifecycle stalled after their command exited. Each sends events carrying the time it
+ * reconcile executions whose lifecycle stalled after their command exited, and give back execution uses that no
+ * execution holds (taken alongside an acceptance that never landed). Each sends events carrying the time it
  * read; a refusal only means the actor moved on meanwhile. Also the startup step that settles the active-allocation index before the runtime admits work.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +23,8 @@ export interface MaintenanceParts {
   providers: ProviderRegistry;
   /** An execution whose step has not moved for this long after exit is reconciled again. */
   stalledMs?: number;
+  /** An execution use whose execution was never accepted is given back this long after it was taken. */
+  orphanedUseMs?: number;
 }
 
 const POST_EXIT_STEPS = new Set(['exited', 'drained', 'saved', 'closing']);
@@ -95,6 +98,25 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
         for (const x of unfinished) {
           if (!POST_EXIT_STEPS.has(x.step) || now.getTime() - x.updatedAt < stalledMs) continue;
           await tolerate(actors.send('execution', x.id, { type: 'runtime.recovered', runtimeId: actors.runtimeId, epoch: actors.epoch, at: now.getTime() }));
+        }
+      },
+    },
+    {
+      // An execution's use is taken alongside its acceptance (the use id is the execution id). If the acceptance
+      // never landed (a crash between the two, a lost race), or the execution ended without giving it back, nothing
+      // else would ever release it, and the allocation could never be reclaimed or released.
+      name: 'release-orphaned-uses',
+      async run(now) {
+        const actors = parts.actors();
+        const graceMs = parts.orphanedUseMs ?? 60_000;
+        for (const a of active()) {
+          const uses = (await actors.get<AllocationContext>('allocation', a.allocationId))?.context.uses ?? {};
+          for (const [useId, use] of Object.entries(uses)) {
+            if (use.kind !== 'execution') continue;
+            const x = await actors.get('execution', useId).catch(() => undefined);
+            const orphaned = x === undefined || x.state === 'pristine' ? now.getTime() - use.at >= graceMs : x.finished;
+            if (orphaned) await tolerate(actors.send('allocation', a.allocationId, { type: 'allocation.use_released', useId, at: now.getTime() }));
+          }
         }
       },
     },

@@ -16,6 +16,8 @@ export interface Services {
   executorFor(allocationId: string): Promise<Executor>;
   /** The profile the allocation was made with (which provider's base environment a command starts from). */
   profileOf(allocationId: string): Promise<Profile>;
+  /** Whether the allocation holds the use `useId` already (an execution's use may be taken with its acceptance). */
+  useHeld(allocationId: string, useId: string): Promise<boolean>;
   now(): number;
   shutdown: AbortSignal;
   /** Environment content (seed 001): absent when the chapter is switched off. */

@@ -89,7 +89,9 @@ describe.each(providers)('kill -9 matrix, %s provider', (kind) => {
         provider: kind,
         docker: kind === 'docker' ? dockerRun : (false as const),
         operationId,
-        command: ['/bin/sh', '-c', `echo ${operationId} >> ${idsFile}; seq 1 2000000 | head -c ${STDOUT_BYTES}; seq 1 5000 >&2; exit 3`],
+        // The pause keeps the run longer than a submit waits for a quick exit (FAST_EXIT_MS), so started, exited and
+        // drained are appended one by one and a kill can land between them.
+        command: ['/bin/sh', '-c', `echo ${operationId} >> ${idsFile}; sleep 0.1; seq 1 2000000 | head -c ${STDOUT_BYTES}; seq 1 5000 >&2; exit 3`],
       };
 
       const died = await runChild(job, crashAfter);

@@ -2,6 +2,7 @@
  * Host process facts from Linux /proc, for the native executor: whether a claim's owner still runs (fenced against
  * pid reuse), and the members of a session or process group, so a tree can be stopped and proven gone.
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 
 interface ProcStat {
@@ -13,32 +14,47 @@ interface ProcStat {
   startTime: string;
 }
 
-async function procStat(pid: number | string): Promise<ProcStat | undefined> {
-  let text: string;
-  try {
-    text = await readFile(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
+function parseStat(pid: number | string, text: string): ProcStat {
   // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return { pid: Number(pid), state: fields[0], pgrp: Number(fields[2]), session: Number(fields[3]), startTime: fields[19] };
 }
 
+/**
+ * One process's stat, read synchronously: a /proc read costs microseconds, and it sits on the execution path (is
+ * the owner of a claim alive?), where a thread-pool round trip costs far more on a busy host.
+ */
+function procStat(pid: number | string): ProcStat | undefined {
+  try {
+    return parseStat(pid, readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process's stat: many reads, so asynchronous. */
+async function procStatAsync(pid: string): Promise<ProcStat | undefined> {
+  try {
+    return parseStat(pid, await readFile(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 export async function processStartTime(pid: number): Promise<string | undefined> {
-  return (await procStat(pid))?.startTime;
+  return procStat(pid)?.startTime;
 }
 
 /** A live (not zombie) process whose start time is `startTime`. */
 export async function isProcessAlive(pid: number, startTime?: string): Promise<boolean> {
-  const st = await procStat(pid);
+  const st = procStat(pid);
   return st !== undefined && st.state !== 'Z' && (startTime === undefined || st.startTime === startTime);
 }
 
 /** A live supervisor of `opDir`: its command line names the operation directory, so a reused pid does not count. */
 export async function isSupervisorAlive(pid: number, opDir: string): Promise<boolean> {
   try {
-    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     return argv.includes(opDir) && (await isProcessAlive(pid));
   } catch {
     return false;
@@ -48,7 +64,7 @@ export async function isSupervisorAlive(pid: number, opDir: string): Promise<boo
 /** Live (not zombie) processes in session `sid` or process group `pgid`. */
 export async function liveMembers(which: { session?: number; pgid?: number }): Promise<number[]> {
   const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
-  const stats = await Promise.all(pids.map((pid) => procStat(pid)));
+  const stats = await Promise.all(pids.map((pid) => procStatAsync(pid)));
   return stats
     .filter((st): st is ProcStat => st !== undefined && st.state !== 'Z')
     .filter((st) => st.session === which.session || st.pgrp === which.pgid)

@@ -197,7 +197,10 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     'allocation.use': async (p: UseParams, ctx) => {
       const at = ctx.services.now();
       try {
-        await ctx.send('allocation', p.allocationId, { type: 'allocation.use_acquired', useId: p.useId, kind: p.kind, at });
+        // Usually taken already, together with the acceptance (execution-service.ts): nothing more to write then.
+        if (!(await ctx.services.useHeld(p.allocationId, p.useId))) {
+          await ctx.send('allocation', p.allocationId, { type: 'allocation.use_acquired', useId: p.useId, kind: p.kind, at });
+        }
         return { type: 'execution.dispatched', at: ctx.services.now() };
       } catch (e) {
         if (!isBerthError(e)) throw e;
