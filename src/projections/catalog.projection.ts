@@ -1,9 +1,12 @@
 /**
- * The catalog read model: every Environment of every scope with its status and its strictly increasing
- * per-resource `updatedAt` (the same value the environment actor stamps: one rule, `nextUpdatedAt`), folded from the
- * environment streams. Allocation state is the active-allocation index's.
+ * The catalog read model: every Environment of every scope with its status, its content versions and its strictly
+ * increasing per-resource `updatedAt` (the same value the environment actor stamps: one rule, `nextUpdatedAt`),
+ * folded from the environment streams. Environment listings are answered from it (never from the actors); the
+ * allocation's own state is the active-allocation index's.
  */
+import type { Profile } from '../../schemas/profile.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
+import type { VersionSummary } from '../machines/environment.machine.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
 import { defineProjection } from './projection.ts';
 
@@ -14,11 +17,16 @@ export interface CatalogEntry {
   scope: string;
   description: string;
   entry: string;
-  profile: Record<string, unknown>;
+  profile: Profile;
   /** defined | acquiring | allocated | releasing | lost | deleted */
   status: string;
   allocationId: string | null;
   generation: number;
+  /** Content (seed 001 §4), as the environment actor keeps it: every build in version order, and the pointers. */
+  versions: VersionSummary[];
+  latestVersion: number;
+  building: number | null;
+  activeVersion: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -50,6 +58,10 @@ function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string,
       status: 'defined',
       allocationId: null,
       generation: 0,
+      versions: [],
+      latestVersion: 0,
+      building: null,
+      activeVersion: null,
       createdAt: d.at,
       updatedAt: d.at,
     });
@@ -70,12 +82,29 @@ function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string,
     entry.generation = d.generation;
   }
   if (e.type === 'environment.allocation_failed' || e.type === 'environment.allocation_released') entry.allocationId = null;
+  foldContent(entry, e.type, d);
   return state;
+}
+
+/** The environment machine's content actions (startBuild, finishBuild, activate) on the catalog entry. */
+function foldContent(entry: CatalogEntry, type: string, d: Data): void {
+  if (type === 'environment.build_requested') {
+    entry.versions.push({ version: d.version, status: 'building', startedAt: d.at, finishedAt: null, packages: 0, sizeBytes: 0, error: '' });
+    entry.building = d.version;
+    entry.latestVersion = d.version;
+  } else if (type === 'environment.build_finished') {
+    const v = entry.versions.find((x) => x.version === d.version);
+    if (v) Object.assign(v, { status: d.status, error: d.error, packages: d.packages, sizeBytes: d.sizeBytes, startedAt: d.startedAt ?? v.startedAt, finishedAt: d.at });
+    entry.building = null;
+    if (d.status === 'ready') entry.activeVersion = d.version;
+  } else if (type === 'environment.version_activated') {
+    entry.activeVersion = d.version;
+  }
 }
 
 export const catalogProjection = defineProjection({
   name: 'catalog',
-  version: 2,
+  version: 3,
   filter: { streamPrefixes: ['environment-'] },
   init: () => new Map<string, CatalogEntry>(),
   reduce,

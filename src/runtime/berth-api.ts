@@ -56,8 +56,10 @@ export class BerthApi implements RuntimeApi {
       actors: runtime.actors,
       providers: services.providers,
       catalog: this.model('catalog'),
+      allocations: this.model('active-allocations'),
+      head: () => runtime.store.headPosition(),
       now,
-      ...(services.content ? { describeContent: (id, ctx) => this.content!.describe(id, ctx) } : {}),
+      ...(services.content ? { describeContent: (environments) => this.content!.describe(environments) } : {}),
     });
     if (services.content) {
       const harnesses = new HarnessService({ actors: runtime.actors, environments: this.environments, harnesses: this.model('harnesses'), now });

@@ -26,6 +26,7 @@ import type {
   VersionList,
 } from './content-api.ts';
 import { buildIdOf, type ContentRuntime } from './content-runtime.ts';
+import { ContentSummaries } from './content-summaries.ts';
 import type { EnvironmentService } from './environment-service.ts';
 import type { HarnessService } from './harness-service.ts';
 import type { Caller } from './runtime-api.ts';
@@ -41,8 +42,22 @@ export interface ContentServiceDeps {
 
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
 
+/** What the content fields of an environment object are made from (a catalog entry is one). */
+export type DescribedEnvironment = Pick<EnvironmentContext, 'id' | 'versions' | 'latestVersion' | 'building' | 'activeVersion'>;
+
 export class ContentService implements ContentApi {
-  constructor(private readonly deps: ContentServiceDeps) {}
+  /** Files and packages of the environment object, kept until this service changes the content. */
+  private readonly summaries: ContentSummaries;
+
+  constructor(private readonly deps: ContentServiceDeps) {
+    this.summaries = new ContentSummaries({
+      files: async (id) => (await EnvironmentContent.of(deps.runtime.dataDir, id).source.tree()).files,
+      packages: async (id, version) => {
+        const build = await this.build(buildIdOf(id, version));
+        return build?.state === 'ready' ? build.context.packages : undefined;
+      },
+    });
+  }
 
   // ------------------------------------------------------------------------------------------------ files, import
 
@@ -55,26 +70,28 @@ export class ContentService implements ContentApi {
   }
 
   async writeFile(caller: Caller, id: string, path: string, body: Body, declaredBytes?: number) {
-    return (await this.content(caller, id)).source.write(path, body, declaredBytes === undefined ? {} : { declaredBytes });
+    return this.changing(id, async () => (await this.content(caller, id)).source.write(path, body, declaredBytes === undefined ? {} : { declaredBytes }));
   }
 
   async makeDirectory(caller: Caller, id: string, path: string) {
-    return (await this.content(caller, id)).source.mkdir(path);
+    return this.changing(id, async () => (await this.content(caller, id)).source.mkdir(path));
   }
 
   async removePath(caller: Caller, id: string, path: string) {
-    return (await this.content(caller, id)).source.remove(path);
+    return this.changing(id, async () => (await this.content(caller, id)).source.remove(path));
   }
 
   async importArchive(caller: Caller, id: string, body: Body, options: { replace?: boolean }): Promise<ImportResult> {
-    return (await this.content(caller, id)).importArchive(body, { replace: options.replace ?? false });
+    return this.changing(id, async () => (await this.content(caller, id)).importArchive(body, { replace: options.replace ?? false }));
   }
 
   async importGit(caller: Caller, id: string, source: { url: string; ref?: string }, options: { replace?: boolean }): Promise<ImportResult> {
-    return (await this.content(caller, id)).importGit(source, {
-      replace: options.replace ?? false,
-      allowLocal: this.deps.runtime.settings.gitAllowLocal,
-    });
+    return this.changing(id, async () =>
+      (await this.content(caller, id)).importGit(source, {
+        replace: options.replace ?? false,
+        allowLocal: this.deps.runtime.settings.gitAllowLocal,
+      }),
+    );
   }
 
   // -------------------------------------------------------------------------------------------- builds, versions
@@ -130,21 +147,27 @@ export class ContentService implements ContentApi {
 
   // ------------------------------------------------------------------------------------------- environment object
 
-  /** The content fields of the environment object (seed 001 §2). */
-  async describe(id: string, ctx: EnvironmentContext): Promise<Record<string, unknown>> {
-    const last = ctx.versions.at(-1);
-    const status = ctx.activeVersion !== null ? 'ready' : ctx.building !== null ? 'building' : last?.status === 'failed' ? 'failed' : 'empty';
-    const active = ctx.activeVersion === null ? undefined : await this.build(buildIdOf(id, ctx.activeVersion));
-    const tree = await EnvironmentContent.of(this.deps.runtime.dataDir, id).source.tree();
-    return {
-      status,
-      version: ctx.activeVersion,
-      latestVersion: ctx.latestVersion || null,
-      files: tree.files,
-      packages: active?.context.packages ?? [],
-      versions: ctx.versions.map((v) => versionEntry(v, ctx.activeVersion)),
-      build: last ? { version: last.version, status: last.status, started_at: seconds(last.startedAt), finished_at: seconds(last.finishedAt), error: last.error } : null,
-    };
+  /**
+   * The content fields of each environment object (seed 001 §2), in order: from its versions as the catalog keeps
+   * them and the kept file and package summaries (one await for a whole listing).
+   */
+  async describe(environments: readonly DescribedEnvironment[]): Promise<Record<string, unknown>[]> {
+    const [files, packages] = await Promise.all([
+      this.summaries.filesOf(environments.map((e) => e.id)),
+      this.summaries.packagesOf(environments.map((e) => ({ environmentId: e.id, version: e.activeVersion }))),
+    ]);
+    return environments.map((e, i) => {
+      const last = e.versions.at(-1);
+      return {
+        status: e.activeVersion !== null ? 'ready' : e.building !== null ? 'building' : last?.status === 'failed' ? 'failed' : 'empty',
+        version: e.activeVersion,
+        latestVersion: e.latestVersion || null,
+        files: files[i],
+        packages: packages[i],
+        versions: e.versions.map((v) => versionEntry(v, e.activeVersion)),
+        build: last ? { version: last.version, status: last.status, started_at: seconds(last.startedAt), finished_at: seconds(last.finishedAt), error: last.error } : null,
+      };
+    });
   }
 
   /**
@@ -192,7 +215,11 @@ export class ContentService implements ContentApi {
 
   /** After a delete: every file and version goes (a crash before this is finished by `recover`). */
   async removeContent(id: string): Promise<void> {
-    await EnvironmentContent.of(this.deps.runtime.dataDir, id).removeAll();
+    try {
+      await EnvironmentContent.of(this.deps.runtime.dataDir, id).removeAll();
+    } finally {
+      this.summaries.forget(id);
+    }
   }
 
   /**
@@ -206,9 +233,10 @@ export class ContentService implements ContentApi {
       const content = EnvironmentContent.of(this.deps.runtime.dataDir, id);
       if (!view || view.state === 'deleted') {
         await content.removeAll();
+        this.summaries.forget(id);
         continue;
       }
-      await recoverContent(content.layout);
+      await this.changing(id, () => recoverContent(content.layout));
       for (const name of await readdirOrEmpty(content.layout.versions)) {
         const version = Number(name);
         const kept = view.context.versions.some((v) => v.version === version && v.status === 'ready');
@@ -223,6 +251,15 @@ export class ContentService implements ContentApi {
   private async content(caller: Caller, id: string): Promise<EnvironmentContent> {
     await this.deps.environments.context(caller, id);
     return EnvironmentContent.of(this.deps.runtime.dataDir, id, { maxFileBytes: this.deps.runtime.settings.maxFileBytes });
+  }
+
+  /** Runs a change to the source of `id`; its file summary is dropped once the change is done (or failed). */
+  private async changing<T>(id: string, change: () => Promise<T>): Promise<T> {
+    try {
+      return await change();
+    } finally {
+      this.summaries.changed(id);
+    }
   }
 
   private build(buildId: string) {

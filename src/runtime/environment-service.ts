@@ -13,8 +13,10 @@ import type { AllocationContext } from '../machines/allocation.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../machines/execution.machine.ts';
 import type { ReadModel } from '../projections/read-model.ts';
+import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
 import type { CatalogEntry } from '../projections/catalog.projection.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
+import { environmentView } from './environment-view.ts';
 import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from './runtime-api.ts';
 import { waitUntil } from './wait-until.ts';
 
@@ -27,6 +29,8 @@ const FINISHING_USES_WAIT_MS = 10_000;
 /** How long a release waits for the provider to confirm termination. */
 const RELEASE_TIMEOUT_MS = 120_000;
 const ENVIRONMENT_ID = /^henv_[0-9a-f]{32}$/;
+/** How long a read waits for the read models to reach the log's head before answering `unavailable`. */
+const READ_WAIT_MS = 10_000;
 
 export const slugOf = (name: string): string =>
   name
@@ -43,10 +47,15 @@ export const newEnvironmentId = (): string => `henv_${randomBytes(16).toString('
 export interface EnvironmentServiceDeps {
   actors: ActorRuntime<any>;
   providers: ProviderRegistry;
+  /** Environment objects are read from here and the allocation index, never from the actors. */
   catalog: ReadModel;
+  /** The active-allocation index: the state of each environment's allocation. */
+  allocations: ReadModel;
+  /** The event log's head position (read-your-writes: reads wait until the read models reach it). */
+  head: () => Promise<bigint>;
   now: () => number;
-  /** The content fields of the environment object (status, versions, files…), when the content chapter is on. */
-  describeContent?: (id: string, context: EnvironmentContext) => Promise<Record<string, unknown>>;
+  /** The content fields (status, versions, files…) of each environment object, when the content chapter is on. */
+  describeContent?: (entries: CatalogEntry[]) => Promise<Record<string, unknown>[]>;
 }
 
 export class EnvironmentService {
@@ -85,47 +94,70 @@ export class EnvironmentService {
     return run;
   }
 
-  list(caller: Caller): Promise<EnvironmentView[]> {
-    const entries = this.deps.catalog.query.list(caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope) as CatalogEntry[];
-    const availability = new Map<string, Promise<EnvironmentView['availability']>>();
-    return Promise.all(entries.map((e) => this.get(caller, e.id, availability)));
+  /** The caller's environments (every scope's for the admin of `*`), from the read models. */
+  async list(caller: Caller): Promise<EnvironmentView[]> {
+    await this.readModelsCaughtUp();
+    return this.render(this.deps.catalog.query.list(caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope) as CatalogEntry[]);
   }
 
-  async get(caller: Caller, id: string, availability?: Map<string, Promise<EnvironmentView['availability']>>): Promise<EnvironmentView> {
-    const view = await this.view(caller, id);
-    const ctx = view.context;
-    const allocation = ctx.acquisition
-      ? await this.deps.actors.get<AllocationContext>('allocation', ctx.acquisition.allocationId)
-      : undefined;
-    const kind = ctx.profile.provider;
-    let answer = availability?.get(kind);
-    if (!answer) {
-      answer = this.availability(kind);
-      availability?.set(kind, answer);
+  async get(caller: Caller, id: string): Promise<EnvironmentView> {
+    await this.readModelsCaughtUp();
+    const entry = ENVIRONMENT_ID.test(id) ? (this.deps.catalog.query.get(id) as CatalogEntry | undefined) : undefined;
+    if (!entry || entry.status === 'deleted' || !inScope(caller, entry.scope)) {
+      throw new BerthError('environment_not_found', 'No such environment.', { environmentId: id });
     }
-    return {
-      id,
-      object: 'environment',
-      name: ctx.name,
-      slug: ctx.slug,
-      description: ctx.description ?? '',
-      entry: ctx.entry ?? '',
-      status: 'empty',
-      mount: `/env/${ctx.slug}`,
-      version: null,
-      latestVersion: null,
-      profile: ctx.profile,
-      availability: await answer,
-      // The allocation lifecycle (idle, acquiring, allocated, releasing, lost); `status` is the content's (seed 001).
-      state: String(view.state),
-      allocation:
-        ctx.acquisition && allocation
-          ? { allocationId: ctx.acquisition.allocationId, generation: ctx.acquisition.generation, state: String(allocation.state) }
-          : null,
-      createdAt: ctx.createdAt,
-      updatedAt: ctx.updatedAt,
-      ...(await this.deps.describeContent?.(id, ctx)),
-    };
+    return (await this.render([entry]))[0];
+  }
+
+  /**
+   * Read-your-writes: waits until the catalog and the allocation index reflect every event appended before this
+   * call (by this runtime or another), so a caller that has just created, changed or acquired an environment sees it.
+   * Caught up (the usual case), it costs one head read.
+   */
+  private async readModelsCaughtUp(): Promise<void> {
+    const head = await this.deps.head();
+    for (const model of [this.deps.catalog, this.deps.allocations]) {
+      if (!(await model.waitFor(head, READ_WAIT_MS))) {
+        throw new BerthError('unavailable', 'The environment catalog is behind the event log; retry shortly.', {
+          readModel: model.name,
+          position: head.toString(),
+        });
+      }
+    }
+  }
+
+  /**
+   * The environment objects of catalog entries. What is not in the read models is gathered for all of them at once
+   * (one availability check per provider kind, the kept content summaries), then each object is built without a
+   * promise of its own.
+   */
+  private async render(entries: CatalogEntry[]): Promise<EnvironmentView[]> {
+    const kinds = [...new Set(entries.map((e) => e.profile.provider))];
+    const [available, allocationStates, content] = await Promise.all([
+      Promise.all(kinds.map((kind) => this.availability(kind))),
+      this.allocationStates(entries),
+      this.deps.describeContent?.(entries),
+    ]);
+    const availability = new Map(kinds.map((kind, i) => [kind, available[i]]));
+    return entries.map((e, i) =>
+      environmentView(e, { availability: availability.get(e.profile.provider)!, allocationState: allocationStates[i], content: content?.[i] }),
+    );
+  }
+
+  /**
+   * The state of each entry's allocation, from the index; one that has left it (released or failed, its environment
+   * not told yet: rare and brief) from its actor.
+   */
+  private async allocationStates(entries: CatalogEntry[]): Promise<(string | undefined)[]> {
+    const states = entries.map((e) => (e.allocationId === null ? undefined : (this.deps.allocations.query.get(e.allocationId) as ActiveAllocation | undefined)?.state));
+    const unindexed = entries.flatMap((e, i) => (e.allocationId !== null && states[i] === undefined ? [i] : []));
+    await Promise.all(
+      unindexed.map(async (i) => {
+        const actor = await this.deps.actors.get<AllocationContext>('allocation', entries[i].allocationId!);
+        states[i] = actor ? String(actor.state) : undefined;
+      }),
+    );
+    return states;
   }
 
   async update(caller: Caller, id: string, patch: Partial<CreateEnvironmentInput>): Promise<EnvironmentView> {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../../schemas/errors.ts';
+import type { EnvironmentContext } from '../../../src/machines/environment.machine.ts';
 import type { CatalogEntry } from '../../../src/projections/catalog.projection.ts';
 import { NativeProvider } from '../../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../../src/runtime/berth.ts';
@@ -61,7 +62,7 @@ describe('environment service', () => {
     const record = async () => {
       await b.runtime.projections.catchUp();
       const entry = b.runtime.projections.get('catalog')!.query.get(env.id) as CatalogEntry;
-      expect(entry.updatedAt).toBe((await b.api.getEnvironment(admin, env.id)).updatedAt);
+      expect(entry.updatedAt).toBe((await b.runtime.actors.get<EnvironmentContext>('environment', env.id))!.context.updatedAt);
       seen.push(entry.updatedAt);
     };
     await record();
