@@ -27,6 +27,7 @@ import type {
 } from './content-api.ts';
 import { buildIdOf, type ContentRuntime } from './content-runtime.ts';
 import { ContentSummaries } from './content-summaries.ts';
+import type { EnvironmentContentFields } from './environment-view.ts';
 import type { EnvironmentService } from './environment-service.ts';
 import type { HarnessService } from './harness-service.ts';
 import type { Caller } from './runtime-api.ts';
@@ -151,10 +152,10 @@ export class ContentService implements ContentApi {
    * The content fields of each environment object (seed 001 §2), in order: from its versions as the catalog keeps
    * them and the kept file and package summaries (one await for a whole listing).
    */
-  async describe(environments: readonly DescribedEnvironment[]): Promise<Record<string, unknown>[]> {
+  async describe(environments: readonly DescribedEnvironment[]): Promise<EnvironmentContentFields[]> {
     const [files, packages] = await Promise.all([
       this.summaries.filesOf(environments.map((e) => e.id)),
-      this.summaries.packagesOf(environments.map((e) => ({ environmentId: e.id, version: e.activeVersion }))),
+      this.summaries.packagesOf(environments),
     ]);
     return environments.map((e, i) => {
       const last = e.versions.at(-1);
@@ -165,7 +166,7 @@ export class ContentService implements ContentApi {
         files: files[i],
         packages: packages[i],
         versions: e.versions.map((v) => versionEntry(v, e.activeVersion)),
-        build: last ? { version: last.version, status: last.status, started_at: seconds(last.startedAt), finished_at: seconds(last.finishedAt), error: last.error } : null,
+        build: last ? { version: last.version, status: last.status, started_at: seconds(last.startedAt)!, finished_at: seconds(last.finishedAt), error: last.error } : null,
       };
     });
   }

@@ -39,9 +39,9 @@ export class ContentSummaries {
     return slots.map((s) => s.value!);
   }
 
-  /** The packages of each environment's version (none for a null version), in order. */
-  async packagesOf(versions: readonly { environmentId: string; version: number | null }[]): Promise<InstalledPackageJson[][]> {
-    const slots = versions.map(({ environmentId: id, version }) => {
+  /** The packages of each environment's active version (none without one), in order. */
+  async packagesOf(environments: readonly { id: string; activeVersion: number | null }[]): Promise<InstalledPackageJson[][]> {
+    const slots = environments.map(({ id, activeVersion: version }) => {
       if (version === null) return undefined;
       const kept = this.packages.get(id);
       return kept?.version === version ? kept : this.keep(this.packages, id, this.load.packages(id, version), { version });

@@ -16,7 +16,7 @@ import type { ReadModel } from '../projections/read-model.ts';
 import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
 import type { CatalogEntry } from '../projections/catalog.projection.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
-import { environmentView } from './environment-view.ts';
+import { environmentView, type EnvironmentContentFields } from './environment-view.ts';
 import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from './runtime-api.ts';
 import { waitUntil } from './wait-until.ts';
 
@@ -55,7 +55,7 @@ export interface EnvironmentServiceDeps {
   head: () => Promise<bigint>;
   now: () => number;
   /** The content fields (status, versions, files…) of each environment object, when the content chapter is on. */
-  describeContent?: (entries: CatalogEntry[]) => Promise<Record<string, unknown>[]>;
+  describeContent?: (entries: CatalogEntry[]) => Promise<EnvironmentContentFields[]>;
 }
 
 export class EnvironmentService {
@@ -132,13 +132,14 @@ export class EnvironmentService {
    * promise of its own.
    */
   private async render(entries: CatalogEntry[]): Promise<EnvironmentView[]> {
-    const kinds = [...new Set(entries.map((e) => e.profile.provider))];
+    const kinds = new Set<string>();
+    for (const e of entries) kinds.add(e.profile.provider);
     const [available, allocationStates, content] = await Promise.all([
-      Promise.all(kinds.map((kind) => this.availability(kind))),
+      Promise.all([...kinds].map(async (kind) => [kind, await this.availability(kind)] as const)),
       this.allocationStates(entries),
       this.deps.describeContent?.(entries),
     ]);
-    const availability = new Map(kinds.map((kind, i) => [kind, available[i]]));
+    const availability = new Map(available);
     return entries.map((e, i) =>
       environmentView(e, { availability: availability.get(e.profile.provider)!, allocationState: allocationStates[i], content: content?.[i] }),
     );
@@ -149,14 +150,18 @@ export class EnvironmentService {
    * not told yet: rare and brief) from its actor.
    */
   private async allocationStates(entries: CatalogEntry[]): Promise<(string | undefined)[]> {
-    const states = entries.map((e) => (e.allocationId === null ? undefined : (this.deps.allocations.query.get(e.allocationId) as ActiveAllocation | undefined)?.state));
-    const unindexed = entries.flatMap((e, i) => (e.allocationId !== null && states[i] === undefined ? [i] : []));
-    await Promise.all(
-      unindexed.map(async (i) => {
-        const actor = await this.deps.actors.get<AllocationContext>('allocation', entries[i].allocationId!);
-        states[i] = actor ? String(actor.state) : undefined;
-      }),
-    );
+    const states: (string | undefined)[] = [];
+    const unindexed: Promise<void>[] = [];
+    for (const [i, { allocationId }] of entries.entries()) {
+      states[i] = allocationId === null ? undefined : (this.deps.allocations.query.get(allocationId) as ActiveAllocation | undefined)?.state;
+      if (allocationId === null || states[i] !== undefined) continue;
+      unindexed.push(
+        this.deps.actors.get<AllocationContext>('allocation', allocationId).then((actor) => {
+          states[i] = actor ? String(actor.state) : undefined;
+        }),
+      );
+    }
+    await Promise.all(unindexed);
     return states;
   }
 
