@@ -94,6 +94,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
       streams: ['stdout', 'stderr', 'pty'],
       cursors: options.cursors,
       chunkBytes: deps.limits.chunkBytes,
+      readBytes: deps.limits.followReadBytes,
       pollMs: deps.limits.pollMs,
       signal: abort.signal,
     });

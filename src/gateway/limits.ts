@@ -6,8 +6,10 @@ export interface GatewayLimits {
   maxWaitMs: number;
   /** Largest `GET …/output` answer (bytes). */
   outputReadBytes: number;
-  /** Bytes read from the runtime per output frame / SSE event. */
+  /** Largest output frame / SSE event. */
   chunkBytes: number;
+  /** Largest runtime read of a follower (WebSocket, SSE) whose client keeps up: sent `chunkBytes` at a time. */
+  followReadBytes: number;
   /** How long a follower waits for new output before checking status again. */
   pollMs: number;
   /** Interval of SSE heartbeat comments. */
@@ -25,6 +27,7 @@ export const defaultLimits: GatewayLimits = {
   maxWaitMs: 60_000,
   outputReadBytes: 4 * 1024 * 1024,
   chunkBytes: 1024 * 1024,
+  followReadBytes: 4 * 1024 * 1024,
   pollMs: 250,
   heartbeatMs: 15_000,
   wsBufferBytes: 2 * 1024 * 1024,

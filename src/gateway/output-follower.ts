@@ -1,11 +1,11 @@
 /**
  * Follows one execution for a streaming client (SSE or WebSocket): output chunks from per-stream cursors, then status
  * changes, read through `api.readOutput` and woken by `api.waitForOutput`. Pull-based, so a slow consumer paces the
- * reads instead of buffering them. A terminal status is yielded once, last, after every stream is complete: seeing it
- * means the client holds all the output.
+ * reads instead of buffering them. A terminal status is yielded once, last, after every stream is complete (ended and
+ * saved): seeing it means the client holds all the output and can read it again by cursor.
  */
 import { terminalStatuses, type OutputStreamName } from '../../schemas/api.ts';
-import type { Caller, ExecutionRecord, RuntimeApi } from '../runtime/runtime-api.ts';
+import type { Caller, ExecutionRecord, OutputRead, RuntimeApi } from '../runtime/runtime-api.ts';
 
 export type FollowItem =
   | { kind: 'output'; stream: OutputStreamName; cursor: number; data: Buffer; next: number }
@@ -15,26 +15,16 @@ export interface FollowOptions {
   streams: OutputStreamName[];
   /** Start cursors; advanced in place as chunks are yielded. */
   cursors: Record<OutputStreamName, number>;
+  /** Largest chunk yielded. */
   chunkBytes: number;
+  /** Largest read of the runtime: a stream that fills its reads gets larger ones, up to this, yielded chunk by chunk. */
+  readBytes: number;
   pollMs: number;
   signal: AbortSignal;
 }
 
-/** A wait shorter than this that brought nothing is paced, so a runtime that wakes at once cannot make a follower spin. */
-const MIN_IDLE_WAIT_MS = 20;
 /** How often a stream that had nothing is read again while another one is streaming. */
 const QUIET_RECHECK_MS = 50;
-
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 
 export async function* followExecution(
   api: RuntimeApi,
@@ -43,7 +33,21 @@ export async function* followExecution(
   options: FollowOptions,
 ): AsyncGenerator<FollowItem> {
   const { streams, cursors, chunkBytes, pollMs, signal } = options;
+  const readBytes = Math.max(chunkBytes, options.readBytes);
+  /** Streams whose bytes are all yielded (no byte will follow), and those of them known saved too. */
+  const closed = new Set<OutputStreamName>();
   const complete = new Set<OutputStreamName>();
+  // Each stream's next read size: doubled while reads come back full (the client keeps up with a busy stream),
+  // back to one chunk when one does not (a stream that trickles, as an interactive one does).
+  const readSize = new Map<OutputStreamName, number>();
+  const read = (stream: OutputStreamName, cursor: number) => api.readOutput(caller, id, stream, cursor, readSize.get(stream) ?? chunkBytes);
+  // The next read of a stream that just gave bytes, made while the consumer sends those.
+  const ahead = new Map<OutputStreamName, Promise<OutputRead>>();
+  const readAhead = (stream: OutputStreamName, cursor: number) => {
+    const next = read(stream, cursor);
+    next.catch(() => undefined); // awaited on the next turn, or dropped with the follower
+    ahead.set(stream, next);
+  };
   let record = await api.getExecution(caller, id);
   let statusCheckedAt = Date.now();
   let reported: string | undefined;
@@ -59,17 +63,27 @@ export async function* followExecution(
       if (complete.has(stream) || signal.aborted) continue;
       // While another stream streams, a quiet one is looked at again only now and then (reads cost a round trip).
       if (busy && quietSince.has(stream) && Date.now() - quietSince.get(stream)! < QUIET_RECHECK_MS) continue;
-      const read = await api.readOutput(caller, id, stream, cursors[stream], chunkBytes);
-      if (read.data.length > 0) {
-        const cursor = cursors[stream];
-        cursors[stream] = read.next;
+      const pending = ahead.get(stream);
+      ahead.delete(stream);
+      const asked = readSize.get(stream) ?? chunkBytes;
+      const got = await (pending ?? read(stream, cursors[stream]));
+      if (got.data.length > 0) {
         progressed = true;
         quietSince.delete(stream);
-        yield { kind: 'output', stream, cursor, data: read.data, next: read.next };
-      } else if (read.complete) {
-        // Only an empty read of a complete stream proves its end: a full chunk may have more behind it.
+        readSize.set(stream, got.data.length >= asked ? Math.min(asked * 2, readBytes) : chunkBytes);
+        if (got.closed) closed.add(stream);
+        else readAhead(stream, got.next);
+        for (let offset = 0; offset < got.data.length && !signal.aborted; offset += chunkBytes) {
+          const data = got.data.subarray(offset, offset + chunkBytes);
+          const cursor = cursors[stream];
+          cursors[stream] = cursor + data.length;
+          yield { kind: 'output', stream, cursor, data, next: cursors[stream] };
+        }
+      } else if (got.complete) {
         complete.add(stream);
       } else {
+        // An ended stream is read again once the lifecycle moves on, to learn that it is saved.
+        if (got.closed) closed.add(stream);
         quietSince.set(stream, Date.now());
       }
     }
@@ -83,10 +97,9 @@ export async function* followExecution(
       return;
     }
     if (!progressed && !signal.aborted) {
-      const waited = Date.now();
-      await api.waitForOutput(caller, id, pollMs);
-      const early = MIN_IDLE_WAIT_MS - (Date.now() - waited);
-      if (early > 0) await pause(early, signal);
+      // Woken exactly when a stream holds bytes past its cursor or ends, or the lifecycle moves on: never a spin.
+      const open = streams.filter((s) => !closed.has(s)).map((s) => [s, cursors[s]]);
+      await api.waitForOutput(caller, id, pollMs, { cursors: Object.fromEntries(open), step: record.step });
     }
   }
 }

@@ -25,6 +25,7 @@ import type {
   ExecutionRecord,
   ExecutionStatus,
   OutputRead,
+  OutputSeen,
   ReplayStep,
   RuntimeApi,
   SessionView,
@@ -176,8 +177,8 @@ export class BerthApi implements RuntimeApi {
   readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputRead> {
     return this.executions.readOutput(caller, id, stream, cursor, maxBytes);
   }
-  waitForOutput(caller: Caller, id: string, timeoutMs: number): Promise<void> {
-    return this.executions.waitForOutput(caller, id, timeoutMs);
+  waitForOutput(caller: Caller, id: string, timeoutMs: number, seen?: OutputSeen): Promise<void> {
+    return this.executions.waitForOutput(caller, id, timeoutMs, seen);
   }
   writeStdin(caller: Caller, id: string, bytes: Buffer): Promise<void> {
     return this.executions.writeStdin(caller, id, bytes);

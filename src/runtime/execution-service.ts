@@ -15,7 +15,8 @@ import type { Executor, OutputStream } from '../providers/provider.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { inScope, type EnvironmentService } from './environment-service.ts';
-import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, SubmitExecutionInput, Target } from './runtime-api.ts';
+import { waitPastStep } from './lifecycle-wait.ts';
+import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from './runtime-api.ts';
 import type { Services } from './services.ts';
 
 /** Lifecycle steps after which the record and its output no longer change. */
@@ -146,23 +147,39 @@ export class ExecutionService {
     const max = Math.min(Math.max(1, maxBytes), READ_MAX);
     if (SETTLED.has(String(view.state)) || c.artifacts) {
       const saved = c.artifacts?.[stream];
-      if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), complete: true };
+      if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), closed: true, complete: true };
       const chunks: Buffer[] = [];
       for await (const chunk of this.deps.artifacts.read(saved, cursor, Math.min(saved.size, cursor + max))) chunks.push(chunk as Buffer);
-      const data = Buffer.concat(chunks);
-      return { data, next: cursor + data.length, complete: cursor + data.length >= saved.size };
+      const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const complete = cursor + data.length >= saved.size;
+      return { data, next: cursor + data.length, closed: complete, complete };
     }
-    if (UNSENT.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, complete: false };
+    if (UNSENT.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max);
-    return { data: chunk.data, next: chunk.next, complete: false };
+    return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
   }
 
-  /** Resolves when new output or a new lifecycle step may be there, or after `timeoutMs`. */
-  async waitForOutput(caller: Caller, id: string, timeoutMs: number): Promise<void> {
+  /**
+   * Resolves when new output or a new lifecycle step may be there, or after `timeoutMs`. With `seen`, exactly: when
+   * a watched stream holds bytes past its cursor or has ended, or the lifecycle moves past the step the caller read.
+   */
+  async waitForOutput(caller: Caller, id: string, timeoutMs: number, seen?: OutputSeen): Promise<void> {
     const view = await this.view(caller, id);
     const step = String(view.state);
     if (SETTLED.has(step)) return;
+    if (seen) {
+      if (seen.step !== undefined && seen.step !== step) return; // it moved since the caller looked
+      const stop = new AbortController();
+      const waits = [waitPastStep(this.deps.activity, id, step, timeoutMs, stop.signal)];
+      // Streams are the executor's once it holds the operation; an ended stream is not watched (its receipt is there).
+      if (!UNSENT.has(step) && Object.keys(seen.cursors).length > 0) {
+        const executor = await this.deps.services.executorFor(view.context.target.allocationId);
+        waits.push(executor.waitForChange(id, timeoutMs, seen.cursors));
+      }
+      await Promise.race(waits).finally(() => stop.abort());
+      return;
+    }
     // One wake on the next event the activity model folds (not a loop: a loop would outlive the race below, and
     // comparing steps with a lagging model returns at once, which made followers spin).
     const activity = this.deps.activity;

@@ -107,8 +107,18 @@ export interface ExecutionRecord {
 export interface OutputRead {
   data: Buffer;
   next: number;
+  /** true once the stream has ended: no byte will ever follow `next` (it may not be saved yet). */
+  closed: boolean;
   /** true once the stream is closed and saved. */
   complete: boolean;
+}
+
+/** What a follower has already seen of an execution: `waitForOutput` wakes as soon as there is more. */
+export interface OutputSeen {
+  /** The cursor of each stream still open; a stream left out is not watched. */
+  cursors: Partial<Record<OutputStream, number>>;
+  /** The lifecycle step of the last record it read (`ExecutionRecord.step`). */
+  step?: string;
 }
 
 export interface ReplayStep {
@@ -149,8 +159,11 @@ export interface RuntimeApi {
   ): Promise<ExecutionRecord[]>;
   cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord>;
   readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputRead>;
-  /** Resolves when output beyond the cursors or a status change may be available, or after timeoutMs. */
-  waitForOutput(caller: Caller, id: string, timeoutMs: number): Promise<void>;
+  /**
+   * Resolves when output or a status change may be available, or after timeoutMs. With `seen`, exactly: once a
+   * watched stream holds bytes past its cursor, the stream ends, or the lifecycle moves past `seen.step`.
+   */
+  waitForOutput(caller: Caller, id: string, timeoutMs: number, seen?: OutputSeen): Promise<void>;
   writeStdin(caller: Caller, id: string, bytes: Buffer): Promise<void>;
   endStdin(caller: Caller, id: string): Promise<void>;
   resize(caller: Caller, id: string, cols: number, rows: number): Promise<void>;

@@ -56,6 +56,7 @@ export const executionStreamsPlugin = resourcePlugin([
           streams: query.stream ? [query.stream] : allStreams,
           cursors,
           chunkBytes: deps.limits.chunkBytes,
+          readBytes: deps.limits.followReadBytes,
           pollMs: deps.limits.pollMs,
           signal: sse.signal,
         });

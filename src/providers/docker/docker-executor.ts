@@ -95,16 +95,22 @@ export class DockerExecutor implements Executor {
     return (await this.spool()).read(operationId, stream, cursor, maxBytes);
   }
 
-  async waitForChange(operationId: string, timeoutMs: number): Promise<void> {
+  async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
     const spool = await this.spool();
     const fingerprint = async () => {
       const receipt = await spool.readReceipt(operationId);
       return JSON.stringify([receipt !== undefined, await spool.currentSizes(operationId)]);
     };
-    const before = await fingerprint();
+    // With the caller's cursors, exact (the receipt, or bytes past one of them); else any change from now on.
+    const pastCursors = async (cursors: Partial<Record<OutputStream, number>>) => {
+      if ((await spool.readReceipt(operationId)) !== undefined) return true;
+      const sizes = await spool.currentSizes(operationId);
+      return Object.entries(cursors).some(([stream, cursor]) => sizes[stream as OutputStream] > cursor!);
+    };
+    const before = since ? undefined : await fingerprint();
     await spool.waitUntil(
       operationId,
-      async () => ((await fingerprint()) !== before ? true : undefined),
+      async () => ((since ? await pastCursors(since) : (await fingerprint()) !== before) ? true : undefined),
       timeoutMs,
       (wake) => {
         this.changes.on(operationId, wake);
