@@ -10,7 +10,7 @@ import type { ActorRuntime } from '../actors/actor-runtime.ts';
 import { EnvironmentContent } from '../content/environment-content.ts';
 import type { Body } from '../content/import/byte-reader.ts';
 import type { ImportResult } from '../content/import/import-result.ts';
-import { readdirOrEmpty, recoverContent } from '../content/content-layout.ts';
+import { hasEntries, readdirOrEmpty, recoverContent } from '../content/content-layout.ts';
 import { removeReadOnlyTree } from '../content/versions.ts';
 import { buildStatus, type BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext, VersionSummary } from '../machines/environment.machine.ts';
@@ -178,8 +178,7 @@ export class ContentService implements ContentApi {
   async versionForExecution(caller: Caller, id: string): Promise<number | undefined> {
     const ctx = await this.deps.environments.context(caller, id);
     if (ctx.activeVersion !== null) return ctx.activeVersion;
-    const hasSource = (await readdirOrEmpty(EnvironmentContent.of(this.deps.runtime.dataDir, id).layout.source)).length > 0;
-    if (ctx.latestVersion === 0 && !hasSource) return undefined;
+    if (ctx.latestVersion === 0 && !hasEntries(EnvironmentContent.of(this.deps.runtime.dataDir, id).layout.source)) return undefined;
     throw new BerthError('environment_not_ready', 'The environment has content but no active version: build it first.', {
       environmentId: id,
       building: ctx.building,

@@ -83,6 +83,12 @@ export class ExecutionService {
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
     const version = await this.deps.environments.versionRead(target.allocationId, active);
+    // The allocation use is taken alongside the acceptance, so both land in one group commit instead of one after
+    // the other. A refusal is left to the execution's own `allocation.use` effect, which reports it (stale_target);
+    // a use left by an acceptance that never landed is given back by maintenance (release-orphaned-uses).
+    const use = this.deps.actors
+      .send('allocation', target.allocationId, { type: 'allocation.use_acquired', useId: id, kind: 'execution', at: this.deps.now() })
+      .catch(() => undefined);
     try {
       const sent = await this.deps.actors.send('execution', id, {
         type: 'execution.accepted',
@@ -105,6 +111,8 @@ export class ExecutionService {
       // Raced with a submission of the same operationId: answer as if it came first.
       if (isBerthError(e, 'invalid_state') && e.detail.reason === 'already_accepted') return this.get(caller, id);
       throw e;
+    } finally {
+      await use;
     }
   }
 
@@ -148,9 +156,7 @@ export class ExecutionService {
     if (SETTLED.has(String(view.state)) || c.artifacts) {
       const saved = c.artifacts?.[stream];
       if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), closed: true, complete: true };
-      const chunks: Buffer[] = [];
-      for await (const chunk of this.deps.artifacts.read(saved, cursor, Math.min(saved.size, cursor + max))) chunks.push(chunk as Buffer);
-      const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const data = await this.deps.artifacts.readRange(saved, cursor, max);
       const complete = cursor + data.length >= saved.size;
       return { data, next: cursor + data.length, closed: complete, complete };
     }
