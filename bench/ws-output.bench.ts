@@ -1,9 +1,11 @@
 /**
  * Output over the execution WebSocket from the real runtime: a native command writes 256 MiB to stdout and a `ws`
  * client reads the DESIGN §8 frames through the gateway, against a raw `ws` server on loopback sending the same
- * number of bytes in the same chunk size with the same send-buffer pacing. Two figures: `ws-output` follows the
- * command live (from submit to the last byte: the spool, the runtime's reads and the gateway together), and
- * `ws-output-saved` reads the same output again once it is saved (the gateway and artifact reads alone).
+ * number of bytes in the same chunk size with the same send-buffer pacing, each timed to its last byte. Two figures:
+ * `ws-output` follows the command live (from submit to the last byte: the command's start, the spool, the runtime's
+ * reads and the gateway, alongside the runtime saving the output as soon as the command exits), and
+ * `ws-output-saved` reads the same output again once it is saved (the gateway and artifact reads alone). How long
+ * the live close (after the terminal status, which waits for the save) trails the last byte is printed too.
  */
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -16,15 +18,21 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CHUNK = defaultLimits.chunkBytes;
 const mibPerSecond = (bytes: number, ms: number) => bytes / 1024 / 1024 / (ms / 1000);
 
-/** Reads until close; returns the payload bytes received (minus `headerBytes` per frame) and the close code. */
-function read(url: string, headerBytes: number, headers: Record<string, string> = {}): Promise<{ bytes: number; code: number }> {
+/**
+ * Reads until close; returns the payload bytes received (minus `headerBytes` per frame), when the last one came
+ * (performance.now()) and the close code.
+ */
+function read(url: string, headerBytes: number, headers: Record<string, string> = {}): Promise<{ bytes: number; lastAt: number; code: number }> {
   return new Promise((resolve, reject) => {
     let bytes = 0;
+    let lastAt = 0;
     const ws = new WebSocket(url, { headers, perMessageDeflate: false });
     ws.on('message', (data: Buffer, isBinary) => {
-      if (isBinary) bytes += data.length - headerBytes;
+      if (!isBinary) return;
+      bytes += data.length - headerBytes;
+      lastAt = performance.now();
     });
-    ws.on('close', (code) => resolve({ bytes, code }));
+    ws.on('close', (code) => resolve({ bytes, lastAt, code }));
     ws.on('error', reject);
   });
 }
@@ -41,27 +49,38 @@ async function rawRun(data: Buffer): Promise<number> {
     ws.close(1000);
   });
   const started = performance.now();
-  const { bytes } = await read(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, 0);
-  const ms = performance.now() - started;
+  const { bytes, lastAt } = await read(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, 0);
   wss.close();
   if (bytes !== data.length) throw new Error(`raw: received ${bytes} of ${data.length}`);
-  return mibPerSecond(bytes, ms);
+  return mibPerSecond(bytes, lastAt - started);
 }
 
-/** Submits the command, follows it live, then reads the saved output again; MiB/s of both. */
-async function gatewayRun(bed: BenchGateway, env: string, run: number): Promise<{ live: number; saved: number }> {
+interface GatewayRun {
+  /** MiB/s from submit to the last byte, and from the first read of the saved output to its last byte. */
+  live: number;
+  saved: number;
+  /** From the last byte to the close that follows the terminal status: the save (once followed live). */
+  liveCloseMs: number;
+}
+
+/** Submits the command, follows it live, then reads the saved output again. */
+async function gatewayRun(bed: BenchGateway, env: string, run: number): Promise<GatewayRun> {
   const stream = async (id: string) => {
-    const { bytes, code } = await read(`${bed.url.replace('http', 'ws')}/v1/executions/${id}/stream`, 9, bed.headers);
+    const { bytes, lastAt, code } = await read(`${bed.url.replace('http', 'ws')}/v1/executions/${id}/stream`, 9, bed.headers);
     if (bytes !== BYTES || code !== 1000) throw new Error(`gateway: received ${bytes} of ${BYTES}, close ${code}`);
+    return { lastAt, closedAt: performance.now() };
   };
   const body = JSON.stringify({ operationId: `ws-bench-${run}`, environment: env, command: ['head', '-c', String(BYTES), '/dev/zero'] });
   const started = performance.now();
   const exec = (await (await fetch(`${bed.url}/v1/executions`, { method: 'POST', headers: bed.headers, body })).json()) as { id: string };
-  await stream(exec.id);
-  const live = mibPerSecond(BYTES, performance.now() - started);
+  const live = await stream(exec.id);
   const again = performance.now();
-  await stream(exec.id);
-  return { live, saved: mibPerSecond(BYTES, performance.now() - again) };
+  const saved = await stream(exec.id);
+  return {
+    live: mibPerSecond(BYTES, live.lastAt - started),
+    saved: mibPerSecond(BYTES, saved.lastAt - again),
+    liveCloseMs: live.closedAt - live.lastAt,
+  };
 }
 
 const bed = await startBenchGateway();
@@ -73,14 +92,17 @@ try {
   const raw: number[] = [];
   const live: number[] = [];
   const saved: number[] = [];
+  const closeMs: number[] = [];
   for (let run = 0; run < RUNS; run++) {
     raw.push(await rawRun(data));
     const r = await gatewayRun(bed, env.id, run);
     live.push(r.live);
     saved.push(r.saved);
+    closeMs.push(r.liveCloseMs);
   }
   const show = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
   console.error(`ws-output: live ${show(live)} MiB/s; saved ${show(saved)} MiB/s; raw ws ${show(raw)} MiB/s`);
+  console.error(`ws-output: live, last byte to close (terminal status once saved) ${show(closeMs)} ms`);
   figure('ws-output', median(live), 'MiB/s', median(raw), { op: '>=', ratio: 0.5 });
   figure('ws-output-saved', median(saved), 'MiB/s', median(raw), { op: '>=', ratio: 0.5 });
 } finally {

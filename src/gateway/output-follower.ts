@@ -5,8 +5,10 @@
  * saved): seeing it means the client holds all the output and can read it again by cursor.
  */
 import { terminalStatuses, type OutputStreamName } from '../../schemas/api.ts';
-import type { Caller, ExecutionRecord, OutputRead, RuntimeApi } from '../runtime/runtime-api.ts';
+import type { Caller, ExecutionRecord, RuntimeApi } from '../runtime/runtime-api.ts';
+import { StreamReader, type ReadAt } from './stream-reader.ts';
 
+/** An output item's `data` is valid until the next item is asked for (its buffer is reused): copy it to keep it. */
 export type FollowItem =
   | { kind: 'output'; stream: OutputStreamName; cursor: number; data: Buffer; next: number }
   | { kind: 'status'; record: ExecutionRecord; final: boolean };
@@ -37,17 +39,12 @@ export async function* followExecution(
   /** Streams whose bytes are all yielded (no byte will follow), and those of them known saved too. */
   const closed = new Set<OutputStreamName>();
   const complete = new Set<OutputStreamName>();
-  // Each stream's next read size: doubled while reads come back full (the client keeps up with a busy stream),
-  // back to one chunk when one does not (a stream that trickles, as an interactive one does).
-  const readSize = new Map<OutputStreamName, number>();
-  const read = (stream: OutputStreamName, cursor: number) => api.readOutput(caller, id, stream, cursor, readSize.get(stream) ?? chunkBytes);
-  // The next read of a stream that just gave bytes, made while the consumer sends those.
-  const ahead = new Map<OutputStreamName, Promise<OutputRead>>();
-  const readAhead = (stream: OutputStreamName, cursor: number) => {
-    const next = read(stream, cursor);
-    next.catch(() => undefined); // awaited on the next turn, or dropped with the follower
-    ahead.set(stream, next);
-  };
+  const readers = new Map(
+    streams.map((stream) => {
+      const readAt: ReadAt = (cursor, maxBytes, into) => api.readOutput(caller, id, stream, cursor, maxBytes, into);
+      return [stream, new StreamReader(readAt, chunkBytes, readBytes)];
+    }),
+  );
   let record = await api.getExecution(caller, id);
   let statusCheckedAt = Date.now();
   let reported: string | undefined;
@@ -63,16 +60,14 @@ export async function* followExecution(
       if (complete.has(stream) || signal.aborted) continue;
       // While another stream streams, a quiet one is looked at again only now and then (reads cost a round trip).
       if (busy && quietSince.has(stream) && Date.now() - quietSince.get(stream)! < QUIET_RECHECK_MS) continue;
-      const pending = ahead.get(stream);
-      ahead.delete(stream);
-      const asked = readSize.get(stream) ?? chunkBytes;
-      const got = await (pending ?? read(stream, cursors[stream]));
+      const reader = readers.get(stream)!;
+      const got = await reader.next(cursors[stream]);
       if (got.data.length > 0) {
         progressed = true;
         quietSince.delete(stream);
-        readSize.set(stream, got.data.length >= asked ? Math.min(asked * 2, readBytes) : chunkBytes);
+        // The next bytes are read while the consumer sends these.
         if (got.closed) closed.add(stream);
-        else readAhead(stream, got.next);
+        else reader.readAhead(got.next);
         for (let offset = 0; offset < got.data.length && !signal.aborted; offset += chunkBytes) {
           const data = got.data.subarray(offset, offset + chunkBytes);
           const cursor = cursors[stream];

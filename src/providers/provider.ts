@@ -122,7 +122,11 @@ export interface Executor {
    * say absent; if a receipt won the race, return it. Never starts anything.
    */
   abandon(operationId: string): Promise<Receipt>;
-  read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputChunk>;
+  /**
+   * Bytes of `stream` from `cursor`, at most `maxBytes`. With `into`, they may be read into it (at most its length),
+   * `data` then being a view of it, so a reader can reuse its buffers; an executor is free to ignore it.
+   */
+  read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputChunk>;
   /**
    * Resolves when the receipt or output changes, or after `timeoutMs`. A follower that passes its cursors (`since`)
    * is woken exactly: as soon as a stream holds bytes past its cursor, or the receipt exists.

@@ -330,14 +330,16 @@ export class Spool {
   }
 
   /**
-   * Bytes of `stream` from byte offset `cursor`, at most `maxBytes`. `closed` once the receipt exists and the cursor
-   * reached the stream's final size; bytes past the final size are never returned.
+   * Bytes of `stream` from byte offset `cursor`, at most `maxBytes` (and at most the length of `into`, when the
+   * bytes are to land there). `closed` once the receipt exists and the cursor reached the stream's final size; bytes
+   * past the final size are never returned.
    */
   async read(
     operationId: string,
     stream: OutputStream,
     cursor: number,
     maxBytes = DEFAULT_READ_BYTES,
+    into?: Buffer,
   ): Promise<OutputChunk & { size: number; final: boolean }> {
     if (!Number.isSafeInteger(cursor) || cursor < 0) {
       throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
@@ -346,11 +348,11 @@ export class Spool {
     const final = receipt !== undefined;
     const fd = this.outputFd(operationId, stream);
     const size = receipt ? receipt.sizes[stream] : fd === undefined ? 0 : fstatSync(fd).size;
-    const want = Math.max(0, Math.min(maxBytes, size - cursor));
+    const want = Math.max(0, Math.min(maxBytes, into?.length ?? maxBytes, size - cursor));
     if (fd === undefined || want === 0) {
       return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
     }
-    const data = Buffer.allocUnsafe(want);
+    const data = into ? into.subarray(0, want) : Buffer.allocUnsafe(want);
     let got = 0;
     while (got < want) {
       const bytesRead = await readAt(fd, data, got, want - got, cursor + got);

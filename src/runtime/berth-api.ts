@@ -174,8 +174,8 @@ export class BerthApi implements RuntimeApi {
   cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord> {
     return this.executions.cancel(caller, id);
   }
-  readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputRead> {
-    return this.executions.readOutput(caller, id, stream, cursor, maxBytes);
+  readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputRead> {
+    return this.executions.readOutput(caller, id, stream, cursor, maxBytes, into);
   }
   waitForOutput(caller: Caller, id: string, timeoutMs: number, seen?: OutputSeen): Promise<void> {
     return this.executions.waitForOutput(caller, id, timeoutMs, seen);

@@ -148,7 +148,7 @@ export class ExecutionService {
   }
 
   /** Bytes from `cursor`: from the saved artifact once saved, else live from the executor's spool. */
-  async readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes = READ_MAX): Promise<OutputRead> {
+  async readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes = READ_MAX, into?: Buffer): Promise<OutputRead> {
     if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
     const view = await this.view(caller, id);
     const c = view.context;
@@ -156,13 +156,13 @@ export class ExecutionService {
     if (SETTLED.has(String(view.state)) || c.artifacts) {
       const saved = c.artifacts?.[stream];
       if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), closed: true, complete: true };
-      const data = await this.deps.artifacts.readRange(saved, cursor, max);
+      const data = await this.deps.artifacts.readRange(saved, cursor, max, into);
       const complete = cursor + data.length >= saved.size;
       return { data, next: cursor + data.length, closed: complete, complete };
     }
     if (UNSENT.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
-    const chunk = await executor.read(id, stream, cursor, max);
+    const chunk = await executor.read(id, stream, cursor, max, into);
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
   }
 

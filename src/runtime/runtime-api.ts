@@ -158,7 +158,11 @@ export interface RuntimeApi {
     query: { operationId?: string; environment?: string; status?: ExecutionStatus },
   ): Promise<ExecutionRecord[]>;
   cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord>;
-  readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number): Promise<OutputRead>;
+  /**
+   * Bytes of `stream` from `cursor`, at most `maxBytes`. With `into`, read into that buffer (at most its length) and
+   * `data` is a view of it: a follower reuses its buffers instead of leaving one per read to the garbage collector.
+   */
+  readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputRead>;
   /**
    * Resolves when output or a status change may be available, or after timeoutMs. With `seen`, exactly: once a
    * watched stream holds bytes past its cursor, the stream ends, or the lifecycle moves past `seen.step`.

@@ -22,7 +22,8 @@ export class ArtifactStore {
 
   /**
    * Publish a byte stream. Hashes while writing a temporary file, syncs it, then renames it into place, so a crash
-   * leaves either nothing or a whole artifact.
+   * leaves either nothing or a whole artifact. Each chunk is written before the next is asked for, so a producer may
+   * reuse one buffer.
    */
   async putChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<ArtifactRef> {
     await mkdir(this.root, { recursive: true });
@@ -64,6 +65,28 @@ export class ArtifactStore {
       return (await stat(this.pathOf(ref.digest))).size === ref.size;
     } catch {
       return false;
+    }
+  }
+
+  /**
+   * Up to `length` bytes from `start`, in one buffer (`into`, when given, else a new one): what a reader by cursor
+   * needs, without a stream's chunks to join. Short only at the end of the artifact.
+   */
+  async readRange(ref: ArtifactRef, start: number, length: number, into?: Buffer): Promise<Buffer> {
+    const want = Math.max(0, Math.min(length, ref.size - start, into?.length ?? Infinity));
+    if (want === 0) return Buffer.alloc(0);
+    const data = into ? into.subarray(0, want) : Buffer.allocUnsafe(want);
+    const file = await open(this.pathOf(ref.digest), 'r');
+    try {
+      let got = 0;
+      while (got < want) {
+        const { bytesRead } = await file.read(data, got, want - got, start + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return data.subarray(0, got);
+    } finally {
+      await file.close();
     }
   }
 

@@ -245,8 +245,8 @@ export class NativeExecutor implements Executor {
     return this.status(operationId);
   }
 
-  async read(operationId: string, stream: OutputStream, cursor: number, maxBytes = DEFAULT_READ_BYTES): Promise<OutputChunk> {
-    const { data, next, closed, size, final } = await this.spool.read(operationId, stream, cursor, maxBytes);
+  async read(operationId: string, stream: OutputStream, cursor: number, maxBytes = DEFAULT_READ_BYTES, into?: Buffer): Promise<OutputChunk> {
+    const { data, next, closed, size, final } = await this.spool.read(operationId, stream, cursor, maxBytes, into);
     this.observation(operationId)[stream] = { size, final };
     return { data, next, closed };
   }

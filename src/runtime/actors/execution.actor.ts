@@ -156,8 +156,11 @@ const EMPTY_DIGEST = 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca49
 
 async function* spooled(executor: Executor, operationId: string, stream: OutputStream, size: number) {
   let cursor = 0;
+  // One buffer for every read: the artifact store has written a chunk before it asks for the next, and a new buffer
+  // per read (256 MiB of output: 64 of them) would cost major garbage collections while clients stream.
+  const buffer = Buffer.allocUnsafe(Math.min(SAVE_CHUNK, size));
   while (cursor < size) {
-    const chunk = await executor.read(operationId, stream, cursor, Math.min(SAVE_CHUNK, size - cursor));
+    const chunk = await executor.read(operationId, stream, cursor, Math.min(SAVE_CHUNK, size - cursor), buffer);
     if (chunk.data.length === 0) throw new Error(`${stream} of ${operationId} ended at ${cursor} of ${size} bytes`);
     yield chunk.data;
     cursor = chunk.next;

@@ -1,0 +1,72 @@
+/**
+ * The follower's per-stream reader: read sizes grow while reads come back full and shrink when one does not, a read
+ * made ahead is the one taken, and large reads take turns in two buffers without ever handing out a buffer a read is
+ * still filling. The reads are served from a real byte source by cursor, as the runtime's readOutput does.
+ */
+import { describe, expect, it } from 'vitest';
+import type { OutputRead } from '../../../src/runtime/runtime-api.ts';
+import { StreamReader, type ReadAt } from '../../../src/gateway/stream-reader.ts';
+
+const KiB = 1024;
+
+/** A stream of `size` bytes (byte i = i % 251) read by cursor; records every read asked for. */
+function source(size: number) {
+  const bytes = Buffer.alloc(size);
+  for (let i = 0; i < size; i++) bytes[i] = i % 251;
+  const asked: { cursor: number; maxBytes: number; into?: Buffer }[] = [];
+  let available = size;
+  const readAt: ReadAt = async (cursor, maxBytes, into) => {
+    asked.push({ cursor, maxBytes, into });
+    await new Promise((resolve) => setImmediate(resolve));
+    const n = Math.max(0, Math.min(maxBytes, into?.length ?? maxBytes, available - cursor));
+    const data = into ? into.subarray(0, n) : Buffer.alloc(n);
+    bytes.copy(data, 0, cursor, cursor + n);
+    const read: OutputRead = { data, next: cursor + n, closed: cursor + n >= size, complete: false };
+    return read;
+  };
+  return { bytes, asked, readAt, setAvailable: (n: number) => (available = n) };
+}
+
+describe('StreamReader', () => {
+  it('doubles reads while they come back full, up to the maximum, and gives every byte in order', async () => {
+    const src = source(64 * KiB);
+    const reader = new StreamReader(src.readAt, 4 * KiB, 16 * KiB);
+    const got: Buffer[] = [];
+    for (let cursor = 0; cursor < 64 * KiB; ) {
+      const read = await reader.next(cursor);
+      got.push(Buffer.from(read.data)); // copied: the reader reuses its buffers
+      cursor = read.next;
+    }
+    expect(Buffer.concat(got).equals(src.bytes)).toBe(true);
+    expect(src.asked.map((a) => a.maxBytes)).toEqual([4 * KiB, 8 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB]);
+  });
+
+  it('falls back to one chunk after a read that is not full', async () => {
+    const src = source(64 * KiB);
+    src.setAvailable(20 * KiB);
+    const reader = new StreamReader(src.readAt, 4 * KiB, 16 * KiB);
+    let cursor = 0;
+    for (let i = 0; i < 4; i++) cursor = (await reader.next(cursor)).next; // 4 + 8 + 8 (short) + 0
+    expect(src.asked.map((a) => a.maxBytes)).toEqual([4 * KiB, 8 * KiB, 16 * KiB, 4 * KiB]);
+    expect(cursor).toBe(20 * KiB);
+  });
+
+  it('takes the read made ahead, and alternates two buffers that are never filled while handed out', async () => {
+    const src = source(256 * KiB);
+    const reader = new StreamReader(src.readAt, 4 * KiB, 16 * KiB);
+    const buffers = new Set<ArrayBufferLike>();
+    let cursor = 0;
+    while (cursor < 256 * KiB) {
+      const read = await reader.next(cursor);
+      const expected = Buffer.from(src.bytes.subarray(cursor, read.next));
+      cursor = read.next;
+      if (!read.closed) reader.readAhead(cursor);
+      await new Promise((resolve) => setTimeout(resolve, 1)); // the read ahead lands while these bytes are held
+      expect(read.data.equals(expected)).toBe(true);
+      if (read.data.length === 16 * KiB) buffers.add(read.data.buffer);
+    }
+    const reads = src.asked.length;
+    expect(reads).toBe(src.asked.filter((a, i) => i === 0 || a.cursor > src.asked[i - 1]!.cursor).length); // no read twice
+    expect(buffers.size).toBe(2);
+  });
+});
