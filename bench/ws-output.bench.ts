@@ -14,7 +14,7 @@ import { startBenchGateway, type BenchGateway } from './bench-gateway.ts';
 import { figure, median } from './figure.ts';
 
 const BYTES = Number(process.env.BENCH_WS_BYTES ?? 256 * 1024 * 1024);
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const CHUNK = defaultLimits.chunkBytes;
 const mibPerSecond = (bytes: number, ms: number) => bytes / 1024 / 1024 / (ms / 1000);
 

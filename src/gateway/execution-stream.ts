@@ -26,8 +26,6 @@ export interface ExecutionStreamOptions {
 
 const POOLED_FRAME_MIN_BYTES = 64 * 1024;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOptions): Promise<void> {
   const { deps, caller, id, log } = options;
   const abort = new AbortController();
@@ -63,7 +61,8 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
     return deps.api.resize(caller, id, control.cols, control.rows);
   };
 
-  // Send callbacks fire as frames reach the socket: each one is a chance for the buffer to have drained.
+  // Send callbacks fire as frames reach the socket: each one is a chance for the buffer to have drained. A timer
+  // looks again now and then (a socket that takes nothing calls nothing back), and is cleared when a callback wins.
   let wakeDrain: (() => void) | undefined;
   const onSent = () => wakeDrain?.();
   const drained = async (): Promise<boolean> => {
@@ -72,7 +71,15 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
       if (ws.readyState !== WebSocket.OPEN) return false;
       const left = deadline - Date.now();
       if (left <= 0) return false;
-      await Promise.race([new Promise<void>((resolve) => (wakeDrain = resolve)), sleep(Math.min(left, 50))]);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(wake, Math.min(left, 50));
+        wakeDrain = wake;
+        function wake() {
+          clearTimeout(timer);
+          wakeDrain = undefined;
+          resolve();
+        }
+      });
     }
     return true;
   };
