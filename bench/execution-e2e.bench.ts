@@ -62,7 +62,12 @@ async function execute(environment: string, command: string[], more: Partial<Sub
 async function paired(runs: number, ours: () => Promise<unknown>, raw: () => Promise<unknown>): Promise<[number[], number[]]> {
   const a: number[] = [];
   const b: number[] = [];
-  const idle = () => berth.runtime.actors.whenIdle();
+  const idle = async () => {
+    await berth.runtime.actors.whenIdle();
+    // The Docker executor starts its next spare exec once a command is done: engine work that must not land in the
+    // next raw sample either.
+    if (withDocker) await dockerProvider.settled();
+  };
   for (let i = 0; i < runs; i++) {
     if (i % 2 === 0) {
       b.push(await timed(raw));

@@ -90,6 +90,56 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
     expect(count.output.trim()).toBe('1');
   });
 
+  it('should run an operation once when two submits of it race', async () => {
+    const marker = `/tmp/race-${randomUUID()}`;
+    const s = spec(['/bin/sh', '-c', `echo run >> ${marker}`]);
+    await Promise.all([executor.submit(s), executor.submit(s), executor.submit(s)]);
+    await untilExited(executor, s.operationId);
+    const count = await execIn(ref.identity!.resourceId, ['/bin/sh', '-c', `wc -l < ${marker}`]);
+    expect(count.output.trim()).toBe('1');
+  });
+
+  it('should start a command in the spare exec made ahead of it, with the environment an exec of its own gives', async () => {
+    const word = `it's "odd" \\ $HOME \`x\`\nsecond line`;
+    const launcherOf = async (operationId: string) => {
+      const id = await execIn(ref.identity!.resourceId, ['/bin/cat', `/berth/spool/ops/${operationId}/docker-exec`]);
+      return (await rawDocker.getExec(id.output.trim()).inspect()).ProcessConfig.arguments;
+    };
+    await (executor as DockerExecutor).settled();
+    const viaSpare = spec(['env'], { env: { ...env, WORD: word } });
+    await executor.submit(viaSpare);
+    await untilExited(executor, viaSpare.operationId);
+    // A name no shell can export goes through an exec of its own, with the variables as the exec's Env.
+    const ownExec = spec(['env'], { env: { ...env, WORD: word, 'ODD-NAME': 'x' } });
+    await executor.submit(ownExec);
+    await untilExited(executor, ownExec.operationId);
+
+    expect(await launcherOf(viaSpare.operationId)).toEqual(['-s']);
+    expect(await launcherOf(ownExec.operationId)).toContain('run');
+    const lines = async (s: ExecSpec) => (await output(executor, s.operationId, 'stdout')).split('\n').filter((l) => l !== 'ODD-NAME=x').sort();
+    const spareEnv = await lines(viaSpare);
+    expect(spareEnv.join('\n')).toContain(`WORD=${word}`);
+    expect(spareEnv).toEqual(await lines(ownExec));
+  });
+
+  it('should end its waiting spare shell when closed, and start none after', async () => {
+    const shells = async () => (await execIn(ref.identity!.resourceId, ['/bin/sh', '-c', 'ps -o args'])).output.split('\n').filter((l) => l.trim() === '/bin/sh -s').length;
+    const before = await shells();
+    const other = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run, spoolAccess });
+    const ex = other.executor(ref, { provider: 'docker' }) as DockerExecutor;
+    await ex.settled();
+    expect(await shells()).toBe(before + 1);
+    await other.close();
+    for (let i = 0; i < 100 && (await shells()) > before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await shells()).toBe(before);
+    // A closed executor still runs commands, each in an exec of its own.
+    const s = spec(['true']);
+    await ex.submit(s);
+    expect(await untilExited(ex, s.operationId)).toMatchObject({ exitCode: 0 });
+    await ex.settled();
+    expect(await shells()).toBe(before);
+  });
+
   it('should feed stdin to the command and close it on end', async () => {
     const s = spec(['cat'], { stdin: true });
     expect((await executor.submit(s)).state).toBe('running');
@@ -103,6 +153,8 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
   it('should run a command on a terminal of the requested size and follow resizes', async () => {
     const s = spec(['/bin/sh', '-c', 'stty size; read line; echo "got $line"; stty size'], { stdin: true, pty: { cols: 100, rows: 30 } });
     expect((await executor.submit(s)).state).toBe('running');
+    // Resized once the command looked at its first size (an earlier resize may land before it looks).
+    for (let i = 0; i < 200 && !(await executor.read(s.operationId, 'pty', 0)).data.includes('30 100'); i++) await new Promise((r) => setTimeout(r, 25));
     await executor.resize(s.operationId, 132, 43);
     await executor.writeStdin(s.operationId, Buffer.from('abc\n'));
     expect(await untilExited(executor, s.operationId)).toMatchObject({ exitCode: 0 });

@@ -24,12 +24,17 @@ import { createExec, execRunning, runToEnd, startAttached, startDetached } from 
 import { DockerPtyRun } from './docker-pty-run.ts';
 import { ExecSpoolAccess } from './exec-spool-access.ts';
 import { HostSpoolAccess, type SpoolAccess } from './spool-access.ts';
+import { SpareExec, spareScript, type Spare } from './spare-exec.ts';
 import { OPS_DIR, SUPERVISOR_IN_CONTAINER } from './spool-volume.ts';
 
 const EXEC_ID_FILE = 'docker-exec';
 const DEFAULT_GRACE_MS = 2_000;
 /** How long submit waits for the supervisor to launch the command (or refuse) before giving up. */
 const LAUNCH_TIMEOUT_MS = 30_000;
+/** How long a launching supervisor is left to claim before its exec is asked whether it still runs. */
+const LAUNCH_LOOK_MS = 100;
+/** A command still running this long after its launch gets the next spare exec started anyway. */
+const SPARE_AFTER_MS = 250;
 
 export interface DockerExecutorOptions {
   /** Control calls (with an idle timeout). */
@@ -52,10 +57,14 @@ export class DockerExecutor implements Executor {
   private readonly stdinWriters = new Map<string, Duplex>();
   private readonly changes = new EventEmitter();
   private readonly graceMs: number;
+  /** A supervisor exec started ahead of the next submit (spare-exec.ts). */
+  private readonly spare: SpareExec;
 
   constructor(private readonly o: DockerExecutorOptions) {
     this.graceMs = o.graceMs ?? DEFAULT_GRACE_MS;
     this.changes.setMaxListeners(0);
+    this.spare = new SpareExec({ docker: o.docker, streams: o.streams, containerId: o.containerId, user: COMMAND_USER });
+    this.spare.fill();
   }
 
   async submit(spec: ExecSpec): Promise<Receipt> {
@@ -154,6 +163,17 @@ export class DockerExecutor implements Executor {
     this.closeStdin(operationId);
     this.ptyRuns.delete(operationId);
     await (await this.spool()).release(operationId);
+    this.spare.fill();
+  }
+
+  /** Resolves once no spare exec is starting: engine work of this executor that no caller waits for. */
+  settled(): Promise<void> {
+    return this.spare.settled();
+  }
+
+  /** Ends the spare exec (the runtime stops); running commands are not touched. */
+  close(): Promise<void> {
+    return this.spare.close();
   }
 
   /** How the spool is reached: 'host' (the volume's mountpoint) or 'exec'. */
@@ -168,22 +188,27 @@ export class DockerExecutor implements Executor {
     if (spec.stdin) args.push('-i');
     if (spec.timeoutMs !== undefined) args.push('-t', String(spec.timeoutMs));
     args.push('-g', String(this.graceMs), '--', ...spec.command);
-    const exec = await createExec(this.container(), { cmd: ['/bin/sh', SUPERVISOR_IN_CONTAINER, ...args], user: COMMAND_USER, env: spec.env }, {});
-    // Recorded before the start, so whoever reads the claim can tell whether its supervisor still runs; exclusive,
-    // so of two racing submits only one starts a supervisor (the other's exec is never started).
+    // Started in the spare shell (the supervisor sourced there) when the variables can be exported as given.
+    const script = spareScript(SUPERVISOR_IN_CONTAINER, args, spec.env);
+    const spare = script === undefined ? undefined : await this.spare.take();
+    const exec = spare?.exec ?? (await createExec(this.container(), { cmd: ['/bin/sh', SUPERVISOR_IN_CONTAINER, ...args], user: COMMAND_USER, env: spec.env }, {}));
+    // Recorded before the supervisor can claim, so whoever reads the claim can tell whether its supervisor still
+    // runs; exclusive, so of two racing submits only one starts a supervisor (the other's exec is never used).
     if (!(await spool.createExclusive(operationId, EXEC_ID_FILE, exec.id))) {
+      if (spare) this.spare.giveBack(spare);
       await spool.waitUntil(operationId, async () => ((await spool.readState(operationId)).claim ? true : undefined), LAUNCH_TIMEOUT_MS);
       return this.status(operationId);
     }
-    await startDetached(exec);
+    await this.launch(exec, spare, script);
 
-    let lastLook = 0;
+    // The engine is asked only when no claim came for a while (an exec that could not run at all).
+    let lastLook = Date.now();
     const launched = await spool.waitUntil(
       operationId,
       async (): Promise<SpoolState | string | undefined> => {
         const state = await spool.readState(operationId);
         if (state.started || state.receipt || state.claim?.kind === 'abandoned' || state.claim?.kind === 'pty') return state;
-        if (Date.now() - lastLook < 100) return undefined;
+        if (Date.now() - lastLook < LAUNCH_LOOK_MS) return undefined;
         lastLook = Date.now();
         const info = await exec.inspect();
         if (info.Running) return undefined;
@@ -199,6 +224,17 @@ export class DockerExecutor implements Executor {
     // Just launched by our own exec: its owner is alive unless the state already says otherwise.
     if (launched.started && !launched.receipt) return deriveReceipt(operationId, launched, true, await spool.currentSizes(operationId));
     return this.status(operationId);
+  }
+
+  /**
+   * Starts the supervisor: in the spare shell, or in the exec made for it. The next spare is started once this
+   * command is over (its spool released), or once it has run a while: not during a short command's own run, which
+   * that engine work (tens of ms of runc) would slow down.
+   */
+  private async launch(exec: Docker.Exec, spare: Spare | undefined, script: string | undefined): Promise<void> {
+    this.spare.fillAfter(SPARE_AFTER_MS);
+    if (spare && script !== undefined) spare.run(script);
+    else await startDetached(exec);
   }
 
   private async submitPty(spool: SpoolAccess, spec: ExecSpec, size: { cols: number; rows: number }): Promise<Receipt> {

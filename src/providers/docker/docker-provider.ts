@@ -142,7 +142,10 @@ export class DockerProvider implements Provider {
   async deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'> {
     try {
       await this.removeParts(ref.requestId, ref.allocationId);
-      if (ref.identity) this.executors.delete(ref.identity.resourceId);
+      if (ref.identity) {
+        void this.executors.get(ref.identity.resourceId)?.close();
+        this.executors.delete(ref.identity.resourceId);
+      }
       for (const [key, value] of [[LABEL.requestId, ref.requestId], [LABEL.allocationId, ref.allocationId]]) {
         const containers = await this.containersOf(key, value);
         const { networks, volumes } = await this.partsOf(key, value);
@@ -167,6 +170,16 @@ export class DockerProvider implements Provider {
       this.executors.set(containerId, executor);
     }
     return executor;
+  }
+
+  /** Ends the executors' spare execs; commands keep running (their supervisors do not depend on this process). */
+  async close(): Promise<void> {
+    await Promise.all([...this.executors.values()].map((e) => e.close()));
+  }
+
+  /** Resolves once no executor is starting engine work ahead of need (benchmarks keep it out of what they time). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.executors.values()].map((e) => e.settled()));
   }
 
   /** A one-off container for a build, from the profile's image with an allocation's hardening (build-container.ts). */
