@@ -1,10 +1,11 @@
 /**
  * Reads one output stream for a follower. Reads grow (doubling, up to `maxBytes`) while they come back full (a busy
  * stream: fewer runtime round trips per byte) and fall back to one chunk when one does not (a stream that trickles,
- * as an interactive one does). The next read can be made ahead, while the caller sends the bytes it has. Large reads
- * go into two buffers that take turns, so a busy stream leaves no buffer per read to the garbage collector (each one
- * costs a major collection sooner); they are let go when reads shrink again. The bytes of a read are valid until the
- * next call to `next`.
+ * as an interactive one does). While the caller sends the bytes it has, the next reads are already under way: up to
+ * `depth`, each one where the one before would end if full (a short one makes those after it useless: they are
+ * dropped). Large reads go into buffers that take turns, so a busy stream leaves no buffer per read to the garbage
+ * collector (each one costs a major collection sooner); they are let go when reads shrink again. The bytes of a read
+ * are valid until the next call to `next`.
  */
 import type { OutputRead } from '../runtime/runtime-api.ts';
 
@@ -19,15 +20,17 @@ interface Read {
 
 export class StreamReader {
   private size: number;
-  private ahead?: Read;
-  /** The buffer whose bytes the caller holds (the last result), and the free one. */
+  /** Reads under way, in cursor order. */
+  private readonly ahead: Read[] = [];
+  /** The buffer whose bytes the caller holds (the last result), and the free ones. */
   private held?: Buffer;
-  private spare?: Buffer;
+  private readonly spare: Buffer[] = [];
 
   constructor(
     private readonly readAt: ReadAt,
     private readonly chunkBytes: number,
     private readonly maxBytes: number,
+    private readonly depth = 2,
   ) {
     this.size = chunkBytes;
   }
@@ -36,37 +39,41 @@ export class StreamReader {
   async next(cursor: number): Promise<OutputRead> {
     this.release(this.held);
     this.held = undefined;
-    // A read made ahead for another cursor is dropped, with its buffer (the read may still be filling it).
-    const read = this.ahead?.cursor === cursor ? this.ahead : this.start(cursor);
-    this.ahead = undefined;
+    // Reads made ahead for other cursors are dropped, with their buffers (a read may still be filling its buffer).
+    while (this.ahead.length > 0 && this.ahead[0]!.cursor !== cursor) this.ahead.shift();
+    const read = this.ahead.shift() ?? this.start(cursor);
     const got = await read.result;
     this.size = got.data.length >= read.maxBytes ? Math.min(read.maxBytes * 2, this.maxBytes) : this.chunkBytes;
     if (got.data.length > 0) this.held = read.buffer;
     else this.release(read.buffer);
+    if (got.data.length < read.maxBytes) this.ahead.length = 0; // they assumed a full read
     return got;
   }
 
-  /** Starts the read at `cursor` now; the next `next(cursor)` takes it. */
+  /** Makes the reads from `cursor` on now (up to `depth` under way); the next `next(cursor)` takes the first. */
   readAhead(cursor: number): void {
-    this.ahead = this.start(cursor);
+    if (this.ahead.length > 0 && this.ahead[0]!.cursor !== cursor) this.ahead.length = 0;
+    while (this.ahead.length < this.depth) {
+      const last = this.ahead.at(-1);
+      this.ahead.push(this.start(last ? last.cursor + last.maxBytes : cursor));
+    }
   }
 
   private start(cursor: number): Read {
     const maxBytes = this.size;
-    const buffer = maxBytes > this.chunkBytes ? this.take(maxBytes) : undefined;
+    const buffer = maxBytes > this.chunkBytes ? this.take() : undefined;
     const result = this.readAt(cursor, maxBytes, buffer);
     result.catch(() => undefined); // awaited by `next`, or dropped with the follower
     return { cursor, result, maxBytes, buffer };
   }
 
-  private take(bytes: number): Buffer {
-    const spare = this.spare;
-    this.spare = undefined;
-    return spare && spare.length >= bytes ? spare : Buffer.allocUnsafe(this.maxBytes);
+  private take(): Buffer {
+    return this.spare.pop() ?? Buffer.allocUnsafe(this.maxBytes);
   }
 
-  /** Keeps a free buffer only while reads are large. */
+  /** Keeps free buffers only while reads are large. */
   private release(buffer: Buffer | undefined): void {
-    this.spare = this.size > this.chunkBytes ? (buffer ?? this.spare) : undefined;
+    if (this.size <= this.chunkBytes) this.spare.length = 0;
+    else if (buffer) this.spare.push(buffer);
   }
 }
