@@ -8,7 +8,10 @@ export interface GatewayLimits {
   outputReadBytes: number;
   /** Largest output frame / SSE event. */
   chunkBytes: number;
-  /** Largest runtime read of a follower (WebSocket, SSE) whose client keeps up: sent `chunkBytes` at a time. */
+  /**
+   * Largest runtime read of a follower (WebSocket, SSE) of a busy stream, sent `chunkBytes` at a time. A busy
+   * follower holds three buffers of this size (the one being sent, two reads under way).
+   */
   followReadBytes: number;
   /** How long a follower waits for new output before checking status again. */
   pollMs: number;
