@@ -160,7 +160,10 @@ export class ExecutionService {
       const complete = cursor + data.length >= saved.size;
       return { data, next: cursor + data.length, closed: complete, complete };
     }
-    if (UNSENT.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
+    // From dispatch on, the spool is read (empty until the command writes): the first bytes go out as they land,
+    // not once the start is recorded.
+    const step = String(view.state);
+    if (UNSENT.has(step) && step !== 'dispatched') return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max, into);
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
@@ -178,8 +181,8 @@ export class ExecutionService {
       if (seen.step !== undefined && seen.step !== step) return; // it moved since the caller looked
       const stop = new AbortController();
       const waits = [waitPastStep(this.deps.activity, id, step, timeoutMs, stop.signal)];
-      // Streams are the executor's once it holds the operation; an ended stream is not watched (its receipt is there).
-      if (!UNSENT.has(step) && Object.keys(seen.cursors).length > 0) {
+      // Streams are watched from dispatch on (as readOutput reads them); an ended one is not (its receipt is there).
+      if ((step === 'dispatched' || !UNSENT.has(step)) && Object.keys(seen.cursors).length > 0) {
         const executor = await this.deps.services.executorFor(view.context.target.allocationId);
         waits.push(executor.waitForChange(id, timeoutMs, seen.cursors));
       }
