@@ -157,7 +157,15 @@ export class ActorRuntime<S = unknown> {
    * `wrong_expected_version` (lost every re-decision) or a store error. A refused event writes nothing.
    */
   send<C = any>(type: string, id: string, event: DomainEvent, opts: SendOptions = {}): Promise<SendResult<C>> {
-    return this.enqueue(type, id, event, opts, 'throw') as Promise<SendResult<C>>;
+    return this.enqueue(type, id, [event], opts, 'throw') as Promise<SendResult<C>>;
+  }
+
+  /**
+   * Sends several events to one actor as one command: decided in order, appended in one write (all or none; the
+   * first refusal rejects and writes nothing). Resolves like `send`, with the state after the last one.
+   */
+  sendAll<C = any>(type: string, id: string, events: DomainEvent[], opts: SendOptions = {}): Promise<SendResult<C>> {
+    return this.enqueue(type, id, events, opts, 'throw') as Promise<SendResult<C>>;
   }
 
   /** The actor's current state (caught up with its stream), or undefined when its stream does not exist. */
@@ -212,7 +220,7 @@ export class ActorRuntime<S = unknown> {
       await Promise.all(
         unfinished.slice(i, i + window).map(async (a) => {
           try {
-            if (await this.enqueue(a.actorType.type, a.id, recovered, {}, 'skip')) accepted++;
+            if (await this.enqueue(a.actorType.type, a.id, [recovered], {}, 'skip')) accepted++;
           } catch (err) {
             failed++;
             this.logger.error({ err, stream: a.stream }, 'runtime.recovered could not be delivered');
@@ -231,7 +239,7 @@ export class ActorRuntime<S = unknown> {
   private enqueue(
     type: string,
     id: string,
-    raw: DomainEvent,
+    raw: DomainEvent[],
     opts: SendOptions,
     onReject: 'throw' | 'skip',
   ): Promise<SendResult | undefined> {
@@ -239,8 +247,8 @@ export class ActorRuntime<S = unknown> {
       const actorType = this.typeOf(type);
       const stream = this.streamFor(actorType, id);
       this.started();
-      const event = validateIncoming(actorType, raw);
-      return this.track(this.mailboxes.post(stream, () => this.decideAndAppend(actorType, id, stream, [event], opts, onReject)));
+      const events = raw.map((event) => validateIncoming(actorType, event));
+      return this.track(this.mailboxes.post(stream, () => this.decideAndAppend(actorType, id, stream, events, opts, onReject)));
     } catch (e) {
       return Promise.reject(e);
     }

@@ -9,7 +9,11 @@
  *
  * Rules encoded here:
  * - the operation (id, input digest, target) is persisted before anything is sent, and `execution.dispatched` is
- *   persisted before `executor.submit`: an execution still `accepted` after a crash was never submitted;
+ *   persisted before `executor.submit`: an execution still `accepted` after a crash was never submitted. The
+ *   runtime's submission appends accepted and dispatched in one write (with the allocation use in the same group
+ *   commit; the submit effect takes the use itself if that one was refused): one commit fewer before the command
+ *   starts, at the price that a crash in that moment ends `unknown` instead of running the command on recovery;
+ *   `accepted` alone (taking the use, then dispatching) stays for callers that append it by itself;
  * - recovery never submits: `dispatched` is inspected (abandon-if-absent), `running` re-watched, `exited` drained,
  *   `drained` saved, `saved` released; a missing receipt makes the outcome `unknown`, never a second run;
  * - cancellation is persisted before it is sent and needs the executor's confirmation; before dispatch it cancels
@@ -56,7 +60,8 @@ export interface OperationParams {
 }
 
 /**
- * `executor.submit`: build the ExecSpec (adding the active version's read-only mount, PATH and PROJECT_ROOT from
+ * `executor.submit`: hold the allocation use first (taking it if the one sent with the acceptance was refused; a
+ * refusal reports `execution.failed`, stale_target, and nothing is submitted); build the ExecSpec (adding the active version's read-only mount, PATH and PROJECT_ROOT from
  * `version`) and submit it; report `execution.started` or `execution.exited` from the receipt, `execution.failed`
  * when the executor refused before any receipt (stale generation, protocol mismatch). If the outcome of the call is
  * uncertain, do what `executor.inspect` does; never submit twice.

@@ -161,9 +161,9 @@ export class BerthApi implements RuntimeApi {
     if (!environmentId) {
       throw new BerthError('invalid_request', 'Name an environment, or a session that selects one.', {});
     }
-    await this.environments.context(caller, environmentId);
+    const environment = await this.environments.context(caller, environmentId);
     const content = this.content;
-    return this.executions.submit(caller, input, environmentId, content && (() => content.versionForExecution(caller, environmentId)));
+    return this.executions.submit(caller, input, environmentId, content && (() => content.versionForExecution(environment)));
   }
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord> {
     return this.executions.get(caller, id, waitMs);

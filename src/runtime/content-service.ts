@@ -175,12 +175,11 @@ export class ContentService implements ContentApi {
    * The version an execution in this environment reads: the active one; none for an environment without content;
    * environment_not_ready for one that has source files or builds but no active version (refused before it starts).
    */
-  async versionForExecution(caller: Caller, id: string): Promise<number | undefined> {
-    const ctx = await this.deps.environments.context(caller, id);
+  async versionForExecution(ctx: EnvironmentContext): Promise<number | undefined> {
     if (ctx.activeVersion !== null) return ctx.activeVersion;
-    if (ctx.latestVersion === 0 && !hasEntries(EnvironmentContent.of(this.deps.runtime.dataDir, id).layout.source)) return undefined;
+    if (ctx.latestVersion === 0 && !hasEntries(EnvironmentContent.of(this.deps.runtime.dataDir, ctx.id).layout.source)) return undefined;
     throw new BerthError('environment_not_ready', 'The environment has content but no active version: build it first.', {
-      environmentId: id,
+      environmentId: ctx.id,
       building: ctx.building,
       latestVersion: ctx.latestVersion || null,
     });

@@ -83,14 +83,15 @@ export class ExecutionService {
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
     const version = await this.deps.environments.versionRead(target.allocationId, active);
-    // The allocation use is taken alongside the acceptance, so both land in one group commit instead of one after
-    // the other. A refusal is left to the execution's own `allocation.use` effect, which reports it (stale_target);
-    // a use left by an acceptance that never landed is given back by maintenance (release-orphaned-uses).
+    // One group commit holds the acceptance, the dispatch and the allocation use: the submit effect that follows
+    // only submits once the use is held (it takes it itself, or reports stale_target, when this one was refused). A
+    // use left by an acceptance that never landed is given back by maintenance (release-orphaned-uses).
+    const at = this.deps.now();
     const use = this.deps.actors
-      .send('allocation', target.allocationId, { type: 'allocation.use_acquired', useId: id, kind: 'execution', at: this.deps.now() })
+      .send('allocation', target.allocationId, { type: 'allocation.use_acquired', useId: id, kind: 'execution', at })
       .catch(() => undefined);
     try {
-      const sent = await this.deps.actors.send('execution', id, {
+      const accepted = {
         type: 'execution.accepted',
         operationId: input.operationId,
         inputDigest,
@@ -104,8 +105,9 @@ export class ExecutionService {
         ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
         ...(version !== undefined ? { version } : {}),
         scope: caller.scope,
-        at: this.deps.now(),
-      });
+        at,
+      };
+      const sent = await this.deps.actors.sendAll('execution', id, [accepted, { type: 'execution.dispatched', at }]);
       return this.recordOf(id, sent.context as ExecutionContext, sent.snapshot as ExecutionSnapshot);
     } catch (e) {
       // Raced with a submission of the same operationId: answer as if it came first.

@@ -6,7 +6,7 @@
  */
 import { executionEvents } from '../../../schemas/events/execution.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
-import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
+import { defineActor, type DomainEvent, type EffectContext } from '../../actors/actor-type.ts';
 import {
   executionMachine,
   finished,
@@ -189,6 +189,24 @@ async function savedEvent(executor: Executor, artifacts: ArtifactStore, executio
   return { type: 'execution.saved', artifacts: saved, at: at() };
 }
 
+/**
+ * Holds the execution's allocation use (idempotent per use id; nothing is written when it is held already). Answers
+ * the `execution.failed` to report when the allocation refuses it, undefined once it is held.
+ */
+async function takeUse(p: UseParams, ctx: EffectContext<Services>): Promise<DomainEvent | undefined> {
+  try {
+    if (!(await ctx.services.useHeld(p.allocationId, p.useId))) {
+      await ctx.send('allocation', p.allocationId, { type: 'allocation.use_acquired', useId: p.useId, kind: p.kind, at: ctx.services.now() });
+    }
+    return undefined;
+  } catch (e) {
+    if (!isBerthError(e)) throw e;
+    // The target is not a live allocation any more (released, failed, never existed): refused before any submit.
+    const code = e.code === 'invalid_state' || e.code === 'not_found' ? 'stale_target' : e.code;
+    return { type: 'execution.failed', code, message: e.message, at: ctx.services.now() };
+  }
+}
+
 export const executionActor = defineActor<typeof executionMachine, Services>({
   type: 'execution',
   machine: executionMachine,
@@ -198,19 +216,9 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
   reject,
   effects: {
     'allocation.use': async (p: UseParams, ctx) => {
-      const at = ctx.services.now();
-      try {
-        // Usually taken already, together with the acceptance (execution-service.ts): nothing more to write then.
-        if (!(await ctx.services.useHeld(p.allocationId, p.useId))) {
-          await ctx.send('allocation', p.allocationId, { type: 'allocation.use_acquired', useId: p.useId, kind: p.kind, at });
-        }
-        return { type: 'execution.dispatched', at: ctx.services.now() };
-      } catch (e) {
-        if (!isBerthError(e)) throw e;
-        // The target is not a live allocation any more (released, failed, never existed): refused before dispatch.
-        const code = e.code === 'invalid_state' || e.code === 'not_found' ? 'stale_target' : e.code;
-        return { type: 'execution.failed', code, message: e.message, at: ctx.services.now() };
-      }
+      // Dispatched in the same append (execution-service.ts): the submit takes the use.
+      if (ctx.cause.followedBy?.includes('execution.dispatched')) return undefined;
+      return (await takeUse(p, ctx)) ?? { type: 'execution.dispatched', at: ctx.services.now() };
     },
     'allocation.unuse': async (p: UseParams, ctx) => {
       try {
@@ -222,6 +230,9 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       return { type: 'execution.released', at: ctx.services.now() };
     },
     'executor.submit': async (p: SubmitParams, ctx) => {
+      // Nothing runs without its use: usually taken with the acceptance, else here (or refused before any submit).
+      const refused = await takeUse({ allocationId: p.target.allocationId, useId: p.executionId, kind: 'execution' }, ctx);
+      if (refused) return refused;
       let executor: Executor;
       let env: Record<string, string>;
       let version: VersionedExec | undefined;
