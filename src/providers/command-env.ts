@@ -12,6 +12,14 @@ export const DEFAULT_TERM = 'xterm-256color';
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The supervisor's own shell variables (supervisor.sh): it sets them, so a command could not get the caller's value. */
 const RESERVED = /^_bsv_/;
+/** Variables a POSIX shell (dash, busybox ash, bash) sets or reads for itself. */
+const SHELL_OWN = /^(BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|ENV|OPTIND|OPTARG|PS[0-4]|LINENO|HIST.*|FUNCNAME|GROUPS|SHLVL|PWD|OLDPWD|_)$/;
+
+/**
+ * Whether a shell script can `export` the name and hand the value on exactly as given. Others need a start of
+ * their own with that environment (env -i, or the exec's own Env).
+ */
+export const shellExportable = (name: string): boolean => NAME.test(name) && !RESERVED.test(name) && !SHELL_OWN.test(name);
 
 /** Names a POSIX shell can carry, not the supervisor's; values without NUL (an argv/environ string cannot hold one). */
 export function assertCommandEnv(env: Record<string, string>): void {

@@ -8,12 +8,10 @@
  */
 import type { Socket } from 'node:net';
 import type Docker from 'dockerode';
+import { shellExportable } from '../command-env.ts';
 import { createExec, startAttached } from './docker-exec.ts';
 
 const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-const SH_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Variables a shell sets or reads for itself (and the supervisor's own): exported late, they would not pass as given. */
-const SHELL_OWN = /^(_bsv_.*|BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|ENV|OPTIND|OPTARG|PS[0-4]|LINENO|HIST.*|FUNCNAME|GROUPS|SHLVL|PWD|OLDPWD|_)$/;
 
 /**
  * The script that turns a spare shell into `sh FILE ARGS...` with `env` added to its environment: it exports the
@@ -24,7 +22,7 @@ const SHELL_OWN = /^(_bsv_.*|BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|
  */
 export function spareScript(file: string, args: string[], env: Record<string, string>): string | undefined {
   const names = Object.keys(env);
-  if (!names.every((n) => SH_NAME.test(n) && !SHELL_OWN.test(n))) return undefined;
+  if (!names.every(shellExportable)) return undefined;
   const exports = names.map((n) => `export ${n}=${quote(env[n])}; `).join('');
   return `{ ${exports}set -- ${args.map(quote).join(' ')}; . ${quote(file)}; exit; }\n`;
 }

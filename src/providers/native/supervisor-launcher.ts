@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { shellExportable } from '../command-env.ts';
 import { SUPERVISOR_PATH } from '../spool.ts';
 
 const LAUNCHER_PATH = fileURLToPath(new URL('./launcher.sh', import.meta.url));
@@ -31,12 +32,9 @@ interface Pending {
 /** One single-quoted sh word; a newline becomes the launcher's `$_l_nl`, so a request stays on one line. */
 const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, `'"$_l_nl"'`)}'`;
 
-/** Names a shell exports as given: identifiers that no sh (dash, bash, ash) treats specially or as read-only. */
-const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const SHELL_NAMES = /^(BASH.*|SHELLOPTS|POSIXLY_CORRECT|EUID|UID|PPID|IFS|ENV|OPTIND|OPTARG|PS[0-4]|LINENO|HIST.*|FUNCNAME|GROUPS|_)$/;
 /** The launcher's own shell variables (words of a request expand `$_l_nl`): never exported in its subshell. */
 const OWN_NAMES = /^_l_/;
-const plain = (names: string[]): boolean => names.every((k) => PLAIN_NAME.test(k) && !SHELL_NAMES.test(k) && !OWN_NAMES.test(k));
+const plain = (names: string[]): boolean => names.every((k) => shellExportable(k) && !OWN_NAMES.test(k));
 
 /**
  * The sh line that replaces the launcher's subshell with `argv` and exactly `env`. The subshell's only other
