@@ -20,7 +20,7 @@ import {
   writeFileSync,
   type FSWatcher,
 } from 'node:fs';
-import { rm, rmdir } from 'node:fs/promises';
+import { rm, rmdir, unlink } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -195,6 +195,8 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
 const EMPTY = Buffer.alloc(0);
 const MAX_OPEN_OUTPUTS = 64;
 export const DEFAULT_READ_BYTES = 1024 * 1024;
+/** A file larger than this is unlinked off the event loop (see release). */
+const LARGE_UNLINK_BYTES = 16 * 1024 * 1024;
 /** Watch events can be lost on some filesystems; waiters look again at least this often. */
 const RECHECK_MS = 250;
 
@@ -462,9 +464,11 @@ export class Spool {
 
   /**
    * Drops the operation's directory: only once its output is saved elsewhere. Its few flat files go with synchronous
-   * unlinks (microseconds each, where a recursive rm costs a thread-pool round trip per file); the directory itself
-   * with one asynchronous rmdir, which can take a journal write (half a millisecond on a busy disk) the event loop
-   * need not wait for; anything else (a directory a command made there) falls back to the recursive rm.
+   * unlinks (microseconds each, where a recursive rm costs a thread-pool round trip per file), except a large output
+   * file, whose blocks take milliseconds per hundred MiB to free (tens for 256 MiB): that unlink goes to the thread
+   * pool. The directory itself goes with one asynchronous rmdir, which can take a journal write (half a millisecond on
+   * a busy disk) the event loop need not wait for; anything else (a directory a command made there) falls back to the
+   * recursive rm.
    */
   async release(operationId: string): Promise<void> {
     this.receipts.delete(operationId);
@@ -472,8 +476,10 @@ export class Spool {
     const dir = this.dir(operationId);
     try {
       for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
         try {
-          unlinkSync(join(dir, name));
+          if ((statSync(path, { throwIfNoEntry: false })?.size ?? 0) > LARGE_UNLINK_BYTES) await unlink(path);
+          else unlinkSync(path);
         } catch (e) {
           if (!isMissing(e)) throw e;
         }

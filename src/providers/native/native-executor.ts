@@ -268,6 +268,7 @@ export class NativeExecutor implements Executor {
         const receipt = (await this.spool.readReceipt(operationId)) !== undefined;
         if (since) {
           if (receipt) return true;
+          if (!OUTPUT_STREAMS.some((s) => since[s] !== undefined)) return undefined; // the receipt alone is awaited
           const sizes = await this.spool.currentSizes(operationId);
           return OUTPUT_STREAMS.some((s) => since[s] !== undefined && sizes[s] > since[s]!) ? true : undefined;
         }

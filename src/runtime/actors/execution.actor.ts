@@ -130,7 +130,9 @@ async function waitOutcome(executor: Executor, operationId: string, shutdown: Ab
       continue;
     }
     absent = 0;
-    await Promise.race([executor.waitForChange(operationId, 1_000).catch(() => pause(shutdown, 100)), stopped(shutdown)]);
+    // No cursors to watch: woken by the receipt alone (or the timeout, to look at the owner again), not by every
+    // write of a command that streams, which made this loop look at the operation once per write.
+    await Promise.race([executor.waitForChange(operationId, 1_000, {}).catch(() => pause(shutdown, 100)), stopped(shutdown)]);
   }
 }
 
