@@ -223,12 +223,9 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       return (await takeUse(p, ctx)) ?? { type: 'execution.dispatched', at: ctx.services.now() };
     },
     'allocation.unuse': async (p: UseParams, ctx) => {
-      try {
-        await ctx.send('allocation', p.allocationId, { type: 'allocation.use_released', useId: p.useId, at: ctx.services.now() });
-      } catch (e) {
-        // Not held any more (or the allocation is gone): the use is given back either way.
-        if (!isBerthError(e)) throw e;
-      }
+      // Given back alongside `released` (one group commit, not two in a row). A refusal means it is not held any
+      // more (or the allocation is gone); a use this leaves held, maintenance gives back (release-orphaned-uses).
+      void ctx.send('allocation', p.allocationId, { type: 'allocation.use_released', useId: p.useId, at: ctx.services.now() }).catch(() => undefined);
       return { type: 'execution.released', at: ctx.services.now() };
     },
     'executor.submit': async (p: SubmitParams, ctx) => {
