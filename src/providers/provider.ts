@@ -80,6 +80,11 @@ export interface ExecSpec {
   pty?: { cols: number; rows: number };
   timeoutMs?: number;
   mounts?: ReadOnlyMount[];
+  /**
+   * How long submit may wait for a command that started to exit, so a quick one is answered `exited` by the submit
+   * itself (one look instead of two). Honoured by executors that say `settles`; others answer `running` at once.
+   */
+  settleMs?: number;
 }
 
 export type OutputStream = 'stdout' | 'stderr' | 'pty';
@@ -113,6 +118,8 @@ export interface OutputChunk {
 
 export interface Executor {
   readonly protocolVersion: 1;
+  /** Whether submit honours ExecSpec.settleMs. */
+  readonly settles?: boolean;
   /** Idempotent per operationId: an operation with any receipt is never started again. */
   submit(spec: ExecSpec): Promise<Receipt>;
   /** Reads the receipt; 'absent' when none exists (yet). */

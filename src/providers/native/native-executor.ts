@@ -75,6 +75,7 @@ interface StreamSeen {
 
 export class NativeExecutor implements Executor {
   readonly protocolVersion = SPOOL_PROTOCOL_VERSION;
+  readonly settles = true;
   private readonly spool: Spool;
   private readonly graceMs: number;
   /** What status and reads last saw of each stream, so waitForChange cannot miss a change made just before it. */
@@ -127,7 +128,9 @@ export class NativeExecutor implements Executor {
 
     // This supervisor claimed the operation and started it (or already finished), or it ended without starting
     // anything (a duplicate submit's supervisor that lost the claim). Another claimant's progress does not count:
-    // this submit answers only once its own supervisor can no longer touch the operation's directory.
+    // this submit answers only once its own supervisor can no longer touch the operation's directory. A started
+    // command is answered once settleMs passed, or at its exit before that.
+    const settleBy = performance.now() + (spec.settleMs ?? 0);
     const seen = await this.spool.waitUntil(
       id,
       async () => {
@@ -137,12 +140,19 @@ export class NativeExecutor implements Executor {
           const receipt = await this.spool.readReceipt(id);
           if (receipt) return { receipt, started: await this.spool.readStarted(id) };
           const started = await this.spool.readStarted(id);
-          if (started) return { started };
+          if (started && performance.now() >= settleBy) return { started };
         }
         return exit && { exit };
       },
       Number.POSITIVE_INFINITY,
-      (wake) => this.listen(dir, wake),
+      (wake) => {
+        const unlisten = this.listen(dir, wake);
+        const settled = setTimeout(wake, spec.settleMs ?? 0);
+        return () => {
+          unlisten();
+          clearTimeout(settled);
+        };
+      },
     );
     if (seen && 'exit' in seen) {
       const outcome = seen.exit!;

@@ -51,8 +51,9 @@ const exitedEvent = (r: Receipt, now: number): DomainEvent => ({
 const drainedEvent = (r: Receipt, now: number): DomainEvent => ({ type: 'execution.drained', sizes: r.sizes ?? {}, at: now });
 
 /**
- * How long a submit waits for a command that was just started to exit, so a quick one reports started, exited and
- * drained in one append instead of three. A longer command reports `started` this much later.
+ * How long a submit waits for a command that was just started to exit (the executor's settleMs, else a look after
+ * it), so a quick one reports started, exited and drained in one append instead of three. A longer command reports
+ * `started` this much later.
  */
 const FAST_EXIT_MS = 15;
 
@@ -62,8 +63,16 @@ const FAST_EXIT_MS = 15;
  * the command could not start. A run that wrote no byte at all has nothing to copy: its streams are the empty
  * artifact, so it is saved in the same append.
  */
-async function submitted(executor: Executor, artifacts: ArtifactStore, p: SubmitParams, receipt: Receipt, now: () => number): Promise<DomainEvent[]> {
-  if (receipt.state === 'running' && !p.stdin && !p.pty) {
+async function submitted(
+  executor: Executor,
+  artifacts: ArtifactStore,
+  p: SubmitParams,
+  receipt: Receipt,
+  now: () => number,
+  settled: boolean,
+): Promise<DomainEvent[]> {
+  // An executor that honoured settleMs has waited already; one that answered at once gets the wait here.
+  if (receipt.state === 'running' && !p.stdin && !p.pty && !settled) {
     // Empty cursors: woken by the receipt only, not by output.
     await executor.waitForChange(p.executionId, FAST_EXIT_MS, {}).catch(() => undefined);
     // Only an exit is taken from this look: anything else (an owner that exited between the look's reads looks
@@ -257,6 +266,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
           stdin: p.stdin,
           ...(p.pty ? { pty: p.pty } : {}),
           ...(p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),
+          ...(p.stdin || p.pty ? {} : { settleMs: FAST_EXIT_MS }),
         });
       } catch {
         // The submit's outcome is uncertain: only the receipt can tell, and abandoning fences a late start.
@@ -264,7 +274,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         if (!inspected) return undefined;
         receipt = inspected;
       }
-      return submitted(executor, ctx.services.artifacts, p, receipt, ctx.services.now);
+      return submitted(executor, ctx.services.artifacts, p, receipt, ctx.services.now, executor.settles === true);
     },
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
