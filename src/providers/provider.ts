@@ -135,6 +135,12 @@ export interface Executor {
    */
   read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputChunk>;
   /**
+   * The path on this host of `stream`'s spool file, when this process can read it directly (so its bytes can be
+   * copied without `read`); undefined when the spool is reached some other way. Only the drained size counts: a
+   * stray writer may append past it.
+   */
+  spoolFile?(operationId: string, stream: OutputStream): Promise<string | undefined>;
+  /**
    * Resolves when the receipt or output changes, or after `timeoutMs`. A follower that passes its cursors (`since`)
    * is woken exactly: as soon as a stream holds bytes past its cursor, or the receipt exists.
    */

@@ -4,8 +4,9 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, createReadStream, openSync, read } from 'node:fs';
-import { chmod, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { type ArtifactCopier, sharedCopier } from './artifact-copy.ts';
 
 export interface ArtifactRef {
   digest: string;
@@ -16,7 +17,11 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
   new Promise((resolve, reject) => read(fd, buffer, offset, length, position, (e, n) => (e ? reject(e) : resolve(n))));
 
 export class ArtifactStore {
-  constructor(readonly root: string) {}
+  /** `copier` copies local files off the main thread (putFilePrefix): the process's shared one unless given. */
+  constructor(
+    readonly root: string,
+    private readonly copier: ArtifactCopier = sharedCopier,
+  ) {}
 
   pathOf(digest: string): string {
     if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new Error(`not an artifact digest: ${digest}`);
@@ -24,14 +29,14 @@ export class ArtifactStore {
   }
 
   /**
-   * Publish a byte stream. Hashes while writing a temporary file, syncs it, then renames it into place, so a crash
-   * leaves either nothing or a whole artifact. Each chunk is written before the next is asked for, so a producer may
-   * reuse one buffer.
+   * Publish a byte stream. Hashes while writing a temporary file, syncs it, then publishes it, so a crash leaves
+   * either nothing or a whole artifact. Each chunk is written before the next is asked for, so a producer may reuse
+   * one buffer.
    */
   async putChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<ArtifactRef> {
     await mkdir(this.root, { recursive: true });
     const hash = createHash('sha256');
-    const tmp = path.join(this.root, `.tmp-${randomUUID()}`);
+    const tmp = this.tmpPath();
     let size = 0;
     const out = await open(tmp, 'w');
     try {
@@ -40,6 +45,7 @@ export class ArtifactStore {
         size += chunk.length;
         await out.write(chunk);
       }
+      await out.chmod(0o444);
       await out.sync();
     } catch (e) {
       await out.close();
@@ -47,12 +53,25 @@ export class ArtifactStore {
       throw e;
     }
     await out.close();
-    const ref = { digest: `sha256:${hash.digest('hex')}`, size };
-    const dest = this.pathOf(ref.digest);
-    await mkdir(path.dirname(dest), { recursive: true });
-    await chmod(tmp, 0o444);
-    await rename(tmp, dest);
-    return ref;
+    return this.publish(tmp, { digest: `sha256:${hash.digest('hex')}`, size });
+  }
+
+  /**
+   * Publish the first `size` bytes of a local file (a spool a stray writer may still append to) without passing
+   * them through this thread: the copier copies, hashes and syncs them in its worker. Fails, publishing nothing,
+   * when the file holds fewer bytes or the worker fails.
+   */
+  async putFilePrefix(source: string, size: number): Promise<ArtifactRef> {
+    await mkdir(this.root, { recursive: true });
+    const tmp = this.tmpPath();
+    let digest: string;
+    try {
+      digest = await this.copier.copy(source, tmp, size);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    return this.publish(tmp, { digest, size });
   }
 
   putFile(source: string): Promise<ArtifactRef> {
@@ -61,6 +80,22 @@ export class ArtifactStore {
 
   putBytes(bytes: Buffer): Promise<ArtifactRef> {
     return this.putChunks([bytes]);
+  }
+
+  private tmpPath(): string {
+    return path.join(this.root, `.tmp-${randomUUID()}`);
+  }
+
+  /** Renames a synced, read-only temporary file into place; an artifact already there is kept as it is. */
+  private async publish(tmp: string, ref: ArtifactRef): Promise<ArtifactRef> {
+    if (await this.has(ref)) {
+      await rm(tmp, { force: true });
+      return ref;
+    }
+    const dest = this.pathOf(ref.digest);
+    await mkdir(path.dirname(dest), { recursive: true });
+    await rename(tmp, dest);
+    return ref;
   }
 
   async has(ref: ArtifactRef): Promise<boolean> {

@@ -104,6 +104,12 @@ export class DockerExecutor implements Executor {
     return (await this.spool()).read(operationId, stream, cursor, maxBytes);
   }
 
+  /** The spool file through the volume's mountpoint; none when the spool is reached through execs. */
+  async spoolFile(operationId: string, stream: OutputStream): Promise<string | undefined> {
+    const spool = await this.spool();
+    return spool instanceof HostSpoolAccess ? spool.file(operationId, stream) : undefined;
+  }
+
   async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
     const spool = await this.spool();
     const fingerprint = async () => {

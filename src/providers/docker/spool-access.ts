@@ -63,6 +63,10 @@ export class HostSpoolAccess implements SpoolAccess {
     return { data, next, closed };
   }
 
+  file(operationId: string, stream: OutputStream): string {
+    return this.spool.file(operationId, stream);
+  }
+
   async createExclusive(operationId: string, name: string, content: string): Promise<boolean> {
     const dir = await this.spool.prepare(operationId);
     await chown(dir, COMMAND_UID, COMMAND_UID);

@@ -261,6 +261,10 @@ export class NativeExecutor implements Executor {
     return { data, next, closed };
   }
 
+  async spoolFile(operationId: string, stream: OutputStream): Promise<string> {
+    return this.spool.file(operationId, stream);
+  }
+
   /**
    * With `since`, exact: resolves once a stream holds bytes past the caller's cursor, or the receipt exists. Without
    * it, judged against the last status and reads of this executor: output grew past what they saw, or the receipt

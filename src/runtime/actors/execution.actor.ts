@@ -178,6 +178,18 @@ async function* spooled(executor: Executor, operationId: string, stream: OutputS
   }
 }
 
+/**
+ * From this size on, a stream whose spool is a file on this host is copied and hashed off the main thread (256 MiB
+ * is hundreds of ms of hashing, which every follower and request would wait behind); a smaller one is hashed here
+ * (at most a millisecond), so it never queues behind a large copy.
+ */
+const OFF_THREAD_BYTES = 1024 * 1024;
+
+async function savedStream(executor: Executor, artifacts: ArtifactStore, operationId: string, stream: OutputStream, size: number) {
+  const file = size >= OFF_THREAD_BYTES ? await executor.spoolFile?.(operationId, stream) : undefined;
+  return file ? artifacts.putFilePrefix(file, size) : artifacts.putChunks(spooled(executor, operationId, stream, size));
+}
+
 /** Artifact stores this process has seen holding the empty artifact (artifacts are immutable, never removed). */
 const holdsEmpty = new WeakSet<ArtifactStore>();
 
@@ -195,7 +207,7 @@ async function savedEvent(executor: Executor, artifacts: ArtifactStore, executio
   for (const stream of STREAMS) {
     const size = sizes[stream];
     if (size === undefined || (size === 0 && stream === 'pty')) continue;
-    saved[stream] = size === 0 ? await emptyArtifact(artifacts) : await artifacts.putChunks(spooled(executor, executionId, stream, size));
+    saved[stream] = size === 0 ? await emptyArtifact(artifacts) : await savedStream(executor, artifacts, executionId, stream, size);
   }
   return { type: 'execution.saved', artifacts: saved, at: at() };
 }
