@@ -13,6 +13,7 @@ import { execa } from 'execa';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import { NativeProvider } from '../src/providers/native/native-provider.ts';
+import { sparesSettled } from '../src/providers/native/supervisor-launcher.ts';
 import type { Provider } from '../src/providers/provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller, SubmitExecutionInput } from '../src/runtime/runtime-api.ts';
@@ -64,8 +65,9 @@ async function paired(runs: number, ours: () => Promise<unknown>, raw: () => Pro
   const b: number[] = [];
   const idle = async () => {
     await berth.runtime.actors.whenIdle();
-    // The Docker executor starts its next spare exec once a command is done: engine work that must not land in the
-    // next raw sample either.
+    // Both executors make their next spare (a native supervisor, a Docker exec) once a command is done: work that
+    // must not land in the next raw sample either.
+    await sparesSettled();
     if (withDocker) await dockerProvider.settled();
   };
   for (let i = 0; i < runs; i++) {

@@ -149,6 +149,65 @@ _bsv_whoami() {
 }
 _bsv_field20() { _bsv_since=${20}; }
 
+# Sets _bsv_setsid to setsid's path (a PATH lookup without forking a $(command -v) subshell); false when missing.
+_bsv_find_setsid() {
+  _bsv_setsid=
+  _bsv_p=$PATH:
+  while [ -n "$_bsv_p" ]; do
+    [ -x "${_bsv_p%%:*}/setsid" ] && _bsv_setsid=${_bsv_p%%:*}/setsid && return 0
+    _bsv_p=${_bsv_p#*:}
+  done
+  return 1
+}
+
+# SPARE (native launcher only): `_bsv_spare SPAREDIR`, in a subshell the launcher forked ahead of need, makes the
+# command's process at once (setsid: the leader of its own session and process group; it waits for a newline on the
+# FIFO SPAREDIR/go, then sources SPAREDIR/line) and then waits for its request on the FIFO SPAREDIR/req. Starting a
+# command then costs no fork, setsid or shell start. The request is one brace group of sh, written in one write (a truncated one is a
+# syntax error and runs nothing): `{ set -- run OPDIR [options] -- ARGV...; _bsv_go=LINE; }`, LINE being the sh the
+# command's process evaluates (redirections, cd, exports, exec of the command); or `exit 0` (not needed any more).
+# The request then goes on as `run`; a spare that ends without being used (an `exit 0` request, or 30 s without one)
+# kills its command's process.
+_bsv_spare() {
+  _bsv_sdir=$1
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
+  _bsv_find_setsid || exit 2
+  mkfifo -m 600 "$_bsv_sdir/req" "$_bsv_sdir/go" || exit 2
+  # Its environment is the launcher's (PWD only); `_l_nl` is how a request's words write a newline.
+  # It reads one newline from the FIFO, then sources the line from SPAREDIR/line (a FIFO is read a byte at a time).
+  "$_bsv_setsid" /bin/sh -c '_l_nl="
+"; exec <"$1/go" || exit 125; read -r _l || exit 125; . "$1/line"; exit 125' sh "$_bsv_sdir" </dev/null >/dev/null 2>&1 &
+  _bsv_spid=$!
+  trap '[ -z "$_bsv_spid" ] || kill -KILL "$_bsv_spid" 2>/dev/null' EXIT
+  # An unused spare ends after SPARE_SECONDS, so none outlives a launcher that was killed (no EOF to tell it).
+  trap 'exit 0' TERM
+  _bsv_whoami
+  (
+    trap '[ -n "$_bsv_s" ] && kill "$_bsv_s" 2>/dev/null; exit 0' TERM
+    sleep "${_bsv_spare_seconds:-30}" &
+    _bsv_s=$!
+    wait "$_bsv_s" && kill -TERM "$_bsv_self"
+  ) </dev/null >/dev/null 2>&1 &
+  _bsv_expiry=$!
+  # Held read-write until this supervisor ends: the line never waits for a reader, nor is lost before it reads.
+  exec 9<>"$_bsv_sdir/go"
+  _bsv_go=
+  : >"$_bsv_sdir/ready"   # for hosts that wait until the spare waits (benchmarks)
+  . "$_bsv_sdir/req"
+  kill "$_bsv_expiry" 2>/dev/null
+  trap - TERM
+  [ -n "$_bsv_go" ] || exit 0
+  _bsv_main "$@"
+}
+
+# Ends a spare still waiting for its request (its FIFO opened read-write never blocks; a used spare reads nothing).
+_bsv_unspare() {
+  [ -p "$1/req" ] || return 0
+  exec 8<>"$1/req"
+  echo 'exit 0' >&8
+  exec 8>&-
+}
+
 _bsv_main() {
   [ $# -ge 2 ] || _bsv_usage
   _bsv_mode=$1
@@ -202,13 +261,7 @@ _bsv_main() {
   { echo "supervisor $_bsv_self${_bsv_since:+ $_bsv_since}" >"$_bsv_dir/claim"; } 2>/dev/null || exit 3
   set +C
 
-  _bsv_setsid=
-  _bsv_p=$PATH:
-  while [ -n "$_bsv_p" ]; do   # a PATH lookup without forking a $(command -v) subshell
-    [ -x "${_bsv_p%%:*}/setsid" ] && _bsv_setsid=${_bsv_p%%:*}/setsid && break
-    _bsv_p=${_bsv_p#*:}
-  done
-  [ -n "$_bsv_setsid" ] || _bsv_receipt null setsid
+  [ -n "${_bsv_spid:-}" ] || _bsv_find_setsid || _bsv_receipt null setsid
   if [ -n "$_bsv_cwd" ]; then cd "$_bsv_cwd" 2>/dev/null || _bsv_receipt null cwd; fi
   _bsv_in=/dev/null
   if [ -n "$_bsv_stdin" ]; then
@@ -217,12 +270,20 @@ _bsv_main() {
   fi
   [ -e "$_bsv_dir/cancel" ] && _bsv_receipt null
 
-  (
-    if [ -n "$_bsv_path_set" ]; then PATH=$_bsv_path; else unset PATH; fi
-    [ -n "$_bsv_oldpwd_set" ] || unset OLDPWD
-    exec "$_bsv_setsid" -- "$@"
-  ) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" &
-  _bsv_pid=$!
+  if [ -n "${_bsv_spid:-}" ]; then
+    # A spare's command process (_bsv_spare): the line makes it the command, with its redirections, cwd and env.
+    printf '%s\n' "$_bsv_go" >"$_bsv_sdir/line"
+    echo >&9
+    _bsv_pid=$_bsv_spid
+    _bsv_spid=
+  else
+    (
+      if [ -n "$_bsv_path_set" ]; then PATH=$_bsv_path; else unset PATH; fi
+      [ -n "$_bsv_oldpwd_set" ] || unset OLDPWD
+      exec "$_bsv_setsid" -- "$@"
+    ) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" &
+    _bsv_pid=$!
+  fi
   echo "{\"supervisor\":$_bsv_self,\"pid\":$_bsv_pid,\"pgid\":$_bsv_pid}" >"$_bsv_dir/started"
 
   _bsv_timer=

@@ -24,7 +24,7 @@ import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
-import { superviseDetached, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
+import { superviseDetached, superviseRun, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
 
 export interface NativeExecutorOptions {
   /** `<dataDir>/spool/<allocationId>`. */
@@ -103,11 +103,9 @@ export class NativeExecutor implements Executor {
   private async startSupervised(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
     const id = spec.operationId;
     const dir = this.spool.dir(id);
-    const args = ['run', dir, '-C', cwd, '-g', String(this.graceMs)];
-    if (spec.stdin) args.push('-i');
-    if (spec.timeoutMs !== undefined) args.push('-t', String(spec.timeoutMs));
     // Detached (the launcher's session): no SIGHUP, not in the runtime's process group, outlives the runtime.
-    const supervisor = superviseDetached([...args, '--', ...argv], spec.env);
+    const run = { dir, cwd, graceMs: this.graceMs, stdin: spec.stdin, argv, ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}) };
+    const supervisor = superviseRun(run, spec.env);
     const op = liveFor(dir);
     let pid: number | undefined;
     let exit: LaunchOutcome | undefined;

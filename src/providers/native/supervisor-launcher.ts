@@ -3,10 +3,15 @@
  * fork copies the runtime's page tables, which costs milliseconds of its event loop per command and grows with its
  * memory. Each program runs detached from the runtime, with exactly the environment given, and its exit status
  * comes back as the launcher's answer. The launcher has supervisor.sh's functions loaded: a supervisor runs in the
- * launcher's forked subshell, without starting a shell of its own (about 1 ms per command).
+ * launcher's forked subshell, without starting a shell of its own (about 1 ms per command). And one supervisor is
+ * kept made ahead of need (a spare, supervisor.sh `_bsv_spare`), its command's process already a session leader
+ * waiting for its line: a command then starts with no fork, setsid or shell start on its path (about 1.5 ms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { shellExportable } from '../command-env.ts';
@@ -27,7 +32,27 @@ export interface Launch {
 interface Pending {
   started(pid: number | undefined): void;
   exited(outcome: LaunchOutcome): void;
+  /** Keeps the runtime alive while pending (a spare waiting for a request does not). */
+  held: boolean;
 }
+
+/** What a supervised run is: the supervisor's `run` options and the command. */
+export interface SupervisedRun {
+  /** The operation directory. */
+  dir: string;
+  cwd: string;
+  graceMs: number;
+  stdin: boolean;
+  timeoutMs?: number;
+  argv: string[];
+}
+
+/** A FIFO write up to this size is atomic: a spare reads a whole request or none. */
+const PIPE_BUF = 4096;
+/** The next spare is made when the last one's supervisor ends, or this long after it started, whichever is first. */
+const SPARE_AFTER_MS = 250;
+/** A spare ends itself after 30 s unused (supervisor.sh); one this old is not handed a request any more. */
+const SPARE_USABLE_MS = 25_000;
 
 /** One single-quoted sh word; a newline becomes the launcher's `$_l_nl`, so a request stays on one line. */
 const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, `'"$_l_nl"'`)}'`;
@@ -57,11 +82,53 @@ function supervisorLine(args: string[], env: Record<string, string>): string | E
   return [...exportsOf(env), '_bsv_main', ...args.map(word)].join(' ');
 }
 
+/** supervisor.sh `run` arguments for a run. */
+const runArgs = (run: SupervisedRun): string[] => [
+  'run',
+  run.dir,
+  '-C',
+  run.cwd,
+  '-g',
+  String(run.graceMs),
+  ...(run.stdin ? ['-i'] : []),
+  ...(run.timeoutMs !== undefined ? ['-t', String(run.timeoutMs)] : []),
+  '--',
+  ...run.argv,
+];
+
+/**
+ * The line a spare's command process evaluates to become the command: what the supervisor's own launch does
+ * (redirections, cwd, the given environment and nothing else: `cd` adds OLDPWD, which goes), then exec.
+ */
+function goLine(run: SupervisedRun, env: Record<string, string>): string {
+  const stdin = run.stdin ? join(run.dir, 'stdin') : '/dev/null';
+  return [
+    `exec <${word(stdin)} >>${word(join(run.dir, 'stdout'))} 2>>${word(join(run.dir, 'stderr'))};`,
+    `cd ${word(run.cwd)} || exit 126; unset OLDPWD;`,
+    ...exportsOf(env),
+    'exec',
+    ...run.argv.map(word),
+  ].join(' ');
+}
+
+const SPARE_ROOT_PREFIX = 'berth-spares-';
+
+/** Spare directories left by processes that are gone (killed: no exit hook ran). */
+function sweepSpareRoots(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(/^berth-spares-(\d+)-/.exec(name)?.[1]);
+    if (pid && !existsSync(`/proc/${pid}`)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
 class Launcher {
   private readonly child: ChildProcess;
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
   private gone?: Error;
+  private spareRoot?: string;
+  private spare?: { dir: string; seq: number; launch: Launch; madeAt: number };
+  private spareDue = false;
 
   constructor(onGone: () => void) {
     // Its own session: a terminal's signals to the runtime's process group never reach what it starts.
@@ -70,6 +137,7 @@ class Launcher {
       if (this.gone) return;
       this.gone = error;
       onGone();
+      if (this.spareRoot) void rm(this.spareRoot, { recursive: true, force: true });
       // Whether those programs still run is for their claims and receipts to say, not for this process.
       for (const p of this.pending.values()) {
         p.started(undefined);
@@ -102,25 +170,108 @@ class Launcher {
 
   private holdWhilePending(): void {
     const { stdout } = this.pipes();
-    if (this.pending.size > 0) stdout.ref?.();
+    if ([...this.pending.values()].some((p) => p.held)) stdout.ref?.();
     else stdout.unref?.();
   }
 
-  launch(command: string | Error): Launch {
+  launch(command: string | Error, held = true): Launch {
+    return this.start(command, held).launch;
+  }
+
+  private start(command: string | Error, held: boolean): { seq: number; launch: Launch } {
     if (this.gone || command instanceof Error) {
-      return { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: this.gone ?? (command as Error) }) };
+      return { seq: 0, launch: { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: this.gone ?? (command as Error) }) } };
     }
     const seq = ++this.seq;
-    let started!: Pending['started'];
-    let exited!: Pending['exited'];
+    let started!: (pid: number | undefined) => void;
+    let exited!: (outcome: LaunchOutcome) => void;
     const launch: Launch = {
       pid: new Promise((resolve) => (started = resolve)),
       exited: new Promise((resolve) => (exited = resolve)),
     };
-    this.pending.set(seq, { started, exited });
+    this.pending.set(seq, { started, exited, held });
     this.holdWhilePending();
     this.child.stdin!.write(`${seq} ${command}\n`);
+    return { seq, launch };
+  }
+
+  /** A supervised run: handed to the spare when one is waiting, else launched as any supervisor is. */
+  supervise(run: SupervisedRun, env: Record<string, string>): Launch {
+    const args = runArgs(run);
+    const launch = (plain(Object.keys(env)) && this.handToSpare(args, goLine(run, env))) || this.launch(supervisorLine(args, env));
+    this.spareAfter(launch);
     return launch;
+  }
+
+  /** The spare's launch once it has the request (one atomic FIFO write); undefined when none is waiting. */
+  private handToSpare(args: string[], go: string): Launch | undefined {
+    const spare = this.spare;
+    const request = `{ set -- ${args.map(word).join(' ')}; _bsv_go=${word(go)}; }\n`;
+    if (!spare || Buffer.byteLength(request) > PIPE_BUF) return undefined;
+    if (Date.now() - spare.madeAt > SPARE_USABLE_MS) return undefined;
+    let fd: number;
+    try {
+      // Non-blocking: ENXIO when the spare is not (or no longer) waiting on its FIFO.
+      fd = openSync(join(spare.dir, 'req'), constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch {
+      return undefined;
+    }
+    try {
+      writeSync(fd, request);
+    } catch {
+      return undefined; // it went away between the open and the write: it ran nothing
+    } finally {
+      closeSync(fd);
+    }
+    this.spare = undefined;
+    const pending = this.pending.get(spare.seq);
+    if (pending) pending.held = true;
+    this.holdWhilePending();
+    return spare.launch;
+  }
+
+  /** Makes the next spare once `launch` ended or after SPARE_AFTER_MS: not while a short command runs. */
+  private spareAfter(launch: Launch): void {
+    if (this.spare || this.spareDue || this.gone) return;
+    this.spareDue = true;
+    const timer = setTimeout(() => this.makeSpare(), SPARE_AFTER_MS);
+    timer.unref();
+    void launch.exited.then(() => {
+      clearTimeout(timer);
+      this.makeSpare();
+    });
+  }
+
+  /** Resolves once no spare is due and the one made (if any) waits for its request. */
+  async sparesSettled(): Promise<void> {
+    for (let i = 0; i < 1000 && (this.spareDue || (this.spare && !existsSync(join(this.spare.dir, 'ready')))); i++) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+
+  private makeSpare(): void {
+    if (!this.spareDue) return;
+    this.spareDue = false;
+    if (this.spare || this.gone) return;
+    try {
+      if (!this.spareRoot) {
+        sweepSpareRoots();
+        const root = (this.spareRoot = mkdtempSync(join(tmpdir(), `${SPARE_ROOT_PREFIX}${process.pid}-`)));
+        // Its spares end with the launcher (at EOF); their directories go with this process.
+        process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+      }
+      const dir = join(this.spareRoot, String(this.seq + 1));
+      mkdirSync(dir);
+      const { seq, launch } = this.start(`_bsv_spare ${word(dir)}`, false);
+      const spare = { dir, seq, launch, madeAt: Date.now() };
+      this.spare = spare;
+      void launch.exited.then(() => {
+        if (this.spare === spare) this.spare = undefined;
+        void rm(dir, { recursive: true, force: true });
+      });
+    } catch {
+      // No spare (no temporary directory): commands start the ordinary way.
+    }
   }
 }
 
@@ -140,7 +291,20 @@ export function launchDetached(argv: string[], env: Record<string, string>): Lau
   return launcher().launch(execLine(argv, env));
 }
 
-/** Runs `supervisor.sh ARGS` (run or cancel) detached, as launchDetached does, with exactly `env`. */
+/** Runs `supervisor.sh ARGS` (cancel, or a run) detached, as launchDetached does, with exactly `env`. */
 export function superviseDetached(args: string[], env: Record<string, string>): Launch {
   return launcher().launch(supervisorLine(args, env));
+}
+
+/** Runs a command under `supervisor.sh run`, detached, with exactly `env` (through the spare when one waits). */
+export function superviseRun(run: SupervisedRun, env: Record<string, string>): Launch {
+  return launcher().supervise(run, env);
+}
+
+/**
+ * Resolves once the spare supervisor is made and waiting (or none is due). Benchmarks wait for it, so making the
+ * next spare does not land in a baseline's sample.
+ */
+export function sparesSettled(): Promise<void> {
+  return shared ? shared.sparesSettled() : Promise.resolve();
 }

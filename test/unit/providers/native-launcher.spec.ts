@@ -5,10 +5,12 @@
  * and claim with their pid and start time.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { launchDetached, superviseDetached } from '../../../src/providers/native/supervisor-launcher.ts';
+import { launchDetached, superviseDetached, superviseRun } from '../../../src/providers/native/supervisor-launcher.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-launcher-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -109,5 +111,73 @@ describe('superviseDetached', () => {
     const outcome = await superviseDetached(['run', op, '--', '/bin/sh', '-c', 'cat /proc/$$/environ >"$1"', 'sh', out], env).exited;
     expect(outcome).toEqual({ code: 0 });
     expect(readFileSync(out, 'utf8').split('\0').filter(Boolean).sort()).toEqual(['PATH=/usr/bin:/bin', 'PWD=/', '_l_cmd=also\nmine', '_l_nl=mine']);
+  });
+});
+
+describe('spare supervisors', () => {
+  const spareDirs = () =>
+    readdirSync(tmpdir())
+      .filter((n) => n.startsWith(`berth-spares-${process.pid}-`))
+      .flatMap((root) => readdirSync(join(tmpdir(), root)).map((d) => join(tmpdir(), root, d)))
+      .filter((d) => existsSync(join(d, 'req')));
+
+  it('hands a run to the spare made after the last one: own session, exact environment, output in the spool', async () => {
+    const first = join(dir, 'op-first');
+    mkdirSync(first);
+    expect(await superviseRun({ dir: first, cwd: '/', graceMs: 100, stdin: false, argv: ['/bin/true'] }, { PATH: '/usr/bin:/bin' }).exited).toEqual({ code: 0 });
+    let spares: string[] = [];
+    for (let i = 0; i < 200 && spares.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      spares = spareDirs();
+    }
+    expect(spares).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 100)); // the spare reaches its wait for a request
+
+    const op = join(dir, 'op-spare');
+    mkdirSync(op);
+    const script = `cat /proc/$$/environ >${op}/env; cut -d" " -f1,5,6 /proc/$$/stat; pwd; echo oops >&2; exit 7`;
+    const launch = superviseRun({ dir: op, cwd: '/tmp', graceMs: 100, stdin: false, argv: ['/bin/sh', '-c', script] }, { PATH: '/usr/bin:/bin', Q: "it's\nhere" });
+    expect(await launch.exited).toEqual({ code: 0 });
+    expect(JSON.parse(readFileSync(join(op, 'receipt'), 'utf8'))).toMatchObject({ status: 7 });
+    const [stat, cwd] = readFileSync(join(op, 'stdout'), 'utf8').split('\n');
+    expect(readFileSync(join(op, 'env'), 'utf8').split('\0').filter(Boolean).sort()).toEqual(['PATH=/usr/bin:/bin', 'PWD=/tmp', "Q=it's\nhere"].sort());
+    const [pid, pgrp, session] = stat.split(' ').map(Number);
+    expect([pgrp, session]).toEqual([pid, pid]); // the leader of its own session and group
+    expect(JSON.parse(readFileSync(join(op, 'started'), 'utf8')).pid).toBe(pid);
+    expect(cwd).toBe('/tmp');
+    expect(readFileSync(join(op, 'stderr'), 'utf8')).toBe('oops\n');
+    // It was the spare: its directory goes once it ends.
+    for (let i = 0; i < 100 && existsSync(spares[0]); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(existsSync(spares[0])).toBe(false);
+  });
+
+  it('a spare that gets no request in its time, or an exit request, ends and takes its command process with it', async () => {
+    for (const how of ['expires', 'told']) {
+      const spare = join(dir, `spare-${how}`);
+      mkdirSync(spare);
+      const supervisor = fileURLToPath(new URL('../../../src/providers/supervisor.sh', import.meta.url));
+      const shell = spawn('/bin/sh', ['-c', `_bsv_library=1; . "$1"; _bsv_spare_seconds=1; _bsv_spare "$2"`, 'sh', supervisor, spare], { stdio: 'ignore' });
+      const ended = new Promise((r) => shell.on('exit', r));
+      while (!existsSync(join(spare, 'go'))) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100));
+      const commandProcess = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).find((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`${spare}\0`);
+        } catch {
+          return false;
+        }
+      });
+      expect(commandProcess).toBeDefined();
+      if (how === 'told') {
+        const unspare = spawn('/bin/sh', ['-c', `_bsv_library=1; . "$1"; _bsv_unspare "$2"`, 'sh', supervisor, spare], { stdio: 'ignore' });
+        await new Promise((r) => unspare.on('exit', r));
+      }
+      const started = Date.now();
+      const code = await ended;
+      expect(code).toBe(0);
+      if (how === 'told') expect(Date.now() - started).toBeLessThan(900);
+      for (let i = 0; i < 50 && existsSync(`/proc/${commandProcess}`); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(existsSync(`/proc/${commandProcess}`)).toBe(false);
+    }
   });
 });
