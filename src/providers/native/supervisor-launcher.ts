@@ -14,11 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { shellExportable } from '../command-env.ts';
 import { SUPERVISOR_PATH } from '../spool.ts';
+import { execLine, goLine, plain, runArgs, spareRequest, supervisorLine, word, type SupervisedRun } from './launcher-lines.ts';
 
 const LAUNCHER_PATH = fileURLToPath(new URL('./launcher.sh', import.meta.url));
-const ENV_PATHS = ['/usr/bin/env', '/bin/env'];
 
 /** How a launched program ended: its sh status (128+n for signal n), or why it cannot be known. */
 export type LaunchOutcome = { code: number } | { error: Error };
@@ -36,80 +35,12 @@ interface Pending {
   held: boolean;
 }
 
-/** What a supervised run is: the supervisor's `run` options and the command. */
-export interface SupervisedRun {
-  /** The operation directory. */
-  dir: string;
-  cwd: string;
-  graceMs: number;
-  stdin: boolean;
-  timeoutMs?: number;
-  argv: string[];
-}
-
 /** A FIFO write up to this size is atomic: a spare reads a whole request or none. */
 const PIPE_BUF = 4096;
 /** The next spare is made when the last one's supervisor ends, or this long after it started, whichever is first. */
 const SPARE_AFTER_MS = 250;
 /** A spare ends itself after 30 s unused (supervisor.sh); one this old is not handed a request any more. */
 const SPARE_USABLE_MS = 25_000;
-
-/** One single-quoted sh word; a newline becomes the launcher's `$_l_nl`, so a request stays on one line. */
-const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, `'"$_l_nl"'`)}'`;
-
-/** The launcher's own shell variables (words of a request expand `$_l_nl`): never exported in its subshell. */
-const OWN_NAMES = /^_l_/;
-const plain = (names: string[]): boolean => names.every((k) => shellExportable(k) && !OWN_NAMES.test(k));
-
-/**
- * The sh line that replaces the launcher's subshell with `argv` and exactly `env`. The subshell's only other
- * exported variable is PWD (any sh exports it; a started sh sets its own anyway). Plain names are exported by the
- * subshell itself; any other name needs `env -i` (one more exec), which takes every name as it is.
- */
-function execLine(argv: string[], env: Record<string, string>): string | Error {
-  const names = Object.keys(env);
-  if (plain(names)) return [...exportsOf(env), 'exec', ...argv.map(word)].join(' ');
-  envPath ??= ENV_PATHS.find((p) => existsSync(p)) ?? null;
-  if (!envPath) return new Error('env(1) is not installed');
-  return ['exec', envPath, '-i', ...names.map((k) => word(`${k}=${env[k]}`)), ...argv.map(word)].join(' ');
-}
-
-const exportsOf = (env: Record<string, string>): string[] => Object.keys(env).map((k) => `export ${k}=${word(env[k])};`);
-
-/** The sh line that runs `supervisor.sh ARGS` in the launcher's subshell itself, or by exec when `env` needs `env -i`. */
-function supervisorLine(args: string[], env: Record<string, string>): string | Error {
-  if (!plain(Object.keys(env))) return execLine(['/bin/sh', SUPERVISOR_PATH, ...args], env);
-  return [...exportsOf(env), '_bsv_main', ...args.map(word)].join(' ');
-}
-
-/** supervisor.sh `run` arguments for a run. */
-const runArgs = (run: SupervisedRun): string[] => [
-  'run',
-  run.dir,
-  '-C',
-  run.cwd,
-  '-g',
-  String(run.graceMs),
-  ...(run.stdin ? ['-i'] : []),
-  ...(run.timeoutMs !== undefined ? ['-t', String(run.timeoutMs)] : []),
-  '--',
-  ...run.argv,
-];
-
-/**
- * The line a spare's command process evaluates to become the command: what the supervisor's own launch does
- * (redirections, cwd, the given environment and nothing else: `cd` adds OLDPWD, which goes), then exec.
- */
-function goLine(run: SupervisedRun, env: Record<string, string>): string {
-  const stdin = run.stdin ? join(run.dir, 'stdin') : '/dev/null';
-  return [
-    `exec <${word(stdin)} >>${word(join(run.dir, 'stdout'))} 2>>${word(join(run.dir, 'stderr'))};`,
-    `cd ${word(run.cwd)} || exit 126; unset OLDPWD;`,
-    ...exportsOf(env),
-    'exec',
-    ...run.argv.map(word),
-  ].join(' ');
-}
 
 const SPARE_ROOT_PREFIX = 'berth-spares-';
 
@@ -206,7 +137,7 @@ class Launcher {
   /** The spare's launch once it has the request (one atomic FIFO write); undefined when none is waiting. */
   private handToSpare(args: string[], go: string): Launch | undefined {
     const spare = this.spare;
-    const request = `{ set -- ${args.map(word).join(' ')}; _bsv_go=${word(go)}; }\n`;
+    const request = spareRequest(args, go);
     if (!spare || Buffer.byteLength(request) > PIPE_BUF) return undefined;
     if (Date.now() - spare.madeAt > SPARE_USABLE_MS) return undefined;
     let fd: number;
@@ -276,7 +207,6 @@ class Launcher {
 }
 
 let shared: Launcher | undefined;
-let envPath: string | null | undefined;
 
 /** The launcher is one per process, started on first use and again after it went away. */
 function launcher(): Launcher {

@@ -1,0 +1,83 @@
+/**
+ * The sh lines the native launcher (launcher.sh) evaluates: quoted words, an exec of a program with exactly a given
+ * environment, a supervisor run in the launcher's own subshell, and a spare supervisor's request and its command's
+ * line. Only single-quoted words are ever built, so nothing the caller gives is interpreted by a shell.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { shellExportable } from '../command-env.ts';
+import { SUPERVISOR_PATH } from '../spool.ts';
+
+const ENV_PATHS = ['/usr/bin/env', '/bin/env'];
+let envPath: string | null | undefined;
+
+/** What a supervised run is: the supervisor's `run` options and the command. */
+export interface SupervisedRun {
+  /** The operation directory. */
+  dir: string;
+  cwd: string;
+  graceMs: number;
+  stdin: boolean;
+  timeoutMs?: number;
+  argv: string[];
+}
+
+/** One single-quoted sh word; a newline becomes the launcher's `$_l_nl`, so a request stays on one line. */
+export const word = (s: string): string => `'${s.replace(/'/g, `'\\''`).replace(/\n/g, `'"$_l_nl"'`)}'`;
+
+/** The launcher's own shell variables (words of a request expand `$_l_nl`): never exported in its subshell. */
+const OWN_NAMES = /^_l_/;
+export const plain = (names: string[]): boolean => names.every((k) => shellExportable(k) && !OWN_NAMES.test(k));
+
+/**
+ * The sh line that replaces the launcher's subshell with `argv` and exactly `env`. The subshell's only other
+ * exported variable is PWD (any sh exports it; a started sh sets its own anyway). Plain names are exported by the
+ * subshell itself; any other name needs `env -i` (one more exec), which takes every name as it is.
+ */
+export function execLine(argv: string[], env: Record<string, string>): string | Error {
+  const names = Object.keys(env);
+  if (plain(names)) return [...exportsOf(env), 'exec', ...argv.map(word)].join(' ');
+  envPath ??= ENV_PATHS.find((p) => existsSync(p)) ?? null;
+  if (!envPath) return new Error('env(1) is not installed');
+  return ['exec', envPath, '-i', ...names.map((k) => word(`${k}=${env[k]}`)), ...argv.map(word)].join(' ');
+}
+
+const exportsOf = (env: Record<string, string>): string[] => Object.keys(env).map((k) => `export ${k}=${word(env[k])};`);
+
+/** The sh line that runs `supervisor.sh ARGS` in the launcher's subshell itself, or by exec when `env` needs `env -i`. */
+export function supervisorLine(args: string[], env: Record<string, string>): string | Error {
+  if (!plain(Object.keys(env))) return execLine(['/bin/sh', SUPERVISOR_PATH, ...args], env);
+  return [...exportsOf(env), '_bsv_main', ...args.map(word)].join(' ');
+}
+
+/** supervisor.sh `run` arguments for a run. */
+export const runArgs = (run: SupervisedRun): string[] => [
+  'run',
+  run.dir,
+  '-C',
+  run.cwd,
+  '-g',
+  String(run.graceMs),
+  ...(run.stdin ? ['-i'] : []),
+  ...(run.timeoutMs !== undefined ? ['-t', String(run.timeoutMs)] : []),
+  '--',
+  ...run.argv,
+];
+
+/**
+ * The line a spare's command process evaluates to become the command: what the supervisor's own launch does
+ * (redirections, cwd, the given environment and nothing else: `cd` adds OLDPWD, which goes), then exec.
+ */
+export function goLine(run: SupervisedRun, env: Record<string, string>): string {
+  const stdin = run.stdin ? join(run.dir, 'stdin') : '/dev/null';
+  return [
+    `exec <${word(stdin)} >>${word(join(run.dir, 'stdout'))} 2>>${word(join(run.dir, 'stderr'))};`,
+    `cd ${word(run.cwd)} || exit 126; unset OLDPWD;`,
+    ...exportsOf(env),
+    'exec',
+    ...run.argv.map(word),
+  ].join(' ');
+}
+
+/** A spare supervisor's request: its `run` arguments and the line of its command's process, as one brace group. */
+export const spareRequest = (args: string[], go: string): string => `{ set -- ${args.map(word).join(' ')}; _bsv_go=${word(go)}; }\n`;
