@@ -118,7 +118,9 @@ export class ContentService implements ContentApi {
     if (!summary) throw new BerthError('not_found', 'The environment has no such build.', { environmentId: id, version });
     const buildId = buildIdOf(id, version);
     const build = await this.build(buildId);
-    const status: BuildRecord['status'] = build ? buildStatus({ value: build.state }) : summary.status;
+    // Building until the environment has heard the outcome: a build the build actor finished but the environment has
+    // not yet recorded (nor activated) would otherwise read as ready and not active.
+    const status: BuildRecord['status'] = build && summary.status !== 'building' ? buildStatus({ value: build.state }) : summary.status;
     const c = build?.context;
     return {
       object: 'build',
