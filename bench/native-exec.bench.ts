@@ -23,7 +23,8 @@ const finished: string[] = [];
 /** Submit -> receipt; the spool is released afterwards, outside the measured time. */
 async function executeTrue(ex: Executor): Promise<void> {
   const operationId = `bench-${++n}`;
-  let receipt = await ex.submit({ operationId, command: ['true'], env, stdin: false });
+  // As the runtime submits: a command that exits within settleMs is answered by the submit itself.
+  let receipt = await ex.submit({ operationId, command: ['true'], env, stdin: false, settleMs: 15 });
   while (receipt.state !== 'exited') {
     await ex.waitForChange(operationId, 1000);
     receipt = await ex.status(operationId);
