@@ -15,14 +15,16 @@ import type { Executor, OutputStream } from '../providers/provider.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { inScope, type EnvironmentService } from './environment-service.ts';
-import { waitPastStep } from './lifecycle-wait.ts';
+import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
 import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from './runtime-api.ts';
 import type { Services } from './services.ts';
 
 /** Lifecycle steps after which the record and its output no longer change. */
 const SETTLED = new Set(['saved', 'released', 'closing']);
-/** Steps before the executor holds the operation: nothing to read, write or resize yet. */
-const UNSENT = new Set(['pristine', 'accepted', 'dispatched']);
+/** Steps before the submit: no spool to read or watch yet (from dispatch on it reads empty until the command writes). */
+const UNSUBMITTED = new Set(['pristine', 'accepted']);
+/** Steps before the command runs: nothing to write stdin to or resize yet. */
+const NOT_STARTED = new Set(['pristine', 'accepted', 'dispatched']);
 const READ_MAX = 4 * 1024 * 1024;
 /** How long stdin and resize wait for a just-submitted execution to start. */
 const START_WAIT_MS = 30_000;
@@ -121,7 +123,7 @@ export class ExecutionService {
   async get(caller: Caller, id: string, waitMs = 0): Promise<ExecutionRecord> {
     const view = await this.view(caller, id);
     if (waitMs <= 0 || SETTLED.has(String(view.state))) return this.record(view);
-    await this.until(id, (x) => SETTLED.has(x.step), Date.now() + waitMs);
+    await waitForEntry(this.deps.activity, id, (x) => SETTLED.has(x.step), Date.now() + waitMs);
     return this.record(await this.view(caller, id));
   }
 
@@ -162,10 +164,8 @@ export class ExecutionService {
       const complete = cursor + data.length >= saved.size;
       return { data, next: cursor + data.length, closed: complete, complete };
     }
-    // From dispatch on, the spool is read (empty until the command writes): the first bytes go out as they land,
-    // not once the start is recorded.
-    const step = String(view.state);
-    if (UNSENT.has(step) && step !== 'dispatched') return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
+    // From dispatch on, the spool is read: the first bytes go out as they land, not once the start is recorded.
+    if (UNSUBMITTED.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max, into);
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
@@ -182,9 +182,9 @@ export class ExecutionService {
     if (seen) {
       if (seen.step !== undefined && seen.step !== step) return; // it moved since the caller looked
       const stop = new AbortController();
-      const waits = [waitPastStep(this.deps.activity, id, step, timeoutMs, stop.signal)];
+      const waits: Promise<unknown>[] = [waitPastStep(this.deps.activity, id, step, timeoutMs, stop.signal)];
       // Streams are watched from dispatch on (as readOutput reads them); an ended one is not (its receipt is there).
-      if ((step === 'dispatched' || !UNSENT.has(step)) && Object.keys(seen.cursors).length > 0) {
+      if (!UNSUBMITTED.has(step) && Object.keys(seen.cursors).length > 0) {
         const executor = await this.deps.services.executorFor(view.context.target.allocationId);
         waits.push(executor.waitForChange(id, timeoutMs, seen.cursors));
       }
@@ -195,7 +195,7 @@ export class ExecutionService {
     // comparing steps with a lagging model returns at once, which made followers spin).
     const activity = this.deps.activity;
     const moved = activity.waitFor(activity.position + 1n, timeoutMs).catch(() => false);
-    if (UNSENT.has(step)) return void (await moved);
+    if (UNSUBMITTED.has(step)) return void (await moved);
     const executor = await this.deps.services.executorFor(view.context.target.allocationId);
     await Promise.race([moved, executor.waitForChange(id, timeoutMs)]);
   }
@@ -265,32 +265,11 @@ export class ExecutionService {
     return view;
   }
 
-  /**
-   * Resolves true once the activity entry of `id` satisfies `done`, false at the deadline. The model's position is
-   * read in the same tick as the entry, so an event appended after the check always wakes the wait.
-   */
-  private async until(id: string, done: (x: ActivityEntry) => boolean, deadline: number): Promise<boolean> {
-    const activity = this.deps.activity;
-    for (;;) {
-      const position = activity.position;
-      const x = activity.query.get(id) as ActivityEntry | undefined;
-      if (x && done(x)) return true;
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      try {
-        await activity.waitFor(position + 1n, left);
-      } catch {
-        // The read model failed: it will not move again; fall back to the deadline.
-        await new Promise((r) => setTimeout(r, Math.min(left, 50)));
-      }
-    }
-  }
-
   /** The executor holding a running execution (stdin and resize only make sense while it runs). */
   private async live(caller: Caller, id: string): Promise<Executor> {
     let view = await this.view(caller, id);
-    if (UNSENT.has(String(view.state))) {
-      await this.until(id, (x) => !UNSENT.has(x.step), Date.now() + START_WAIT_MS);
+    if (NOT_STARTED.has(String(view.state))) {
+      await waitForEntry(this.deps.activity, id, (x) => !NOT_STARTED.has(x.step), Date.now() + START_WAIT_MS);
       view = await this.view(caller, id);
     }
     if (view.state !== 'running') {

@@ -1,7 +1,8 @@
 /**
- * Waiting for an execution's lifecycle to move past a step, on the activity read model: a follower that read step S
- * is woken by the first step after S, and by nothing else (other executions' events, or the model catching up to S
- * itself after lagging behind the actor), so it never spins.
+ * Waiting on an execution's lifecycle as the activity read model shows it: until its entry satisfies a condition
+ * (settled, started, past the step a follower read). Only the model moving wakes a wait, so a waiter costs nothing
+ * between events; a follower that read step S is woken by the first step after S and by nothing else (other
+ * executions' events, or the model catching up to S itself after lagging behind the actor), so it never spins.
  */
 import type { ActivityEntry } from '../projections/activity.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
@@ -9,25 +10,39 @@ import type { ReadModel } from '../projections/read-model.ts';
 /** The steps in the order an execution goes through them while its output can still change. */
 const UNSETTLED_ORDER = ['pristine', 'accepted', 'dispatched', 'running', 'exited', 'drained'];
 
-/** True once the activity model shows `id` at a step after `step` (every settled step is after the unsettled ones). */
-function isPast(activity: ReadModel, id: string, step: string): boolean {
-  const entry = activity.query.get(id) as ActivityEntry | undefined;
-  if (!entry) return false;
-  const at = UNSETTLED_ORDER.indexOf(entry.step);
-  return at < 0 || at > UNSETTLED_ORDER.indexOf(step);
+/**
+ * Resolves true once the activity entry of `id` satisfies `done`, false at the deadline or when `stop` aborts; never
+ * rejects. The model's position is read in the same tick as the entry, so an event appended after the check always
+ * wakes the wait.
+ */
+export async function waitForEntry(
+  activity: ReadModel,
+  id: string,
+  done: (x: ActivityEntry) => boolean,
+  deadline: number,
+  stop?: AbortSignal,
+): Promise<boolean> {
+  for (;;) {
+    const position = activity.position;
+    const x = activity.query.get(id) as ActivityEntry | undefined;
+    if (x && done(x)) return true;
+    const left = deadline - Date.now();
+    if (left <= 0 || stop?.aborted) return false;
+    try {
+      await activity.waitFor(position + 1n, left);
+    } catch {
+      // The read model failed: it will not move again; fall back to the deadline.
+      await new Promise((r) => setTimeout(r, Math.min(left, 50)));
+    }
+  }
 }
 
-/** Resolves once `id` is past `step`, after `timeoutMs`, or when `stop` aborts; never rejects. */
-export async function waitPastStep(activity: ReadModel, id: string, step: string, timeoutMs: number, stop: AbortSignal): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!stop.aborted && !isPast(activity, id, step)) {
-    const left = deadline - Date.now();
-    if (left <= 0) return;
-    const moved = await activity.waitFor(activity.position + 1n, left).catch(async () => {
-      // A failed model never moves again: the deadline is all that is left.
-      await new Promise((resolve) => setTimeout(resolve, left));
-      return false;
-    });
-    if (!moved) return;
-  }
+/** Resolves once `id` is at a step after `step` (every settled step is after the unsettled ones), or as waitForEntry. */
+export function waitPastStep(activity: ReadModel, id: string, step: string, timeoutMs: number, stop: AbortSignal): Promise<boolean> {
+  const after = UNSETTLED_ORDER.indexOf(step);
+  const past = (x: ActivityEntry) => {
+    const at = UNSETTLED_ORDER.indexOf(x.step);
+    return at < 0 || at > after;
+  };
+  return waitForEntry(activity, id, past, Date.now() + timeoutMs, stop);
 }
