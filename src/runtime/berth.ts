@@ -74,8 +74,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       executors.set(allocationId, executor);
       return executor;
     },
-    profileOf: async (allocationId) => (await allocation(allocationId)).profile,
-    useHeld: async (allocationId, useId) => Object.hasOwn((await actors?.get<AllocationContext>('allocation', allocationId))?.context.uses ?? {}, useId),
+    allocation,
   };
   const content = opts.content ?? contentSettings();
   if (content.enabled) {

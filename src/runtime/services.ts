@@ -4,7 +4,7 @@
  * instead of holding it open; recovery reattaches them.
  */
 import type { ArtifactStore } from '../store/artifact-store.ts';
-import type { Profile } from '../../schemas/profile.ts';
+import type { AllocationContext } from '../machines/allocation.machine.ts';
 import type { Executor } from '../providers/provider.ts';
 import type { ContentRuntime } from './content-runtime.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
@@ -14,10 +14,8 @@ export interface Services {
   artifacts: ArtifactStore;
   /** The executor for an allocation (cached; built from the allocation actor's recorded profile and identity). */
   executorFor(allocationId: string): Promise<Executor>;
-  /** The profile the allocation was made with (which provider's base environment a command starts from). */
-  profileOf(allocationId: string): Promise<Profile>;
-  /** Whether the allocation holds the use `useId` already (an execution's use may be taken with its acceptance). */
-  useHeld(allocationId: string, useId: string): Promise<boolean>;
+  /** The allocation as its actor has it now (its profile, its uses); not_found when there is none. */
+  allocation(allocationId: string): Promise<AllocationContext>;
   now(): number;
   shutdown: AbortSignal;
   /** Environment content (seed 001): absent when the chapter is switched off. */

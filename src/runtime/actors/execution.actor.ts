@@ -20,6 +20,7 @@ import type { Profile } from '../../../schemas/profile.ts';
 import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
 import type { Executor, OutputStream, Receipt } from '../../providers/provider.ts';
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
+import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { Services } from '../services.ts';
 import { versionedExec, type VersionedExec } from '../version-exec.ts';
 
@@ -213,20 +214,21 @@ async function savedEvent(executor: Executor, artifacts: ArtifactStore, executio
 }
 
 /**
- * Holds the execution's allocation use (idempotent per use id; nothing is written when it is held already). Answers
- * the `execution.failed` to report when the allocation refuses it, undefined once it is held.
+ * Holds the execution's use on its allocation (idempotent per use id; nothing is written when it is held already)
+ * and answers the allocation, or the `execution.failed` to report when the allocation refuses the use.
  */
-async function takeUse(p: UseParams, ctx: EffectContext<Services>): Promise<DomainEvent | undefined> {
+async function holdUse(p: UseParams, ctx: EffectContext<Services>): Promise<{ allocation: AllocationContext } | { failed: DomainEvent }> {
   try {
-    if (!(await ctx.services.useHeld(p.allocationId, p.useId))) {
+    const allocation = await ctx.services.allocation(p.allocationId);
+    if (!Object.hasOwn(allocation.uses, p.useId)) {
       await ctx.send('allocation', p.allocationId, { type: 'allocation.use_acquired', useId: p.useId, kind: p.kind, at: ctx.services.now() });
     }
-    return undefined;
+    return { allocation };
   } catch (e) {
     if (!isBerthError(e)) throw e;
     // The target is not a live allocation any more (released, failed, never existed): refused before any submit.
     const code = e.code === 'invalid_state' || e.code === 'not_found' ? 'stale_target' : e.code;
-    return { type: 'execution.failed', code, message: e.message, at: ctx.services.now() };
+    return { failed: { type: 'execution.failed', code, message: e.message, at: ctx.services.now() } };
   }
 }
 
@@ -241,7 +243,8 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     'allocation.use': async (p: UseParams, ctx) => {
       // Dispatched in the same append (execution-service.ts): the submit takes the use.
       if (ctx.cause.followedBy?.includes('execution.dispatched')) return undefined;
-      return (await takeUse(p, ctx)) ?? { type: 'execution.dispatched', at: ctx.services.now() };
+      const held = await holdUse(p, ctx);
+      return 'failed' in held ? held.failed : { type: 'execution.dispatched', at: ctx.services.now() };
     },
     'allocation.unuse': async (p: UseParams, ctx) => {
       // Given back alongside `released` (one group commit, not two in a row). A refusal means it is not held any
@@ -251,14 +254,14 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     },
     'executor.submit': async (p: SubmitParams, ctx) => {
       // Nothing runs without its use: usually taken with the acceptance, else here (or refused before any submit).
-      const refused = await takeUse({ allocationId: p.target.allocationId, useId: p.executionId, kind: 'execution' }, ctx);
-      if (refused) return refused;
+      const held = await holdUse({ allocationId: p.target.allocationId, useId: p.executionId, kind: 'execution' }, ctx);
+      if ('failed' in held) return held.failed;
       let executor: Executor;
       let env: Record<string, string>;
       let version: VersionedExec | undefined;
       try {
         executor = await ctx.services.executorFor(p.target.allocationId);
-        const profile = await ctx.services.profileOf(p.target.allocationId);
+        const { profile } = held.allocation;
         env = commandEnvFor(profile.provider, p);
         // The content version it reads: mounted read-only at /env/<slug>, with its PATH (version-exec.ts).
         if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env);
