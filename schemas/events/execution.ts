@@ -35,6 +35,8 @@ export const executionEvents = {
       pty: z.strictObject({ cols: z.number().int().positive(), rows: z.number().int().positive() }).optional(),
       timeoutMs: z.number().int().positive().optional(),
       version: z.number().int().positive().optional(),
+      /** The most output bytes (all streams) the command may write before it is stopped; absent: unbounded. */
+      outputLimitBytes: z.number().int().positive().optional(),
       sessionId: resourceIdSchema.optional(),
       scope: z.string().min(1),
       at: atSchema,
@@ -70,6 +72,8 @@ export const executionEvents = {
   }),
   /** The executor spool is dropped and the allocation use released: nothing is left to do. */
   'execution.released': z.strictObject({ at: atSchema }),
+  /** The running command wrote `written` bytes, past its `outputLimitBytes`: it is stopped (cancelled) for that. */
+  'execution.output_exceeded': z.strictObject({ written: sizeSchema, limit: sizeSchema, at: atSchema }),
   /** Persisted before the cancel is sent to the executor. */
   'execution.cancel_requested': z.strictObject({ at: atSchema }),
   /** The executor confirmed the process tree is gone. */

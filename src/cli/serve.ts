@@ -19,7 +19,9 @@ export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--
   "default"; --tokens FILE (or BERTH_TOKENS_FILE) adds tokens as JSON [{"token","scope","role":"admin"|"member"}].
   --socket listens on a Unix socket (mode 0600) instead of TCP, or as well when --host/--port is given. A host other
   than loopback needs --tls-cert/--tls-key. Environment: BERTH_DATA_DIR, BERTH_HOST, BERTH_PORT,
-  BERTH_EVENTSTORE_URL, BERTH_TOKEN, BERTH_TOKENS_FILE, BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL.`;
+  BERTH_EVENTSTORE_URL, BERTH_TOKEN, BERTH_TOKENS_FILE, BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL; members' ceilings and
+  quotas: BERTH_MEMBER_MAX_MEMORY_MB, BERTH_MEMBER_MAX_CPUS, BERTH_MEMBER_MAX_PIDS, BERTH_MEMBER_NETWORK,
+  BERTH_QUOTA_ENVIRONMENTS, BERTH_QUOTA_CONCURRENT_EXECUTIONS, BERTH_QUOTA_OUTPUT_BYTES, BERTH_QUOTA_SCOPE_OUTPUT_BYTES.`;
 
 /** The scope the admin token acts in: the one the in-process CLI commands (`berth env`, `berth run`) use. */
 export const ADMIN_SCOPE = 'default';
@@ -69,7 +71,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve).once('SIGTERM', resolve);
   });
-  const berth = await startBerth({ settings: config, runtimeId: config.runtimeId, logger: log });
+  const berth = await startBerth({ settings: config, runtimeId: config.runtimeId, logger: log, policy: config.policy });
   const { identity, store } = berth.runtime;
   const gateway: Gateway = buildGateway({
     api: berth.api,

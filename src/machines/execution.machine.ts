@@ -35,6 +35,13 @@ type Accepted = Extract<ExecutionEvent, { type: 'execution.accepted' }>;
 type Exited = Extract<ExecutionEvent, { type: 'execution.exited' }>;
 type Saved = Extract<ExecutionEvent, { type: 'execution.saved' }>;
 type Drained = Extract<ExecutionEvent, { type: 'execution.drained' }>;
+type OutputExceeded = Extract<ExecutionEvent, { type: 'execution.output_exceeded' }>;
+
+/** The failure an execution stopped for writing past its output quota records (status `cancelled`). */
+export const outputExceededFailure = (e: Pick<OutputExceeded, 'written' | 'limit'>): { code: string; message: string } => ({
+  code: 'quota_exceeded',
+  message: `The command wrote ${e.written} bytes, past its output quota of ${e.limit} bytes: it was stopped.`,
+});
 
 export interface ExecutionContext extends Omit<Accepted, 'type' | 'at'> {
   id: string;
@@ -129,8 +136,21 @@ const submit = {
  * running → `execution.started`, exited → `execution.exited`, absent → `execution.unknown`.
  */
 const inspect = { type: 'executor.inspect', params: operation } as const;
-/** Follow the receipt (waitForChange, status) until it says exited; report `execution.exited`. Also reattaches. */
-const watch = { type: 'executor.watch', params: operation } as const;
+/**
+ * `executor.watch`: follow the receipt (waitForChange, status) until it says exited; report `execution.exited`. Also
+ * reattaches. With `outputLimitBytes`, report `execution.output_exceeded` as soon as the streams together hold more.
+ */
+export interface WatchParams extends OperationParams {
+  outputLimitBytes?: number;
+}
+const watch = {
+  type: 'executor.watch',
+  params: ({ context }: { context: ExecutionContext }): WatchParams => ({
+    ...operation({ context }),
+    // Once it was stopped for its output, the watch only waits for the exit.
+    ...(context.outputLimitBytes !== undefined && context.failure === null ? { outputLimitBytes: context.outputLimitBytes } : {}),
+  }),
+} as const;
 /**
  * `executor.cancel` (idempotent, kills the tree); report `execution.cancel_confirmed`, and `execution.exited` when
  * the receipt says so.
@@ -163,7 +183,7 @@ export const executionMachine = setup({
     'allocation.unuse': effect<UseParams>(),
     'executor.submit': effect<SubmitParams>(),
     'executor.inspect': effect<OperationParams>(),
-    'executor.watch': effect<OperationParams>(),
+    'executor.watch': effect<WatchParams>(),
     'executor.cancel': effect<OperationParams>(),
     'executor.drain': effect<OperationParams>(),
     'output.save': effect<SaveParams>(),
@@ -183,6 +203,7 @@ export const executionMachine = setup({
     recordSizes: assign(({ event }) => (event.type === 'execution.drained' ? { sizes: event.sizes } : {})),
     recordArtifacts: assign(({ event }) => (event.type === 'execution.saved' ? { artifacts: event.artifacts } : {})),
     requestCancel: assign({ cancel: 'requested' }),
+    exceedOutput: assign(({ event }) => (event.type === 'execution.output_exceeded' ? { failure: outputExceededFailure(event) } : {})),
     confirmCancel: assign({ cancel: 'confirmed' }),
     /** Nothing was sent, so nothing can run: the cancel is complete without the executor. */
     cancelBeforeDispatch: assign({ cancel: 'confirmed', outcome: 'cancelled' }),
@@ -257,6 +278,11 @@ export const executionMachine = setup({
         'execution.unknown': { target: 'closing', actions: ['markUnknown', 'stamp', unuse] },
         'execution.cancel_requested': { guard: 'cancelNotRequested', actions: ['requestCancel', 'stamp', cancel] },
         'execution.cancel_confirmed': { guard: 'cancelRequested', actions: ['confirmCancel', 'stamp'] },
+        // The watch that reported it has ended: cancel (unless already under way), then watch for the exit again.
+        'execution.output_exceeded': [
+          { guard: 'cancelNotRequested', actions: ['exceedOutput', 'requestCancel', 'stamp', cancel, watch] },
+          { actions: ['exceedOutput', 'stamp', watch] },
+        ],
         'runtime.recovered': [
           { guard: 'cancelRequested', actions: [cancel, watch] },
           { actions: watch },

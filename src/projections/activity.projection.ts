@@ -4,6 +4,7 @@
  * `released`: what recovery and maintenance still own, listed with `unfinished: true`.
  */
 import type { RecordedEvent } from '../store/event-store.ts';
+import { outputExceededFailure } from '../machines/execution.machine.ts';
 import { defineProjection } from './projection.ts';
 
 export interface ActivityEntry {
@@ -19,6 +20,8 @@ export interface ActivityEntry {
   exitCode: number | null;
   signal: string | null;
   failure: { code: string; message: string } | null;
+  /** Bytes of output once drained (every stream): what its saved output keeps on disk. Null before. */
+  outputBytes: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -55,6 +58,7 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
       exitCode: null,
       signal: null,
       failure: null,
+      outputBytes: null,
       createdAt: d.at,
       updatedAt: d.at,
     });
@@ -81,6 +85,12 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
         x.step = 'closing';
       }
       break;
+    case 'execution.drained':
+      x.outputBytes = Object.values(d.sizes as Record<string, number>).reduce((sum, n) => sum + n, 0);
+      break;
+    case 'execution.output_exceeded':
+      x.failure = outputExceededFailure({ written: d.written, limit: d.limit });
+      break;
     case 'execution.failed':
       x.status = 'failed';
       x.failure = { code: d.code, message: d.message };
@@ -97,7 +107,7 @@ const item = (x: ActivityEntry): ActivityItem => ({ ...x, unfinished: x.step !==
 
 export const activityProjection = defineProjection({
   name: 'activity',
-  version: 2,
+  version: 3,
   filter: { streamPrefixes: ['execution-'] },
   init: () => new Map<string, ActivityEntry>(),
   reduce,

@@ -17,6 +17,7 @@ import { HarnessService } from './harness-service.ts';
 import { EnvironmentService, inScope } from './environment-service.ts';
 import { ExecutionService } from './execution-service.ts';
 import { metricsText } from './metrics.ts';
+import { defaultRolePolicy, isMember, type RolePolicy } from './role-policy.ts';
 import type {
   AllocationView,
   Caller,
@@ -38,6 +39,8 @@ import { ScopeIndex } from './scope-index.ts';
 export interface BerthApiOptions {
   /** The environment new sessions select when they name none (seed 000: explicit null disables it). */
   defaultEnvironmentId?: string | null;
+  /** Members' ceilings and quotas (role-policy.ts). Default: defaultRolePolicy. */
+  policy?: RolePolicy;
 }
 
 export class BerthApi implements RuntimeApi {
@@ -53,6 +56,7 @@ export class BerthApi implements RuntimeApi {
     private readonly options: BerthApiOptions = {},
   ) {
     const now = services.now;
+    const policy = options.policy ?? defaultRolePolicy;
     this.environments = new EnvironmentService({
       actors: runtime.actors,
       providers: services.providers,
@@ -60,6 +64,7 @@ export class BerthApi implements RuntimeApi {
       allocations: this.model('active-allocations'),
       head: () => runtime.store.headPosition(),
       now,
+      policy,
       ...(services.content ? { describeContent: (environments) => this.content!.describe(environments) } : {}),
     });
     if (services.content) {
@@ -79,7 +84,9 @@ export class BerthApi implements RuntimeApi {
       services,
       artifacts: services.artifacts,
       activity: this.model('activity'),
+      head: () => runtime.store.headPosition(),
       now,
+      policy,
     });
     this.scopes = new ScopeIndex(runtime.actors);
   }
@@ -162,6 +169,7 @@ export class BerthApi implements RuntimeApi {
       throw new BerthError('invalid_request', 'Name an environment, or a session that selects one.', {});
     }
     const environment = await this.environments.context(caller, environmentId);
+    this.environments.assertRunnable(caller, environment.profile);
     const content = this.content;
     return this.executions.submit(caller, input, environmentId, content && (() => content.versionForExecution(environment)));
   }
@@ -215,7 +223,9 @@ export class BerthApi implements RuntimeApi {
     };
   }
 
-  metrics(): Promise<string> {
+  /** Counts of every scope: the admin's only. */
+  metrics(caller: Caller): Promise<string> {
+    if (isMember(caller)) throw new BerthError('forbidden', 'Metrics cover every scope: they need an admin token.', { role: caller.role });
     return metricsText(this.runtime, this.model('active-allocations'), this.model('activity'));
   }
 

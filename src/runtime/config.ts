@@ -9,6 +9,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
+import { defaultRolePolicy, type RolePolicy } from './role-policy.ts';
 
 /** Values given on the command line; absent ones fall back to the environment. */
 export interface ConfigFlags {
@@ -62,6 +63,8 @@ export interface BerthConfig extends Settings {
   /** True when this start generated the token: the caller prints it, once. */
   tokenGenerated: boolean;
   runtimeId: string;
+  /** Members' profile ceilings and scope quotas (role-policy.ts), from BERTH_MEMBER_* and BERTH_QUOTA_*. */
+  policy: RolePolicy;
 }
 
 /** Merges flags, environment and defaults; throws `invalid_request` naming every bad setting. No file is touched. */
@@ -85,9 +88,44 @@ export function resolveSettings(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv 
   return { ...parsed.data, dataDir: resolve(parsed.data.dataDir) };
 }
 
+const positiveInt = z.coerce.number().int('must be an integer').positive('must be positive').max(Number.MAX_SAFE_INTEGER);
+
+/** The role policy's knobs: each variable, its schema (the profile's own bounds for ceilings) and its default. */
+const policySchema = z.object({
+  BERTH_MEMBER_MAX_MEMORY_MB: z.coerce.number().int('must be an integer').min(16).max(1_048_576).default(defaultRolePolicy.ceilings.memoryMb),
+  BERTH_MEMBER_MAX_CPUS: z.coerce.number().positive('must be positive').max(1024).default(defaultRolePolicy.ceilings.cpus),
+  BERTH_MEMBER_MAX_PIDS: z.coerce.number().int('must be an integer').min(8).max(1_000_000).default(defaultRolePolicy.ceilings.pidsLimit),
+  BERTH_MEMBER_NETWORK: z.enum(['bridge', 'none']).default(defaultRolePolicy.ceilings.network),
+  BERTH_QUOTA_ENVIRONMENTS: positiveInt.default(defaultRolePolicy.quotas.environments),
+  BERTH_QUOTA_CONCURRENT_EXECUTIONS: positiveInt.default(defaultRolePolicy.quotas.concurrentExecutions),
+  BERTH_QUOTA_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.outputBytes),
+  BERTH_QUOTA_SCOPE_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.scopeOutputBytes),
+});
+
+/** Members' ceilings and quotas from the environment; throws `invalid_request` naming every bad variable. */
+export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePolicy {
+  const given = Object.fromEntries(Object.keys(policySchema.shape).flatMap((k) => (env[k] ? [[k, env[k]]] : [])));
+  const parsed = policySchema.safeParse(given);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+    throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
+  }
+  const v = parsed.data;
+  return {
+    ceilings: { memoryMb: v.BERTH_MEMBER_MAX_MEMORY_MB, cpus: v.BERTH_MEMBER_MAX_CPUS, pidsLimit: v.BERTH_MEMBER_MAX_PIDS, network: v.BERTH_MEMBER_NETWORK },
+    quotas: {
+      environments: v.BERTH_QUOTA_ENVIRONMENTS,
+      concurrentExecutions: v.BERTH_QUOTA_CONCURRENT_EXECUTIONS,
+      outputBytes: v.BERTH_QUOTA_OUTPUT_BYTES,
+      scopeOutputBytes: v.BERTH_QUOTA_SCOPE_OUTPUT_BYTES,
+    },
+  };
+}
+
 /** Resolves the settings and creates the data directory with its token and runtime id when missing. */
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): BerthConfig {
   const settings = resolveSettings(flags, env);
+  const policy = resolveRolePolicy(env);
   try {
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {
@@ -96,13 +134,13 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     });
   }
   const runtimeId = keptValue(join(settings.dataDir, 'runtime-id'), () => `rt_${randomUUID().replaceAll('-', '')}`);
-  if (settings.token) return { ...settings, token: settings.token, tokenGenerated: false, runtimeId };
+  if (settings.token) return { ...settings, token: settings.token, tokenGenerated: false, runtimeId, policy };
   let generated = false;
   const token = keptValue(join(settings.dataDir, 'token'), () => {
     generated = true;
     return `bt_${randomBytes(24).toString('base64url')}`;
   });
-  return { ...settings, token, tokenGenerated: generated, runtimeId };
+  return { ...settings, token, tokenGenerated: generated, runtimeId, policy };
 }
 
 /** The trimmed content of `file`, or a fresh value written there (mode 0600, never overwriting a racing writer's). */

@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import { profileSchema } from '../../schemas/profile.ts';
+import { profileSchema, type Profile } from '../../schemas/profile.ts';
 import type { UseKind } from '../../schemas/events/allocation.ts';
 import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
@@ -16,6 +16,7 @@ import type { ReadModel } from '../projections/read-model.ts';
 import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
 import type { CatalogEntry } from '../projections/catalog.projection.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
+import { assertQuota, assertWithinPolicy, effectiveProfile, type RolePolicy } from './role-policy.ts';
 import { environmentView, type EnvironmentContentFields } from './environment-view.ts';
 import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from './runtime-api.ts';
 import { waitUntil } from './wait-until.ts';
@@ -56,6 +57,8 @@ export interface EnvironmentServiceDeps {
   now: () => number;
   /** The content fields (status, versions, files…) of each environment object, when the content chapter is on. */
   describeContent?: (entries: CatalogEntry[]) => Promise<EnvironmentContentFields[]>;
+  /** What members may ask for: profile ceilings, contained host commands, the environments quota. */
+  policy: RolePolicy;
 }
 
 export class EnvironmentService {
@@ -71,18 +74,20 @@ export class EnvironmentService {
     if (!parsed.success) {
       throw new BerthError('invalid_request', 'The profile is not valid.', { issues: parsed.error.issues });
     }
-    this.deps.providers.get(parsed.data.provider);
+    const profile = this.profileFor(caller, parsed.data);
     const run = this.creating.then(async () => {
       if (this.deps.catalog.query.bySlug(caller.scope, slug)) {
         throw new BerthError('environment_exists', `An environment of this scope already has the slug "${slug}".`, { slug });
       }
+      // Creates are serialised and each waits for the catalog to show it: the count includes every earlier one.
+      assertQuota(caller, 'environments', this.deps.policy.quotas.environments, (this.deps.catalog.query.list(caller.scope) as CatalogEntry[]).length);
       const id = newEnvironmentId();
       const sent = await this.deps.actors.send('environment', id, {
         type: 'environment.created',
         name: input.name.trim(),
         slug,
         scope: caller.scope,
-        profile: parsed.data,
+        profile,
         ...(input.description !== undefined ? { description: input.description } : {}),
         ...(input.entry !== undefined ? { entry: input.entry } : {}),
         at: this.deps.now(),
@@ -180,8 +185,7 @@ export class EnvironmentService {
     if (patch.profile !== undefined) {
       const parsed = profileSchema.safeParse({ ...ctx.profile, ...patch.profile });
       if (!parsed.success) throw new BerthError('invalid_request', 'The profile is not valid.', { issues: parsed.error.issues });
-      this.deps.providers.get(parsed.data.provider);
-      event.profile = parsed.data;
+      event.profile = this.profileFor(caller, parsed.data);
     }
     const sent = await this.deps.actors.send('environment', id, event as { type: string });
     await this.deps.catalog.waitFor(sent.position, 10_000);
@@ -380,6 +384,19 @@ export class EnvironmentService {
       createdAt: c.lastActivityAt,
       updatedAt: c.updatedAt,
     };
+  }
+
+  /** The profile stored for the caller's ask (role-policy.ts); provider_missing when its provider is not registered. */
+  private profileFor(caller: Caller, asked: Profile): Profile {
+    return effectiveProfile(caller, asked, this.deps.providers.get(asked.provider), this.deps.policy);
+  }
+
+  /**
+   * Refuses to run a member's command on an environment whose stored profile the member could not have asked for
+   * (made by an admin of the same scope, or stored before these rules): uncontained on the host, over a ceiling.
+   */
+  assertRunnable(caller: Caller, profile: Profile): void {
+    assertWithinPolicy(caller, profile, this.deps.providers.get(profile.provider), this.deps.policy);
   }
 
   /** The environment's context, or environment_not_found when absent, deleted or of another scope. */

@@ -9,13 +9,14 @@ import { createHash } from 'node:crypto';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
 import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../machines/execution.machine.ts';
-import type { ActivityEntry } from '../projections/activity.projection.ts';
+import type { ActivityEntry, ActivityItem } from '../projections/activity.projection.ts';
 import { assertCommandEnv } from '../providers/command-env.ts';
 import type { Executor, OutputStream } from '../providers/provider.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { inScope, type EnvironmentService } from './environment-service.ts';
 import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
+import { assertQuota, isMember, outputLimitOf, type RolePolicy } from './role-policy.ts';
 import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from './runtime-api.ts';
 import type { Services } from './services.ts';
 
@@ -28,6 +29,10 @@ const NOT_STARTED = new Set(['pristine', 'accepted', 'dispatched']);
 const READ_MAX = 4 * 1024 * 1024;
 /** How long stdin and resize wait for a just-submitted execution to start. */
 const START_WAIT_MS = 30_000;
+/** How long an admission waits for the activity model to reach the log's head before counting with what it has. */
+const ADMISSION_READ_WAIT_MS = 2_000;
+/** Steps in which an execution's output is only in its spool (not drained yet): its size is asked of the executor. */
+const SPOOLING = new Set(['dispatched', 'running', 'exited']);
 
 export const executionIdOf = (scope: string, operationId: string): string =>
   `hexe_${createHash('sha256').update(`${scope}\0${operationId}`).digest('hex').slice(0, 32)}`;
@@ -56,10 +61,17 @@ export interface ExecutionServiceDeps {
   services: Services;
   artifacts: ArtifactStore;
   activity: ReadModel;
+  /** The event log's head position: an admission counts from a model that has caught up with it. */
+  head: () => Promise<bigint>;
   now: () => number;
+  /** Members' quotas: concurrent executions, output per execution and per scope. */
+  policy: RolePolicy;
 }
 
 export class ExecutionService {
+  /** Member admissions per scope that passed the quota and whose acceptance the activity model has not folded yet. */
+  private readonly admitting = new Map<string, number>();
+
   constructor(private readonly deps: ExecutionServiceDeps) {}
 
   /** `versionOf` names the content version the execution reads (or refuses it: environment_not_ready). */
@@ -81,6 +93,72 @@ export class ExecutionService {
       }
       return this.record(existing);
     }
+    const admitted = await this.admit(caller);
+    let acceptedAt: bigint | undefined;
+    try {
+      const sent = await this.accept(caller, input, environmentId, id, inputDigest, versionOf);
+      acceptedAt = sent.position;
+      return sent.record;
+    } finally {
+      admitted(acceptedAt);
+    }
+  }
+
+  /**
+   * A member's admission against its scope's quotas (admins pass): concurrent executions (accepted or running, plus
+   * admissions under way) and the output its executions keep on disk. Answers the release of its place, given the
+   * position of the acceptance (the place is held until the activity model counts it) or nothing if none was made.
+   */
+  private async admit(caller: Caller): Promise<(acceptedAt?: bigint) => void> {
+    if (!isMember(caller)) return () => undefined;
+    const { activity, policy } = this.deps;
+    await activity.waitFor(await this.deps.head(), ADMISSION_READ_WAIT_MS);
+    assertQuota(caller, 'scope_output_bytes', policy.quotas.scopeOutputBytes, await this.outputBytesOf(caller.scope));
+    // From here to the count's increment nothing awaits: concurrent admissions of the scope see each other.
+    const live = (activity.query.list(caller.scope) as ActivityItem[]).filter((x) => x.status === 'accepted' || x.status === 'running');
+    const admitting = this.admitting.get(caller.scope) ?? 0;
+    assertQuota(caller, 'concurrent_executions', policy.quotas.concurrentExecutions, live.length + admitting);
+    this.admitting.set(caller.scope, admitting + 1);
+    const leave = () => {
+      const left = (this.admitting.get(caller.scope) ?? 1) - 1;
+      if (left > 0) this.admitting.set(caller.scope, left);
+      else this.admitting.delete(caller.scope);
+    };
+    return (acceptedAt) => {
+      if (acceptedAt === undefined) return leave();
+      void activity.waitFor(acceptedAt, 60_000).catch(() => false).finally(leave);
+    };
+  }
+
+  /** Output bytes the scope's executions keep: drained sizes, and the spool sizes of those still writing. */
+  private async outputBytesOf(scope: string): Promise<number> {
+    let total = 0;
+    for (const x of this.deps.activity.query.list(scope) as ActivityItem[]) {
+      if (x.outputBytes !== null) total += x.outputBytes;
+      else if (SPOOLING.has(x.step)) total += await this.spooledBytes(x);
+    }
+    return total;
+  }
+
+  private async spooledBytes(x: ActivityEntry): Promise<number> {
+    try {
+      const sizes = (await (await this.deps.services.executorFor(x.allocationId)).status(x.id)).sizes ?? {};
+      return Object.values(sizes).reduce((sum, n) => sum + (n ?? 0), 0);
+    } catch {
+      return 0; // its allocation is gone: nothing of it is on this host any more
+    }
+  }
+
+  /** Acquires the target and appends the acceptance with its dispatch (and the allocation use alongside). */
+  private async accept(
+    caller: Caller,
+    input: SubmitExecutionInput,
+    environmentId: string,
+    id: string,
+    inputDigest: string,
+    versionOf?: () => Promise<number | undefined>,
+  ): Promise<{ record: ExecutionRecord; position?: bigint }> {
+    const command = argvOf(input.command);
     const active = await versionOf?.();
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
@@ -92,6 +170,7 @@ export class ExecutionService {
     const use = this.deps.actors
       .send('allocation', target.allocationId, { type: 'allocation.use_acquired', useId: id, kind: 'execution', at })
       .catch(() => undefined);
+    const outputLimitBytes = outputLimitOf(caller, this.deps.policy);
     try {
       const accepted = {
         type: 'execution.accepted',
@@ -106,14 +185,15 @@ export class ExecutionService {
         ...(input.pty ? { pty: input.pty } : {}),
         ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
         ...(version !== undefined ? { version } : {}),
+        ...(outputLimitBytes !== undefined ? { outputLimitBytes } : {}),
         scope: caller.scope,
         at,
       };
       const sent = await this.deps.actors.sendAll('execution', id, [accepted, { type: 'execution.dispatched', at }]);
-      return this.recordOf(id, sent.context as ExecutionContext, sent.snapshot as ExecutionSnapshot);
+      return { record: this.recordOf(id, sent.context as ExecutionContext, sent.snapshot as ExecutionSnapshot), position: sent.position };
     } catch (e) {
       // Raced with a submission of the same operationId: answer as if it came first.
-      if (isBerthError(e, 'invalid_state') && e.detail.reason === 'already_accepted') return this.get(caller, id);
+      if (isBerthError(e, 'invalid_state') && e.detail.reason === 'already_accepted') return { record: await this.get(caller, id) };
       throw e;
     } finally {
       await use;

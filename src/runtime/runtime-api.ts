@@ -177,5 +177,6 @@ export interface RuntimeApi {
   replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]>;
   /** The audit feed of the caller's scope, from an exclusive global position. */
   events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> };
-  metrics(): Promise<string>;
+  /** Prometheus text over every scope; `forbidden` for members. */
+  metrics(caller: Caller): Promise<string>;
 }

@@ -1,4 +1,4 @@
-/** `GET /healthz` (open: says that the process serves, with the runtime's identity) and `GET /metrics` (Prometheus text; needs a token). */
+/** `GET /healthz` (open: says that the process serves, with the runtime's identity) and `GET /metrics` (Prometheus text; needs the admin token). */
 import { z } from 'zod';
 import { healthSchema } from '../../../schemas/api.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
@@ -21,6 +21,6 @@ export const healthPlugin = resourcePlugin([
       summary: 'Prometheus metrics',
       responses: { 200: { description: 'Prometheus text exposition', schema: z.string(), contentType: 'text/plain' } },
     },
-    async ({ deps, reply }) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(await deps.api.metrics()),
+    async ({ deps, caller, reply }) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(await deps.api.metrics(caller)),
   ),
 ]);

@@ -15,6 +15,7 @@ import {
   type SaveParams,
   type SubmitParams,
   type UseParams,
+  type WatchParams,
 } from '../../machines/execution.machine.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
@@ -130,19 +131,43 @@ async function answered<T>(call: () => Promise<T>, shutdown: AbortSignal): Promi
  * between a reader's two looks. Undefined when the runtime stops first; recovery reattaches.
  */
 async function waitOutcome(executor: Executor, operationId: string, shutdown: AbortSignal): Promise<Receipt | undefined> {
+  const outcome = await followRunning(executor, operationId, shutdown);
+  return outcome && 'receipt' in outcome ? outcome.receipt : undefined;
+}
+
+/**
+ * waitOutcome, also stopping early with `{written}` once a running command's streams together hold more than
+ * `outputLimit` bytes. The wait then watches each stream at its size plus the bytes left (one stream passing it
+ * proves the sum did), so a command writing one stream is caught at the first look past the limit; writes split
+ * over several streams are caught at the next look (at most a second).
+ */
+async function followRunning(
+  executor: Executor,
+  operationId: string,
+  shutdown: AbortSignal,
+  outputLimit?: number,
+): Promise<{ receipt: Receipt } | { written: number } | undefined> {
   let absent = 0;
   for (;;) {
     const r = await answered(() => executor.status(operationId), shutdown);
-    if (!r || r.state === 'exited') return r;
+    if (!r) return undefined;
+    if (r.state === 'exited') return { receipt: r };
     if (r.state === 'absent') {
-      if (++absent >= 2) return r;
+      if (++absent >= 2) return { receipt: r };
       await pause(shutdown, 50);
       continue;
     }
     absent = 0;
-    // No cursors to watch: woken by the receipt alone (or the timeout, to look at the owner again), not by every
-    // write of a command that streams, which made this loop look at the operation once per write.
-    await Promise.race([executor.waitForChange(operationId, 1_000, {}).catch(() => pause(shutdown, 100)), stopped(shutdown)]);
+    // Without a limit no cursors: woken by the receipt alone (or the timeout, to look at the owner again), not by
+    // every write of a command that streams, which made this loop look at the operation once per write.
+    let cursors: Partial<Record<OutputStream, number>> = {};
+    if (outputLimit !== undefined) {
+      const sizes = r.sizes ?? {};
+      const written = STREAMS.reduce((sum, s) => sum + (sizes[s] ?? 0), 0);
+      if (written > outputLimit) return { written };
+      cursors = Object.fromEntries(STREAMS.map((s) => [s, (sizes[s] ?? 0) + outputLimit - written]));
+    }
+    await Promise.race([executor.waitForChange(operationId, 1_000, cursors).catch(() => pause(shutdown, 100)), stopped(shutdown)]);
   }
 }
 
@@ -296,12 +321,14 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       const receipt = await inspectReceipt(executor, p.executionId, ctx.services.shutdown);
       return receipt && fromReceipt(receipt, ctx.services.now());
     },
-    'executor.watch': async (p: OperationParams, ctx) => {
+    'executor.watch': async (p: WatchParams, ctx) => {
       // Appended together with the exit (a quick command): nothing left to watch.
       if (ctx.cause.followedBy?.includes('execution.exited')) return undefined;
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      const receipt = await waitOutcome(executor, p.executionId, ctx.services.shutdown);
-      return receipt && fromReceipt(receipt, ctx.services.now());
+      const outcome = await followRunning(executor, p.executionId, ctx.services.shutdown, p.outputLimitBytes);
+      if (!outcome) return undefined;
+      if ('written' in outcome) return { type: 'execution.output_exceeded', written: outcome.written, limit: p.outputLimitBytes!, at: ctx.services.now() };
+      return fromReceipt(outcome.receipt, ctx.services.now());
     },
     'executor.cancel': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);

@@ -134,6 +134,36 @@ describe('execution machine: cancellation', () => {
   });
 });
 
+describe('execution machine: the output quota', () => {
+  const bounded = { ...accepted, outputLimitBytes: 1_000 };
+  const exceeded = at('output_exceeded', 1_250, { written: 1_500, limit: 1_000 });
+  const killed = { ...exited, cancelled: true, exitCode: null, signal: 'SIGKILL' };
+
+  it('should watch a bounded command with its limit', () => {
+    spec.given([bounded, dispatched]).when(started).then({ state: 'running', actions: [act('executor.watch', { ...op, outputLimitBytes: 1_000 })] });
+  });
+
+  it('should stop a command past its quota and say why, then watch for its exit without the limit', () => {
+    spec.given([bounded, dispatched, started]).when(exceeded).then(({ context, actions }) => {
+      expect(context.cancel).toBe('requested');
+      expect(context.failure).toEqual({ code: 'quota_exceeded', message: expect.stringMatching(/1500 bytes.*quota of 1000 bytes/) });
+      expect(actions).toEqual([act('executor.cancel'), act('executor.watch')]);
+    });
+    expect(statusAfter([bounded, dispatched, started, exceeded, killed])).toBe('cancelled');
+    spec.given([bounded, dispatched, started, exceeded, killed]).when(recovered).then(({ context }) => {
+      expect(context.failure?.code).toBe('quota_exceeded');
+    });
+  });
+
+  it('should not cancel twice when a cancel was already requested', () => {
+    spec.given([bounded, dispatched, started, cancelRequested]).when(exceeded).then({ state: 'running', actions: [act('executor.watch')] });
+  });
+
+  it('should refuse the report once the command exited', () => {
+    spec.given([bounded, dispatched, started, exited]).when(exceeded).thenRejects('invalid_state');
+  });
+});
+
 describe('execution machine: outcomes without an exit', () => {
   it('should fail before any receipt and give the use back', () => {
     const failed = at('failed', 1_050, { code: 'stale_target', message: 'generation 2 is no longer current' });

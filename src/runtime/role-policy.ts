@@ -1,0 +1,120 @@
+/**
+ * What a role may ask for (DESIGN §13), as pure decisions: a member's profile is contained on a borrowed host and
+ * held under the admin's ceilings, and a member's scope under its quotas. Admin callers are trusted and exempt.
+ * Refusals are typed: `forbidden` for what the role may never do, `quota_exceeded` for a ceiling or quota.
+ */
+import { BerthError } from '../../schemas/errors.ts';
+import type { Profile } from '../../schemas/profile.ts';
+import type { Caller } from './runtime-api.ts';
+
+/** The most a member's profile may ask for; unset limits take these values. */
+export interface ProfileCeilings {
+  memoryMb: number;
+  cpus: number;
+  pidsLimit: number;
+  /** `bridge`: members may have a network; `none`: never. */
+  network: 'none' | 'bridge';
+}
+
+/** What a member's scope may hold at once. */
+export interface ScopeQuotas {
+  environments: number;
+  /** Executions not yet terminal (accepted or running). */
+  concurrentExecutions: number;
+  /** Bytes one execution may write (all its streams together) before it is stopped. */
+  outputBytes: number;
+  /** Output bytes the scope's executions keep on disk (spools and saved output), checked at admission. */
+  scopeOutputBytes: number;
+}
+
+export interface RolePolicy {
+  ceilings: ProfileCeilings;
+  quotas: ScopeQuotas;
+}
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export const defaultRolePolicy: RolePolicy = {
+  ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, network: 'bridge' },
+  quotas: { environments: 20, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB },
+};
+
+/** How the provider a profile names treats its commands: on a borrowed host they run as the server unless contained. */
+export interface ProviderTraits {
+  ownership: 'borrowed' | 'managed';
+}
+
+export const isMember = (caller: Caller): boolean => caller.role !== 'admin';
+
+const LIMITS = ['memoryMb', 'cpus', 'pidsLimit'] as const;
+
+/**
+ * The profile stored for `caller`: an admin's as asked; a member's contained on a borrowed host (asking for
+ * `contain: false` is forbidden), every limit at most its ceiling and unset limits at the ceiling.
+ */
+export function effectiveProfile(caller: Caller, profile: Profile, provider: ProviderTraits, policy: RolePolicy): Profile {
+  if (!isMember(caller)) return profile;
+  assertWithinPolicy(caller, profile, provider, policy, { containUnset: 'allowed' });
+  const { ceilings } = policy;
+  const stored: Profile = { ...profile };
+  for (const limit of LIMITS) stored[limit] ??= ceilings[limit];
+  stored.network ??= ceilings.network;
+  if (provider.ownership === 'borrowed') stored.contain = true;
+  return stored;
+}
+
+/**
+ * Refuses a member's use of a profile it may not have: uncontained on a borrowed host (`contain: false`, or unset
+ * where `containUnset` is 'refused': an environment stored before these rules), or a limit over its ceiling.
+ */
+export function assertWithinPolicy(
+  caller: Caller,
+  profile: Profile,
+  provider: ProviderTraits,
+  policy: RolePolicy,
+  options: { containUnset: 'allowed' | 'refused' } = { containUnset: 'refused' },
+): void {
+  if (!isMember(caller)) return;
+  const uncontained = profile.contain === false || (profile.contain === undefined && options.containUnset === 'refused');
+  if (provider.ownership === 'borrowed' && uncontained) {
+    throw new BerthError('forbidden', 'A member\'s commands on the host are always contained; only an admin may run them uncontained.', {
+      role: caller.role,
+      field: 'profile.contain',
+    });
+  }
+  const { ceilings } = policy;
+  for (const limit of LIMITS) {
+    const requested = profile[limit];
+    if (requested !== undefined && requested > ceilings[limit]) {
+      throw new BerthError('quota_exceeded', `The profile asks for ${limit} ${requested}, over the ceiling of ${ceilings[limit]}.`, {
+        quota: limit,
+        limit: ceilings[limit],
+        requested,
+      });
+    }
+  }
+  if (profile.network === 'bridge' && ceilings.network === 'none') {
+    throw new BerthError('quota_exceeded', 'The profile asks for a network; members may not have one.', {
+      quota: 'network',
+      limit: 'none',
+      requested: 'bridge',
+    });
+  }
+}
+
+export type QuotaName = 'environments' | 'concurrent_executions' | 'scope_output_bytes';
+
+/** Refuses a member whose scope already uses `used` of a quota of `limit` (one more would exceed it). */
+export function assertQuota(caller: Caller, quota: QuotaName, limit: number, used: number): void {
+  if (!isMember(caller) || used < limit) return;
+  throw new BerthError('quota_exceeded', `The scope is at its ${quota.replaceAll('_', ' ')} quota (${used} of ${limit}).`, {
+    quota,
+    limit,
+    used,
+  });
+}
+
+/** The output bytes an execution of `caller` may write, or undefined when it is not bounded (admin). */
+export const outputLimitOf = (caller: Caller, policy: RolePolicy): number | undefined =>
+  isMember(caller) ? policy.quotas.outputBytes : undefined;

@@ -1,0 +1,105 @@
+/** The role policy's pure decisions: what a member's profile becomes or why it is refused, and the quota checks. */
+import { describe, expect, it } from 'vitest';
+import { profileSchema } from '../../../schemas/profile.ts';
+import { resolveRolePolicy } from '../../../src/runtime/config.ts';
+import { assertQuota, assertWithinPolicy, defaultRolePolicy, effectiveProfile, outputLimitOf } from '../../../src/runtime/role-policy.ts';
+import type { Caller } from '../../../src/runtime/runtime-api.ts';
+
+const member: Caller = { scope: 'team-a', role: 'member' };
+const admin: Caller = { scope: 'default', role: 'admin' };
+const host = { ownership: 'borrowed' as const };
+const managed = { ownership: 'managed' as const };
+const profile = (asked: object) => profileSchema.parse(asked);
+
+describe('role policy: profiles', () => {
+  it('should contain a member\'s host profile and give its unset limits the ceilings', () => {
+    expect(effectiveProfile(member, profile({}), host, defaultRolePolicy)).toEqual({
+      provider: 'native',
+      contain: true,
+      memoryMb: 2048,
+      cpus: 2,
+      pidsLimit: 512,
+      network: 'bridge',
+    });
+  });
+
+  it('should refuse a member\'s uncontained host profile as forbidden, and leave an admin\'s as asked', () => {
+    expect(() => effectiveProfile(member, profile({ contain: false }), host, defaultRolePolicy)).toThrow(
+      expect.objectContaining({ code: 'forbidden', detail: expect.objectContaining({ field: 'profile.contain' }) }),
+    );
+    expect(effectiveProfile(admin, profile({ contain: false }), host, defaultRolePolicy)).toEqual({ provider: 'native', contain: false });
+  });
+
+  it('should not add containment to a managed provider\'s profile', () => {
+    expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, defaultRolePolicy).contain).toBeUndefined();
+  });
+
+  it('should refuse each limit over its ceiling with quota_exceeded naming it, its ceiling and the ask', () => {
+    for (const [limit, requested] of [['memoryMb', 1_048_576], ['cpus', 3], ['pidsLimit', 513]] as const) {
+      expect(() => effectiveProfile(member, profile({ provider: 'docker', [limit]: requested }), managed, defaultRolePolicy)).toThrow(
+        expect.objectContaining({ code: 'quota_exceeded', detail: { quota: limit, limit: defaultRolePolicy.ceilings[limit], requested } }),
+      );
+    }
+    expect(effectiveProfile(member, profile({ provider: 'docker', memoryMb: 2048, cpus: 2, pidsLimit: 512 }), managed, defaultRolePolicy)).toMatchObject({
+      memoryMb: 2048,
+    });
+  });
+
+  it('should refuse a network when the ceiling allows none, and default to none', () => {
+    const closed = { ...defaultRolePolicy, ceilings: { ...defaultRolePolicy.ceilings, network: 'none' as const } };
+    expect(() => effectiveProfile(member, profile({ network: 'bridge' }), host, closed)).toThrow(
+      expect.objectContaining({ code: 'quota_exceeded', detail: { quota: 'network', limit: 'none', requested: 'bridge' } }),
+    );
+    expect(effectiveProfile(member, profile({}), host, closed).network).toBe('none');
+  });
+
+  it('should refuse running a member\'s command on a host profile stored without containment', () => {
+    expect(() => assertWithinPolicy(member, profile({}), host, defaultRolePolicy)).toThrow(expect.objectContaining({ code: 'forbidden' }));
+    expect(() => assertWithinPolicy(member, profile({ contain: true }), host, defaultRolePolicy)).not.toThrow();
+    expect(() => assertWithinPolicy(admin, profile({}), host, defaultRolePolicy)).not.toThrow();
+  });
+});
+
+describe('role policy: quotas', () => {
+  it('should admit below the limit and refuse at it, with {quota, limit, used}', () => {
+    expect(() => assertQuota(member, 'environments', 3, 2)).not.toThrow();
+    expect(() => assertQuota(member, 'environments', 3, 3)).toThrow(
+      expect.objectContaining({ code: 'quota_exceeded', detail: { quota: 'environments', limit: 3, used: 3 } }),
+    );
+    expect(() => assertQuota(admin, 'environments', 3, 30)).not.toThrow();
+  });
+
+  it('should bound a member\'s output and not an admin\'s', () => {
+    expect(outputLimitOf(member, defaultRolePolicy)).toBe(defaultRolePolicy.quotas.outputBytes);
+    expect(outputLimitOf(admin, defaultRolePolicy)).toBeUndefined();
+  });
+});
+
+describe('role policy: configuration', () => {
+  it('should default to the documented values and read every variable', () => {
+    expect(resolveRolePolicy({})).toEqual(defaultRolePolicy);
+    const env = {
+      BERTH_MEMBER_MAX_MEMORY_MB: '512',
+      BERTH_MEMBER_MAX_CPUS: '0.5',
+      BERTH_MEMBER_MAX_PIDS: '64',
+      BERTH_MEMBER_NETWORK: 'none',
+      BERTH_QUOTA_ENVIRONMENTS: '2',
+      BERTH_QUOTA_CONCURRENT_EXECUTIONS: '1',
+      BERTH_QUOTA_OUTPUT_BYTES: '1048576',
+      BERTH_QUOTA_SCOPE_OUTPUT_BYTES: '4194304',
+    };
+    expect(resolveRolePolicy(env)).toEqual({
+      ceilings: { memoryMb: 512, cpus: 0.5, pidsLimit: 64, network: 'none' },
+      quotas: { environments: 2, concurrentExecutions: 1, outputBytes: 1_048_576, scopeOutputBytes: 4_194_304 },
+    });
+  });
+
+  it('should name every bad variable in one invalid_request error', () => {
+    expect(() => resolveRolePolicy({ BERTH_QUOTA_ENVIRONMENTS: '0', BERTH_MEMBER_NETWORK: 'host', BERTH_MEMBER_MAX_MEMORY_MB: 'lots' })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        message: expect.stringMatching(/BERTH_MEMBER_MAX_MEMORY_MB.*BERTH_MEMBER_NETWORK.*BERTH_QUOTA_ENVIRONMENTS/),
+      }),
+    );
+  });
+});
