@@ -41,7 +41,7 @@ export interface CommandEnvOptions {
 
 let host: { name: string; home: string } | undefined;
 /** The account running Berth, looked up once (a passwd lookup per command shows in the execution latency). */
-function hostAccount(): { name: string; home: string } {
+export function hostAccount(): { name: string; home: string } {
   if (!host) {
     const { username, homedir } = userInfo();
     host = { name: username, home: homedir };

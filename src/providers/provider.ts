@@ -58,9 +58,21 @@ export interface Provider {
   /** Remove every physical part (container, network, volume) and confirm absence. */
   deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'>;
   executor(ref: AllocationRef, profile: Profile): Executor;
+  /**
+   * Checks an execution before it is accepted: throws the typed refusal (invalid_request with detail.reason) for
+   * what this provider will not run as asked (a contained command's cwd outside what its sandbox shows). Providers
+   * without the capability accept everything the executor's own validation does.
+   */
+  admit?(admission: Admission, profile: Profile): void | Promise<void>;
   /** Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. */
   available(): Promise<boolean>;
   close?(): Promise<void>;
+}
+
+/** What `Provider.admit` judges of an execution: its cwd and the read-only mounts it will get. */
+export interface Admission {
+  cwd?: string;
+  mounts?: ReadOnlyMount[];
 }
 
 /** A read-only directory shown to the command at `target` (the active content version at /env/<slug>). */

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/actor-runtime.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
+import { sandboxIdentity } from '../providers/native/sandbox-identity.ts';
 import type { Executor, Provider } from '../providers/provider.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
 import { ArtifactStore } from '../store/artifact-store.ts';
@@ -29,6 +30,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   logger?: Logger;
   /** Default: native, plus Docker when DOCKER_HOST is set or /var/run/docker.sock exists (BERTH_DOCKER=0 disables). */
   providers?: Provider[];
+  /** Host paths contained commands must not see besides the data dir (the tokens file named by --tokens). */
+  hiddenFromSandbox?: string[];
   /** The Environments content chapter (seed 001). Default: from BERTH_ENVIRONMENTS_CONTENT and friends (content-settings.ts). */
   content?: ContentSettings;
 }
@@ -40,8 +43,10 @@ export interface Berth {
   stop(): Promise<void>;
 }
 
-export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = process.env): Provider[] {
-  const providers: Provider[] = [new NativeProvider({ dataDir })];
+/** `hidden`: host paths contained commands must not see besides the data dir (the tokens file, also BERTH_TOKENS_FILE). */
+export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = process.env, hidden: string[] = []): Provider[] {
+  const tokensFile = env.BERTH_TOKENS_FILE ? [env.BERTH_TOKENS_FILE] : [];
+  const providers: Provider[] = [new NativeProvider({ dataDir, hidden: [...tokensFile, ...hidden], identity: sandboxIdentity(env) })];
   if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());
   return providers;
 }
@@ -49,7 +54,7 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
 export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const { dataDir } = opts.settings;
   const lock = await DataDirLock.acquire(dataDir);
-  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir));
+  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, opts.hiddenFromSandbox));
   const shutdown = new AbortController();
   let actors: ActorRuntime<Services> | undefined;
   const executors = new Map<string, Executor>();

@@ -19,6 +19,7 @@ import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
 import { assertQuota, isMember, outputLimitOf, type RolePolicy } from './role-policy.ts';
 import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from './runtime-api.ts';
 import type { Services } from './services.ts';
+import { versionMount } from './version-exec.ts';
 
 /** Lifecycle steps after which the record and its output no longer change. */
 const SETTLED = new Set(['saved', 'released', 'closing']);
@@ -160,6 +161,7 @@ export class ExecutionService {
   ): Promise<{ record: ExecutionRecord; position?: bigint }> {
     const command = argvOf(input.command);
     const active = await versionOf?.();
+    await this.providerAdmits(caller, environmentId, input.cwd, active);
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
     const version = await this.deps.environments.versionRead(target.allocationId, active);
@@ -313,6 +315,18 @@ export class ExecutionService {
       createdAt: c.createdAt,
       updatedAt: c.updatedAt,
     };
+  }
+
+  /**
+   * The environment's provider judges the execution before anything is acquired or accepted (a contained command's
+   * cwd must lie in what its sandbox shows): its refusal is the caller's 4xx, and nothing ran.
+   */
+  private async providerAdmits(caller: Caller, environmentId: string, cwd: string | undefined, version: number | undefined): Promise<void> {
+    const { profile } = await this.deps.environments.context(caller, environmentId);
+    const provider = this.deps.services.providers.get(profile.provider);
+    if (!provider.admit) return;
+    const mounts = version === undefined ? [] : [await versionMount(this.deps.services, environmentId, version)];
+    await provider.admit({ ...(cwd !== undefined ? { cwd } : {}), mounts }, profile);
   }
 
   /** The environment's ready allocation (acquiring it when there is none) as the execution's target. */

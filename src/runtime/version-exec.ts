@@ -79,27 +79,32 @@ export async function allocationContent(
   return { contentVersion: version, mounts: [{ source, target: `/env/${environment.slug}` }] };
 }
 
+/** Where an execution of the environment sees `version`: its directory, read-only at /env/<slug>. */
+export async function versionMount(services: Services, environmentId: string, version: number): Promise<ReadOnlyMount> {
+  const { content } = services;
+  const notReady = (message: string) => new BerthError('environment_not_ready', message, { environmentId, version });
+  if (!content) throw notReady('The environments content chapter is switched off; this execution names a version.');
+  const environment = await content.environment(environmentId);
+  if (!environment) throw new BerthError('environment_not_found', 'No such environment.', { environmentId });
+  const source = EnvironmentContent.of(content.dataDir, environmentId).versionDir(version);
+  if (!existsSync(source)) throw notReady(`Version ${version} is not on disk any more.`);
+  return { source, target: `/env/${environment.slug}` };
+}
+
 export async function versionedExec(
   services: Services,
   p: { target: { environmentId: string }; version: number; command: string[]; cwd?: string },
   profile: Profile,
   env: Record<string, string>,
 ): Promise<VersionedExec> {
-  const { content } = services;
   const environmentId = p.target.environmentId;
-  const notReady = (message: string) => new BerthError('environment_not_ready', message, { environmentId, version: p.version });
-  if (!content) throw notReady('The environments content chapter is switched off; this execution names a version.');
-  const environment = await content.environment(environmentId);
-  if (!environment) throw new BerthError('environment_not_found', 'No such environment.', { environmentId });
-  const source = EnvironmentContent.of(content.dataDir, environmentId).versionDir(p.version);
-  if (!existsSync(source)) throw notReady(`Version ${p.version} is not on disk any more.`);
-  const mount = `/env/${environment.slug}`;
-  const mounts = [{ source, target: mount }];
+  const mounts = [await versionMount(services, environmentId, p.version)];
+  const mount = mounts[0].target;
   if (profile.provider === 'docker') return { command: [...IN_CONTAINER, ...p.command], env: { ...env, PROJECT_ROOT: mount } };
   if (profile.contain) return { command: p.command, env: versionEnv(env, mount), mounts };
   const bwrap = findBubblewrap();
   if (!bwrap) throw new BerthError('unavailable', `Mounting ${mount} read-only needs bubblewrap (bwrap), which is not installed.`, { environmentId });
   const chdir = p.cwd ?? env.HOME ?? '/';
-  const wrap = bubblewrapArgv(bwrap, { hostWritable: true, mounts, hidden: [content.dataDir], chdir });
+  const wrap = bubblewrapArgv(bwrap, { hostWritable: true, mounts, hidden: [services.content!.dataDir], chdir });
   return { command: [...wrap, ...p.command], env: versionEnv(env, mount) };
 }

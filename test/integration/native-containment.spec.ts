@@ -1,9 +1,9 @@
 /**
- * Bubblewrap containment is enforced, not described: with `contain: true` the root and read-only mounts refuse
- * writes, the workspace takes them, /tmp is private, Berth's own files are hidden, and `network: 'none'` leaves no
+ * Bubblewrap containment is enforced, not described: with `contain: true` the root, the cwd and read-only mounts
+ * refuse writes, the private /tmp takes them, Berth's own files are hidden, and `network: 'none'` leaves no
  * route out. Needs bwrap: skipped (with a visible line) when it is missing, a failure under BERTH_REQUIRE_BWRAP=1.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -30,28 +30,35 @@ describe.skipIf(!bwrap)('bubblewrap containment', () => {
 
   const contained = (profile: Partial<Profile> = {}): void => {
     fx = nativeFixture({ provider: 'native', contain: true, network: 'none', ...profile });
-    workspace = join(fx.root, 'workspace');
+    // A host directory the sandbox shows (the host's /tmp is not: the sandbox has its own), reachable by the
+    // sandbox identity, as a version directory must be.
+    chmodSync(fx.root, 0o755);
+    workspace = mkdtempSync('/var/tmp/berth-cwd-');
+    chmodSync(workspace, 0o755);
     version = join(fx.root, 'versions', '1');
-    mkdirSync(workspace, { recursive: true });
     mkdirSync(version, { recursive: true });
     writeFileSync(join(version, 'README'), 'version one\n');
   };
   beforeEach(() => contained());
-  afterEach(() => fx.cleanup());
+  afterEach(() => {
+    fx.cleanup();
+    rmSync(workspace, { recursive: true, force: true });
+  });
 
   const sh = (script: string) => spec(['/bin/sh', '-c', script], { cwd: workspace, mounts: [{ source: version, target: '/env/demo' }] });
   const connect = (): string => `${process.execPath} -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(9); })"`;
 
-  it('lets the command write its workspace and nothing else of the host', async () => {
+  // The cwd is only changed to, never bound writable (it used to be: a cwd anywhere made that place writable).
+  it('starts the command in its cwd and lets it write nothing of the host', async () => {
     const stray = `/berth-stray-${process.pid}`;
     const { receipt, stdout, stderr } = await run(
       fx.executor,
-      sh(`echo kept > out.txt; touch ${stray} || echo root-refused; touch /usr/berth-stray || echo usr-refused`),
+      sh(`pwd; echo kept > out.txt || echo cwd-refused; touch ${stray} || echo root-refused; touch /usr/berth-stray || echo usr-refused`),
     );
     expect(receipt.exitCode).toBe(0);
-    expect(stdout.toString()).toBe('root-refused\nusr-refused\n');
-    expect(stderr.toString()).toMatch(/Read-only file system/);
-    expect(readFileSync(join(workspace, 'out.txt'), 'utf8')).toBe('kept\n');
+    expect(stdout.toString()).toBe(`${workspace}\ncwd-refused\nroot-refused\nusr-refused\n`);
+    expect(stderr.toString()).toMatch(/Read-only file system|Permission denied/);
+    expect(existsSync(join(workspace, 'out.txt'))).toBe(false);
     expect(existsSync(stray)).toBe(false);
   });
 
@@ -72,7 +79,9 @@ describe.skipIf(!bwrap)('bubblewrap containment', () => {
   it('hides the Berth data directory (outside /tmp, which is private anyway)', async () => {
     const dataDir = mkdtempSync('/var/tmp/berth-data-');
     try {
-      writeFileSync(join(dataDir, 'token'), 'tok-s3cret');
+      // Readable by the sandbox identity, so that only the hiding keeps it out.
+      chmodSync(dataDir, 0o755);
+      writeFileSync(join(dataDir, 'token'), 'tok-s3cret', { mode: 0o644 });
       const read = spec(['/bin/sh', '-c', `cat ${dataDir}/token || echo hidden`]);
       const hiding = new NativeExecutor({ spoolDir: join(dataDir, 'spool', 'a'), profile: { provider: 'native', contain: true }, hidden: [dataDir] });
       expect((await run(hiding, read)).stdout.toString()).toBe('hidden\n');

@@ -1,17 +1,17 @@
 /**
  * Bubblewrap containment for native commands (profile `contain: true`): the argv prefix that makes the root
- * read-only, the workspace writable, /tmp private, read-only mounts (/env/<slug>) visible, Berth's own files
- * hidden, and the network absent when the profile says `network: 'none'`. bwrap is started by the supervisor, so
- * `--die-with-parent` ties the sandbox to the supervisor, never to the Berth runtime.
+ * read-only, /tmp private, read-only mounts (/env/<slug>) visible, Berth's own files hidden, and the network absent
+ * when the profile says `network: 'none'`; unprivileged runs are in a user namespace with every capability dropped
+ * and no nested user namespace. bwrap is started by the supervisor, so `--die-with-parent` ties the sandbox to the
+ * supervisor, never to the Berth runtime.
  */
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ReadOnlyMount } from '../provider.ts';
 import { DEFAULT_PATH } from '../command-env.ts';
 
 export interface Containment {
-  /** The command's working directory, bound writable (the workspace); none: cwd is the private /tmp. */
-  workspace?: string;
   mounts?: ReadOnlyMount[];
   network?: 'none' | 'bridge';
   /** Host paths the command must not see (the Berth data dir, control sockets): replaced by empty ones. */
@@ -23,8 +23,16 @@ export interface Containment {
    * mounts): root entries and /tmp are bound read-write, /dev is the host's; hidden paths and mounts still apply.
    */
   hostWritable?: boolean;
-  /** Working directory inside the sandbox (default: the workspace, else /tmp). */
+  /** Working directory inside the sandbox (default /tmp). It is only changed to, never bound. */
   chdir?: string;
+  /** Make `chdir` first (a directory of the private /tmp). */
+  makeChdir?: boolean;
+  /**
+   * A user namespace with every capability dropped and nested user namespaces disabled: nothing inside can remount,
+   * unmount or gain a capability. Every contained command and build runs so; only the uncontained profile's
+   * version wrapper (the server's own privileges by design) does not.
+   */
+  unprivileged?: boolean;
 }
 
 /** Daemon sockets stay connectable on a read-only bind, so they are hidden outright. */
@@ -55,9 +63,15 @@ const exists = (path: string): boolean => {
 
 /**
  * The host root, entry by entry, read-only. Binding `/` whole would leave no writable parent in which to create
- * mount points such as /env; this way the sandbox root is bwrap's tmpfs, remounted read-only at the end.
+ * mount points such as /env; this way the sandbox root is bwrap's tmpfs, remounted read-only at the end. Read again
+ * only when / changed (its mtime moves with every entry added or removed): a readdir per command shows in the
+ * latency of every contained command.
  */
+const rootCache = new Map<boolean, { mtimeMs: number; args: string[] }>();
 function rootArgs(writable = false): string[] {
+  const { mtimeMs } = statSync('/');
+  const cached = rootCache.get(writable);
+  if (cached?.mtimeMs === mtimeMs) return cached.args;
   const args: string[] = [];
   for (const entry of readdirSync('/', { withFileTypes: true })) {
     const path = `/${entry.name}`;
@@ -65,7 +79,19 @@ function rootArgs(writable = false): string[] {
     if (entry.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path);
     else if (entry.isDirectory() || entry.isFile()) args.push(writable ? '--bind' : '--ro-bind', path, path);
   }
+  rootCache.set(writable, { mtimeMs, args });
   return args;
+}
+
+const disablesUserns = new Map<string, boolean>();
+/** Whether this bwrap has --disable-userns (0.8.0 and later): asked once per binary. */
+function canDisableUserns(bwrap: string): boolean {
+  let known = disablesUserns.get(bwrap);
+  if (known === undefined) {
+    known = spawnSync(bwrap, ['--help'], { encoding: 'utf8' }).stdout?.includes('--disable-userns') ?? false;
+    disablesUserns.set(bwrap, known);
+  }
+  return known;
 }
 
 /** `bwrap <args> --`: prepend to the command's argv. */
@@ -79,11 +105,17 @@ export function bubblewrapArgv(bwrap: string, c: Containment): string[] {
   }
   for (const m of c.mounts ?? []) args.push('--ro-bind', m.source, m.target);
   for (const b of c.binds ?? []) args.push('--bind', b.source, b.target);
-  if (c.workspace && c.workspace !== '/' && !c.hostWritable) args.push('--bind', c.workspace, c.workspace);
+  const chdir = c.chdir ?? '/tmp';
+  if (c.makeChdir) args.push('--dir', chdir);
   args.push('--remount-ro', '/');
-  // A private pid namespace: when the command ends, the kernel ends every process it left, escaped sessions included.
+  // A private pid namespace: when the command ends, the kernel ends every process it left, escaped sessions included;
+  // and no other process of the host (the server's, another tenant's) can be seen or signalled.
   args.push('--unshare-pid', '--die-with-parent');
+  if (c.unprivileged) {
+    args.push('--unshare-user', '--cap-drop', 'ALL');
+    if (canDisableUserns(bwrap)) args.push('--disable-userns');
+  }
   if (c.network === 'none') args.push('--unshare-net');
-  args.push('--chdir', c.chdir ?? c.workspace ?? '/tmp', '--');
+  args.push('--chdir', chdir, '--');
   return args;
 }

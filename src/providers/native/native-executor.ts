@@ -9,7 +9,7 @@ import { isAbsolute } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import type { ExecSpec, Executor, OutputChunk, OutputStream, Receipt } from '../provider.ts';
-import { assertCommandEnv } from '../command-env.ts';
+import { assertCommandEnv, hostAccount } from '../command-env.ts';
 import {
   assertOperationId,
   deriveReceipt,
@@ -24,13 +24,17 @@ import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
+import { privilegeDropArgv, sandboxIdentity } from './sandbox-identity.ts';
+import { SandboxView } from './sandbox-view.ts';
 import { superviseDetached, superviseRun, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
 
 export interface NativeExecutorOptions {
   /** `<dataDir>/spool/<allocationId>`. */
   spoolDir: string;
   profile: Profile;
-  /** Host paths a contained command must not see (the Berth data dir). */
+  /** What contained commands see (the provider's, shared); else one hiding `hidden` from the default identity. */
+  view?: SandboxView;
+  /** Host paths a contained command must not see (the Berth data dir), when no view is given. */
   hidden?: string[];
   /** Between SIGTERM and SIGKILL when cancelling or timing out. */
   graceMs?: number;
@@ -78,26 +82,29 @@ export class NativeExecutor implements Executor {
   readonly settles = true;
   private readonly spool: Spool;
   private readonly graceMs: number;
+  private readonly view: SandboxView;
   /** What status and reads last saw of each stream, so waitForChange cannot miss a change made just before it. */
   private readonly observed = new Map<string, Partial<Record<OutputStream, StreamSeen>>>();
 
   constructor(private readonly options: NativeExecutorOptions) {
     this.spool = new Spool(options.spoolDir);
     this.graceMs = options.graceMs ?? 2000;
+    this.view = options.view ?? new SandboxView(sandboxIdentity(), options.hidden ?? []);
   }
 
   async submit(spec: ExecSpec): Promise<Receipt> {
     validate(spec);
     const id = spec.operationId;
+    // A refusal (a cwd the sandbox does not show, no bwrap) comes before the spool exists: nothing is claimed.
+    const { argv, cwd, env } = this.launch(spec);
     if (!(await this.spool.create(id))) {
       const claim = await this.spool.readClaim(id);
       if (claim) return this.existing(id, claim);
     }
-    const argv = this.argv(spec);
-    const cwd = spec.cwd ?? (this.options.profile.contain ? '/tmp' : spec.env.HOME ?? '/');
     const { env: _secret, ...recorded } = spec;
     writeFileSync(this.spool.file(id, 'spec.json'), `${JSON.stringify({ ...recorded, argv })}\n`);
-    return spec.pty ? this.startPty(spec, argv, cwd) : this.startSupervised(spec, argv, cwd);
+    const launched = { ...spec, env };
+    return spec.pty ? this.startPty(launched, argv, cwd) : this.startSupervised(launched, argv, cwd);
   }
 
   private async startSupervised(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
@@ -196,20 +203,33 @@ export class NativeExecutor implements Executor {
     return this.status(id);
   }
 
-  private argv(spec: ExecSpec): string[] {
-    if (!this.options.profile.contain) return spec.command;
+  /**
+   * What the supervisor starts, where, and with what environment. Contained: the sandbox identity's bwrap (the
+   * supervisor itself stays in /, bwrap changes to the confined cwd), HOME in the private /tmp.
+   */
+  private launch(spec: ExecSpec): { argv: string[]; cwd: string; env: Record<string, string> } {
+    if (!this.options.profile.contain) return { argv: spec.command, cwd: spec.cwd ?? spec.env.HOME ?? '/', env: spec.env };
+    const { chdir, makeChdir } = this.view.confine(spec.cwd, spec.mounts);
     const bwrap = findBubblewrap();
     if (!bwrap) {
       const message = 'The profile asks for containment and bubblewrap (bwrap) is not installed.';
       throw new BerthError('unavailable', message, { operationId: spec.operationId });
     }
     const containment = {
-      workspace: spec.cwd,
       mounts: spec.mounts,
       network: this.options.profile.network,
-      hidden: this.options.hidden,
+      hidden: this.view.hidingTargets(),
+      chdir,
+      makeChdir,
+      unprivileged: true,
     };
-    return [...bubblewrapArgv(bwrap, containment), ...spec.command];
+    const argv = [...privilegeDropArgv(this.view.identity), ...bubblewrapArgv(bwrap, containment), ...spec.command];
+    // The base's HOME and USER name the server's account: a contained command's home is its private /tmp.
+    const account = hostAccount();
+    const env = { ...spec.env };
+    if (env.HOME === account.home) env.HOME = '/tmp';
+    if (env.USER === account.name) env.USER = this.view.identity.name;
+    return { argv, cwd: '/', env };
   }
 
   async status(operationId: string): Promise<Receipt> {

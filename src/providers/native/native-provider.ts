@@ -7,14 +7,20 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
-import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
 import { isSpoolName } from '../spool.ts';
 import { NativeExecutor } from './native-executor.ts';
+import { sandboxIdentity, type SandboxIdentity } from './sandbox-identity.ts';
+import { SandboxView } from './sandbox-view.ts';
 
 export interface NativeProviderOptions {
   dataDir: string;
   /** Between SIGTERM and SIGKILL when a command is cancelled or times out. */
   graceMs?: number;
+  /** Further host paths contained commands must not see (the tokens file). The data dir is always hidden. */
+  hidden?: string[];
+  /** Who contained commands run as (default: from BERTH_SANDBOX_UID/GID, see sandbox-identity.ts). */
+  identity?: SandboxIdentity;
 }
 
 export class NativeProvider implements Provider {
@@ -23,9 +29,17 @@ export class NativeProvider implements Provider {
 
   private readonly dataDir: string;
   private readonly executors = new Map<string, NativeExecutor>();
+  /** What contained commands see: one for the provider, shared by its executors. */
+  readonly view: SandboxView;
 
   constructor(private readonly options: NativeProviderOptions) {
     this.dataDir = resolve(options.dataDir);
+    this.view = new SandboxView(options.identity ?? sandboxIdentity(), [this.dataDir, ...(options.hidden ?? [])]);
+  }
+
+  /** A contained execution's cwd must lie in what its sandbox shows (sandbox-view.ts); uncontained ones run as the host. */
+  admit(admission: Admission, profile: Profile): void {
+    if (profile.contain) this.view.confine(admission.cwd, admission.mounts);
   }
 
   private spoolDir(allocationId: string): string {
@@ -64,7 +78,7 @@ export class NativeProvider implements Provider {
     let executor = this.executors.get(ref.allocationId);
     if (!executor) {
       const spoolDir = this.spoolDir(ref.allocationId);
-      executor = new NativeExecutor({ spoolDir, profile, hidden: [this.dataDir], graceMs: this.options.graceMs });
+      executor = new NativeExecutor({ spoolDir, profile, view: this.view, graceMs: this.options.graceMs });
       this.executors.set(ref.allocationId, executor);
     }
     return executor;

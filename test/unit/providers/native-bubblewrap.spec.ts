@@ -1,4 +1,4 @@
-/** The bwrap argv: read-only host root entry by entry, private /tmp, hidden paths, mounts, workspace, network. */
+/** The bwrap argv: read-only host root entry by entry, private /tmp, hidden paths, mounts, cwd, network, privilege. */
 import { describe, expect, it } from 'vitest';
 import { bubblewrapArgv } from '../../../src/providers/native/bubblewrap.ts';
 
@@ -7,7 +7,8 @@ const pairs = (argv: string[], flag: string): string[][] =>
 
 describe('bubblewrapArgv', () => {
   const argv = bubblewrapArgv('/usr/bin/bwrap', {
-    workspace: '/tmp/ws',
+    chdir: '/tmp/ws',
+    makeChdir: true,
     mounts: [{ source: '/data/versions/3', target: '/env/demo' }],
     network: 'none',
     hidden: ['/tmp'],
@@ -16,13 +17,17 @@ describe('bubblewrapArgv', () => {
   it('binds the host root read-only entry by entry and remounts the sandbox root read-only last', () => {
     expect(argv[0]).toBe('/usr/bin/bwrap');
     expect(pairs(argv, '--ro-bind')).toContainEqual(['/usr', '/usr']);
-    expect(pairs(argv, '--bind')).toEqual([['/tmp/ws', '/tmp/ws']]);
-    expect(argv.indexOf('--remount-ro')).toBeGreaterThan(argv.lastIndexOf('--bind'));
+    expect(argv.indexOf('--remount-ro')).toBeGreaterThan(argv.indexOf('/env/demo'));
     expect(argv.slice(-3)).toEqual(['--chdir', '/tmp/ws', '--']);
   });
 
-  it('makes /tmp private before binding a workspace inside it, and shows mounts read-only', () => {
-    expect(argv.indexOf('/tmp')).toBeLessThan(argv.indexOf('/tmp/ws'));
+  it('never binds the cwd: it makes it in the private /tmp (after /tmp is made) and changes to it', () => {
+    expect(pairs(argv, '--bind')).toEqual([]);
+    expect(argv.indexOf('/tmp')).toBeLessThan(argv.indexOf('--dir'));
+    expect(argv[argv.indexOf('--dir') + 1]).toBe('/tmp/ws');
+  });
+
+  it('shows mounts read-only', () => {
     expect(pairs(argv, '--ro-bind')).toContainEqual(['/data/versions/3', '/env/demo']);
     expect(pairs(argv, '--tmpfs')).toContainEqual(['/tmp']);
   });
@@ -35,6 +40,15 @@ describe('bubblewrapArgv', () => {
     expect(bridged).not.toContain('--unshare-net');
     expect(bridged).not.toContain('--bind');
     expect(bridged.slice(-3)).toEqual(['--chdir', '/tmp', '--']);
+  });
+});
+
+describe('bubblewrapArgv unprivileged', () => {
+  it('runs in a user namespace with every capability dropped only when asked', () => {
+    const argv = bubblewrapArgv('/usr/bin/bwrap', { unprivileged: true });
+    expect(argv).toContain('--unshare-user');
+    expect(argv[argv.indexOf('--cap-drop') + 1]).toBe('ALL');
+    expect(bubblewrapArgv('/usr/bin/bwrap', {})).not.toContain('--unshare-user');
   });
 });
 
