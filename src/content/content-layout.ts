@@ -5,25 +5,44 @@
  *   <dataDir>/environments/<envId>/versions/<n>/ built versions (read-only once built)
  *   <dataDir>/environments/<envId>/staging/      temporary files and imports, on the same filesystem as source and
  *                                               versions so that publishing is one rename
+ *
+ * A path inside the source is bounded so that it stays well under PATH_MAX (4,096) wherever Berth may move it.
  */
 import { opendirSync, type Dir } from 'node:fs';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
+import { removeTree } from './remove-tree.ts';
 
 export interface ContentLayout {
   root: string;
   source: string;
   versions: string;
   staging: string;
+  /** The longest relative path (bytes) a source file or directory may have: see MAX_CONTENT_ABSOLUTE_BYTES. */
+  maxPathBytes: number;
 }
 
+/**
+ * The longest absolute path (bytes) a content path may reach in its deepest location. PATH_MAX is 4,096; the rest is
+ * headroom for what tools (installers, git, tar) add below a path they are handed.
+ */
+export const MAX_CONTENT_ABSOLUTE_BYTES = 3840;
+/**
+ * Room for the deepest directory a source path is moved or copied under: `staging/replaced-<ms>-<uuid>/` (a
+ * replacing import), `staging/removed-<uuid>/`, `staging/import-<uuid>/tree/`, `versions/.partial-<n>-<uuid>/`. All
+ * are under 80 bytes; a path accepted in `source/` therefore fits in every one of them.
+ */
+const DEEPEST_CONTAINER_BYTES = 128;
+
 export function contentLayout(environmentDir: string): ContentLayout {
+  const rootBytes = Buffer.byteLength(path.resolve(environmentDir));
   return {
     root: environmentDir,
     source: path.join(environmentDir, 'source'),
     versions: path.join(environmentDir, 'versions'),
     staging: path.join(environmentDir, 'staging'),
+    maxPathBytes: Math.max(0, MAX_CONTENT_ABSOLUTE_BYTES - rootBytes - 1 - DEEPEST_CONTAINER_BYTES),
   };
 }
 
@@ -45,21 +64,34 @@ export const REPLACED_PREFIX = 'replaced-';
 /** Prefix of a version directory being copied, until it is complete and renamed to its number. */
 export const PARTIAL_VERSION_PREFIX = '.partial-';
 
+/** What recovery does with a step it could not finish (the default: throw). */
+export type RecoveryProblem = (step: 'restore_source' | 'clear_staging' | 'remove_partial_version', error: unknown) => void;
+
 /**
  * Bring an environment's content back to a whole state after a crash; call it at startup, before admitting work.
  * A replacing import that moved the old source aside but never put the new one in place gets the old one back;
- * everything else in staging, and every partial version copy, is garbage.
+ * everything else in staging, and every partial version copy, is garbage. Each step is tried whatever the one
+ * before did; one that fails goes to `problem` (a caller at startup logs it and goes on: garbage left behind does
+ * no harm, a server that does not start does).
  */
-export async function recoverContent(layout: ContentLayout): Promise<void> {
-  const staged = await readdirOrEmpty(layout.staging);
-  if (!(await readdirOrEmpty(layout.root)).includes('source')) {
-    const replaced = staged.filter((name) => name.startsWith(REPLACED_PREFIX)).sort();
+export async function recoverContent(layout: ContentLayout, problem: RecoveryProblem = (_, e) => { throw e; }): Promise<void> {
+  const attempt = async (step: Parameters<RecoveryProblem>[0], work: () => Promise<void>) => {
+    try {
+      await work();
+    } catch (e) {
+      problem(step, e);
+    }
+  };
+  await attempt('restore_source', async () => {
+    if ((await readdirOrEmpty(layout.root)).includes('source')) return;
+    const replaced = (await readdirOrEmpty(layout.staging)).filter((name) => name.startsWith(REPLACED_PREFIX)).sort();
     if (replaced.length > 0) await rename(path.join(layout.staging, replaced[replaced.length - 1]), layout.source);
-  }
-  await rm(layout.staging, { recursive: true, force: true });
-  for (const name of await readdirOrEmpty(layout.versions)) {
-    if (name.startsWith(PARTIAL_VERSION_PREFIX)) await rm(path.join(layout.versions, name), { recursive: true, force: true });
-  }
+  });
+  await attempt('clear_staging', () => removeTree(layout.staging));
+  await attempt('remove_partial_version', async () => {
+    const partial = (await readdirOrEmpty(layout.versions)).filter((name) => name.startsWith(PARTIAL_VERSION_PREFIX));
+    for (const name of partial) await removeTree(path.join(layout.versions, name));
+  });
 }
 
 export async function readdirOrEmpty(dir: string): Promise<string[]> {

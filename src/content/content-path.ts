@@ -17,7 +17,8 @@ export type PathProblem =
   | 'drive_letter'
   | 'parent_segment'
   | 'empty_segment'
-  | 'name_too_long';
+  | 'name_too_long'
+  | 'path_too_long';
 
 const MAX_SEGMENT_BYTES = 255;
 const MAX_PATH_BYTES = 4096;
@@ -25,9 +26,10 @@ const MAX_PATH_BYTES = 4096;
 /**
  * The segments of a relative path, or the reason it is refused. `.` segments and one trailing slash are harmless and
  * dropped; an empty segment in the middle (`a//b`) is refused because two spellings of one path hide mistakes.
- * An empty result (`''`, `.`, `./`) names the root itself.
+ * An empty result (`''`, `.`, `./`) names the root itself. `maxBytes` bounds the normalised path (`path_too_long`):
+ * the room left under the root (ContentLayout.maxPathBytes).
  */
-export function splitRelativePath(raw: string): { segments: string[] } | { problem: PathProblem } {
+export function splitRelativePath(raw: string, maxBytes = MAX_PATH_BYTES): { segments: string[] } | { problem: PathProblem } {
   if (raw.includes('\0')) return { problem: 'nul_byte' };
   if (raw.includes('\\')) return { problem: 'backslash' };
   if (raw.startsWith('/')) return { problem: 'absolute_path' };
@@ -43,6 +45,7 @@ export function splitRelativePath(raw: string): { segments: string[] } | { probl
     if (Buffer.byteLength(part) > MAX_SEGMENT_BYTES) return { problem: 'name_too_long' };
     segments.push(part);
   }
+  if (Buffer.byteLength(segments.join('/')) > maxBytes) return { problem: 'path_too_long' };
   return { segments };
 }
 
@@ -55,13 +58,24 @@ const describe: Record<PathProblem, string> = {
   parent_segment: 'The path contains a `..` segment.',
   empty_segment: 'The path contains an empty segment.',
   name_too_long: 'The path or one of its segments is too long.',
+  path_too_long: 'The path would lie too deep under the data directory.',
 };
 
+export interface ContentPathOptions {
+  /** The root itself is acceptable. */
+  allowRoot?: boolean;
+  /** The longest normalised path in bytes (path_too_long past it, with detail.max_bytes). */
+  maxBytes?: number;
+}
+
 /** Segments of a path from the API, or BerthError('environment_invalid'). The root itself only with `allowRoot`. */
-export function parseContentPath(raw: string, options: { allowRoot?: boolean } = {}): string[] {
-  const split = splitRelativePath(raw);
+export function parseContentPath(raw: string, options: ContentPathOptions = {}): string[] {
+  const split = splitRelativePath(raw, options.maxBytes);
   const problem = 'problem' in split ? split.problem : split.segments.length === 0 && !options.allowRoot ? 'empty_path' : null;
-  if (problem) throw new BerthError('environment_invalid', describe[problem], { path: raw, reason: problem });
+  if (problem) {
+    const bound = problem === 'path_too_long' ? { max_bytes: options.maxBytes } : {};
+    throw new BerthError('environment_invalid', describe[problem], { path: raw, reason: problem, ...bound });
+  }
   return (split as { segments: string[] }).segments;
 }
 
@@ -80,7 +94,7 @@ export interface ResolvedContentPath {
  * a bad spelling, a symlink anywhere along the way, a non-directory in the middle, or a final component that is
  * neither a regular file nor a directory. The root itself is trusted (Berth made it).
  */
-export async function resolveContentPath(root: string, raw: string, options: { allowRoot?: boolean } = {}): Promise<ResolvedContentPath> {
+export async function resolveContentPath(root: string, raw: string, options: ContentPathOptions = {}): Promise<ResolvedContentPath> {
   const segments = parseContentPath(raw, options);
   const rel = segments.join('/');
   let existing: ResolvedContentPath['existing'] = segments.length === 0 ? await rootKind(root) : 'directory';

@@ -9,7 +9,8 @@ import type { Body } from './import/byte-reader.ts';
 import { importGit, type GitImportOptions, type GitSource } from './import/git-import.ts';
 import type { ImportResult } from './import/import-result.ts';
 import { SourceTree } from './source-tree.ts';
-import { removeReadOnlyTree, snapshotSource, type SnapshotResult } from './versions.ts';
+import { removeTree } from './remove-tree.ts';
+import { snapshotSource, type SnapshotResult } from './versions.ts';
 
 export class EnvironmentContent {
   readonly layout: ContentLayout;
@@ -52,6 +53,6 @@ export class EnvironmentContent {
 
   /** Remove everything: source, staging and every version. */
   removeAll(): Promise<void> {
-    return removeReadOnlyTree(this.layout.root);
+    return removeTree(this.layout.root);
   }
 }

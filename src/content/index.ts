@@ -15,6 +15,7 @@ export type { Body } from './import/byte-reader.ts';
 export { importGit, type GitImportOptions, type GitSource } from './import/git-import.ts';
 export type { ImportResult, SkippedReason } from './import/import-result.ts';
 export { DEPENDENCY_DIRS, type SkipReason } from './import/member-policy.ts';
-export { makeReadOnly, removeReadOnlyTree, snapshot, snapshotSource, treeBytes, type SnapshotResult } from './versions.ts';
+export { makeReadOnly, snapshot, snapshotSource, treeBytes, type SnapshotResult } from './versions.ts';
+export { removeTree } from './remove-tree.ts';
 export { runBuild, type BuildOptions, type BuildResult, type InstalledPackage } from './build-runner.ts';
 export { hostToolchain, type ToolchainCommand, type ToolchainExit, type ToolchainRunner } from './toolchain.ts';

@@ -16,6 +16,7 @@ import { withContentLock } from './content-lock.ts';
 import { contentLimits, type ContentLimits } from './content-limits.ts';
 import { resolveContentPath, type ResolvedContentPath } from './content-path.ts';
 import { contentTypeOf } from './content-type.ts';
+import { removeTree } from './remove-tree.ts';
 import type { Body } from './import/byte-reader.ts';
 
 export interface TreeEntry {
@@ -154,12 +155,12 @@ export class SourceTree {
       await rename(target.abs, doomed);
       return { path: target.rel, type: target.existing };
     });
-    await rm(doomed, { recursive: true, force: true });
+    await removeTree(doomed);
     return removed;
   }
 
   private resolve(rel: string): Promise<ResolvedContentPath> {
-    return resolveContentPath(this.dir, rel);
+    return resolveContentPath(this.dir, rel, { maxBytes: this.layout.maxPathBytes });
   }
 }
 

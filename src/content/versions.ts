@@ -13,12 +13,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { constants, existsSync } from 'node:fs';
-import { chmod, copyFile, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, lstat, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
 import { PARTIAL_VERSION_PREFIX, versionDir, type ContentLayout } from './content-layout.ts';
 import { withContentLock } from './content-lock.ts';
 import { DEPENDENCY_DIRS } from './import/member-policy.ts';
+import { removeTree } from './remove-tree.ts';
 
 const COPY_CONCURRENCY = 16;
 
@@ -59,7 +60,7 @@ export async function snapshot(source: string, dest: string): Promise<SnapshotRe
     await Promise.all(Array.from({ length: COPY_CONCURRENCY }, worker));
     await rename(partial, dest);
   } catch (e) {
-    await rm(partial, { recursive: true, force: true });
+    await removeTree(partial);
     throw e;
   }
   return { dir: dest, files: copies.length };
@@ -84,22 +85,6 @@ export async function makeReadOnly(dir: string): Promise<void> {
     await chmod(d, 0o555);
   };
   await walk(dir);
-}
-
-/** Remove a version (or any tree made read-only): directories get their write bit back first, as rm needs. */
-export async function removeReadOnlyTree(dir: string): Promise<void> {
-  const walk = async (d: string): Promise<void> => {
-    await chmod(d, 0o755);
-    const entries = await readdir(d, { withFileTypes: true });
-    await Promise.all(entries.filter((e) => e.isDirectory()).map((e) => walk(path.join(d, e.name))));
-  };
-  try {
-    await walk(dir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
-  await rm(dir, { recursive: true, force: true });
 }
 
 /** The bytes of every file and link under `dir` (apparent sizes, links not followed). */

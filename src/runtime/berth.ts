@@ -91,6 +91,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       dataDir,
       settings: content,
       liveLogs: new Map(),
+      ...(opts.logger ? { logger: opts.logger } : {}),
       environment: async (id) => (await look<EnvironmentContext>('environment', id))?.context,
       build: (id) => look<BuildContext>('build', id),
     };

@@ -11,7 +11,7 @@ import { EnvironmentContent } from '../content/environment-content.ts';
 import type { Body } from '../content/import/byte-reader.ts';
 import type { ImportResult } from '../content/import/import-result.ts';
 import { hasEntries, readdirOrEmpty, recoverContent } from '../content/content-layout.ts';
-import { removeReadOnlyTree } from '../content/versions.ts';
+import { removeTree } from '../content/remove-tree.ts';
 import { buildStatus, type BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext, VersionSummary } from '../machines/environment.machine.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
@@ -91,6 +91,7 @@ export class ContentService implements ContentApi {
       (await this.content(caller, id)).importGit(source, {
         replace: options.replace ?? false,
         allowLocal: this.deps.runtime.settings.gitAllowLocal,
+        allowHosts: this.deps.runtime.settings.gitAllowHosts,
       }),
     );
   }
@@ -226,25 +227,47 @@ export class ContentService implements ContentApi {
   /**
    * At startup, after actor recovery and before admitting work: the content of deleted environments is removed, each
    * live one is brought back to a whole state (content-layout.ts), and version directories that are not a ready
-   * build (interrupted or failed ones) are removed.
+   * build (interrupted or failed ones) are removed. What cannot be removed or read (a tree past PATH_MAX that even
+   * removeTree cannot take apart, a mount point, a file the server's user may not delete) is logged, one line per
+   * environment and step, and left: leftovers cost disk, a server that does not start costs everyone.
    */
   async recover(): Promise<void> {
-    for (const id of await readdirOrEmpty(path.join(this.deps.runtime.dataDir, 'environments'))) {
-      const view = /^henv_[0-9a-f]{32}$/.test(id) ? await this.deps.actors.get<EnvironmentContext>('environment', id) : undefined;
-      const content = EnvironmentContent.of(this.deps.runtime.dataDir, id);
-      if (!view || view.state === 'deleted') {
-        await content.removeAll();
-        this.summaries.forget(id);
-        continue;
-      }
-      await this.changing(id, () => recoverContent(content.layout));
-      for (const name of await readdirOrEmpty(content.layout.versions)) {
-        const version = Number(name);
-        const kept = view.context.versions.some((v) => v.version === version && v.status === 'ready');
-        if (kept || (await this.build(buildIdOf(id, version)))?.state === 'ready') continue;
-        await removeReadOnlyTree(content.versionDir(version));
+    const environments = path.join(this.deps.runtime.dataDir, 'environments');
+    let ids: string[] = [];
+    try {
+      ids = await readdirOrEmpty(environments);
+    } catch (e) {
+      this.leftBehind('*', 'list_environments', e);
+    }
+    for (const id of ids) {
+      try {
+        await this.recoverOne(id);
+      } catch (e) {
+        this.leftBehind(id, 'recover', e);
       }
     }
+  }
+
+  private async recoverOne(id: string): Promise<void> {
+    const view = /^henv_[0-9a-f]{32}$/.test(id) ? await this.deps.actors.get<EnvironmentContext>('environment', id) : undefined;
+    const content = EnvironmentContent.of(this.deps.runtime.dataDir, id);
+    if (!view || view.state === 'deleted') {
+      await content.removeAll().catch((e: unknown) => this.leftBehind(id, 'remove_deleted', e));
+      this.summaries.forget(id);
+      return;
+    }
+    await this.changing(id, () => recoverContent(content.layout, (step, e) => this.leftBehind(id, step, e)));
+    for (const name of await readdirOrEmpty(content.layout.versions)) {
+      const version = Number(name);
+      const kept = view.context.versions.some((v) => v.version === version && v.status === 'ready');
+      if (kept || (await this.build(buildIdOf(id, version)))?.state === 'ready') continue;
+      await removeTree(content.versionDir(version)).catch((e: unknown) => this.leftBehind(id, 'remove_unfinished_version', e));
+    }
+  }
+
+  private leftBehind(environmentId: string, step: string, error: unknown): void {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
+    this.deps.runtime.logger?.warn({ environmentId, step, code, err: error }, 'content cleanup left what it could not remove or read');
   }
 
   // ---------------------------------------------------------------------------------------------------- helpers

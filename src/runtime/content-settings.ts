@@ -1,10 +1,12 @@
 /**
  * Settings of the Environments content chapter (seed 001), from the environment: whether it is on at all
  * (BERTH_ENVIRONMENTS_CONTENT=0 switches it off: capabilities say environments false and every content endpoint
- * answers 404), the size limit of one file, whether git imports may name local paths, and the build step timeout.
+ * answers 404), the size limit of one file, whether git imports may name local paths, which internal hosts they may
+ * reach, and the build step timeout.
  */
 import { BerthError } from '../../schemas/errors.ts';
 import { defaultContentLimits } from '../content/content-limits.ts';
+import { gitHostAllowance } from '../content/import/git-host-policy.ts';
 
 export interface ContentSettings {
   enabled: boolean;
@@ -12,6 +14,11 @@ export interface ContentSettings {
   maxFileBytes: number;
   /** BERTH_GIT_ALLOW_LOCAL=1: git imports may clone local paths and file:// URLs (single-tenant servers, tests). */
   gitAllowLocal: boolean;
+  /**
+   * BERTH_GIT_ALLOW_HOSTS (comma-separated host names, addresses or CIDR subnets; default none): hosts git imports may
+   * reach although they resolve to loopback, private, link-local or this machine's own addresses.
+   */
+  gitAllowHosts: string[];
   /** BERTH_BUILD_STEP_TIMEOUT_MS (default 20 min): one installer step of a build. */
   buildStepTimeoutMs: number;
 }
@@ -24,11 +31,19 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return n;
 }
 
+/** The entries of BERTH_GIT_ALLOW_HOSTS, checked now so that a typo stops the server rather than an import. */
+function allowedHosts(raw: string | undefined): string[] {
+  const entries = (raw ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
+  gitHostAllowance(entries);
+  return entries;
+}
+
 export function contentSettings(env: NodeJS.ProcessEnv = process.env): ContentSettings {
   return {
     enabled: env.BERTH_ENVIRONMENTS_CONTENT !== '0',
     maxFileBytes: positiveInt(env, 'BERTH_MAX_FILE_BYTES', defaultContentLimits.maxFileBytes),
     gitAllowLocal: env.BERTH_GIT_ALLOW_LOCAL === '1',
+    gitAllowHosts: allowedHosts(env.BERTH_GIT_ALLOW_HOSTS),
     buildStepTimeoutMs: positiveInt(env, 'BERTH_BUILD_STEP_TIMEOUT_MS', 20 * 60_000),
   };
 }

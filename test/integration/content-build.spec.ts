@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runBuild } from '../../src/content/build-runner.ts';
 import { EnvironmentContent } from '../../src/content/environment-content.ts';
 import { hostToolchain } from '../../src/content/toolchain.ts';
-import { makeReadOnly, removeReadOnlyTree } from '../../src/content/versions.ts';
+import { removeTree } from '../../src/content/remove-tree.ts';
+import { makeReadOnly } from '../../src/content/versions.ts';
 
 let base: string;
 let content: EnvironmentContent;
@@ -17,7 +18,7 @@ beforeEach(() => {
   content = new EnvironmentContent(path.join(base, 'env'));
 });
 afterEach(async () => {
-  await removeReadOnlyTree(base);
+  await removeTree(base);
 });
 
 /** The host's environment, with the npm registry pointed at a closed port: the build must not need the network. */

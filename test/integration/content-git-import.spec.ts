@@ -116,7 +116,8 @@ describe('git import', () => {
     const port = (server.address() as { port: number }).port;
     try {
       const started = Date.now();
-      const error = await refused(content.importGit({ url: `git://127.0.0.1:${port}/project.git` }, { timeoutMs: 1000 }));
+      // A loopback host is refused unless allowed (test/security/git-import-ssrf.spec.ts): allowed here.
+      const error = await refused(content.importGit({ url: `git://127.0.0.1:${port}/project.git` }, { timeoutMs: 1000, allowHosts: ['127.0.0.1'] }));
       expect(error.detail.reason).toBe('git_timeout');
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {

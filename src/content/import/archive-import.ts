@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +14,7 @@ import { createGunzip } from 'node:zlib';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { ContentLayout } from '../content-layout.ts';
 import { contentLimits, type ContentLimits } from '../content-limits.ts';
+import { removeTree } from '../remove-tree.ts';
 import type { ArchiveMember } from './archive-member.ts';
 import { archiveKind } from './archive-kind.ts';
 import { ByteReader, type Body } from './byte-reader.ts';
@@ -40,13 +41,13 @@ export async function importArchive(layout: ContentLayout, body: Body, options: 
     const members = await openMembers(reader, work, meter);
     const staged = path.join(work, 'tree');
     await mkdir(staged);
-    const result = await unpack(members, staged);
+    const result = await unpack(members, staged, layout.maxPathBytes);
     const root = await contentRootOf(staged, true);
     await landStaged(layout, root.dir, options.replace ?? false);
     return root.strippedPrefix ? { ...result, strippedPrefix: root.strippedPrefix } : result;
   } finally {
     await reader.close();
-    await rm(work, { recursive: true, force: true });
+    await removeTree(work);
   }
 }
 
@@ -73,8 +74,8 @@ async function openMembers(reader: ByteReader, work: string, meter: ImportMeter)
   }
 }
 
-async function unpack(members: AsyncIterable<ArchiveMember>, staged: string): Promise<ImportResult> {
-  const policy = new MemberPolicy();
+async function unpack(members: AsyncIterable<ArchiveMember>, staged: string, maxPathBytes: number): Promise<ImportResult> {
+  const policy = new MemberPolicy(maxPathBytes);
   const skipped = new SkipTally();
   const writer = new StagingWriter(staged);
   try {

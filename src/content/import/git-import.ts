@@ -1,18 +1,25 @@
 /**
  * Import of a git repository (seed 001 §3.1): `git clone --depth 1 --branch <ref>` with the system git into staging,
- * with no hooks (an empty template and core.hooksPath=/dev/null), no `ext::` transport, local paths and file:// only
- * when allowed, no prompts, and a timeout that kills git's whole process group. Then `.git` is dropped, the checkout
- * is walked with lstat and links, special files and dependency directories are removed and counted, the caps are
- * applied, and the tree is landed like an archive's (but never wrapper-stripped: a repository's root is the project's).
+ * with no hooks (an empty template and core.hooksPath=/dev/null), only the https, http, ssh and git transports
+ * (local paths and file:// only when allowed), no redirects, no credential helper, no prompts, and a timeout that
+ * kills git's whole process group. The host must pass the host policy (git-host-policy.ts) and git is pinned to the
+ * address that passed (git-remote.ts). Then `.git` is dropped, the checkout is walked with lstat and links, special
+ * files, dependency directories and paths too deep for the data directory are removed and counted, the caps are
+ * applied, and the tree is landed like an archive's (but never wrapper-stripped: a repository's root is the
+ * project's). git's messages reach the caller with every absolute path taken out.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { ContentLayout } from '../content-layout.ts';
 import { contentLimits } from '../content-limits.ts';
+import { withoutAbsolutePaths } from '../hide-paths.ts';
+import { removeTree } from '../remove-tree.ts';
 import type { ImportOptions } from './archive-import.ts';
+import { checkGitHost, gitHostAllowance } from './git-host-policy.ts';
+import { parseGitRemote, type PinnedRemote } from './git-remote.ts';
 import { ImportMeter } from './import-meter.ts';
 import { SkipTally, type ImportResult } from './import-result.ts';
 import { landStaged } from './land-staged.ts';
@@ -28,42 +35,51 @@ export interface GitImportOptions extends ImportOptions {
   timeoutMs?: number;
   /** Allow local paths and file:// URLs (off by default: they would read the server's own disk). */
   allowLocal?: boolean;
+  /** Hosts (names, addresses, subnets) an import may reach although they are loopback, private or this machine's. */
+  allowHosts?: readonly string[];
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
-const REMOTE_URL = /^(https?|ssh|git):\/\/[^\s]+$|^[\w.-]+@[\w.-]+:[^\s]+$/;
-const LOCAL_URL = /^(file:\/\/|\/)[^\s]*$/;
 const REF = /^(?!-)(?!.*\.\.)[\w./-]+$/;
 
 export async function importGit(layout: ContentLayout, source: GitSource, options: GitImportOptions = {}): Promise<ImportResult> {
   const allowLocal = options.allowLocal ?? false;
-  if (!(REMOTE_URL.test(source.url) || (allowLocal && LOCAL_URL.test(source.url)))) {
-    throw invalid('git_url', 'The git URL is not an allowed https, http, ssh or git URL.', { url: source.url });
-  }
+  const remote = parseGitRemote(source.url, allowLocal);
   if (source.ref !== undefined && !REF.test(source.ref)) throw invalid('git_ref', 'The git ref is not a branch or tag name.', { ref: source.ref });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
+  const pinned: PinnedRemote =
+    remote.transport === 'local'
+      ? { url: remote.url, config: [], env: {} }
+      : remote.pin(await withinTimeout(checkGitHost(remote.host, gitHostAllowance(options.allowHosts ?? [])), timeoutMs));
 
   const work = path.join(layout.staging, `git-${randomUUID()}`);
   const tree = path.join(work, 'tree');
   try {
     await mkdir(work, { recursive: true });
-    await clone(source, tree, allowLocal, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    await rm(path.join(tree, '.git'), { recursive: true, force: true });
-    const result = await sweepCheckout(tree, new ImportMeter(contentLimits(options.limits)));
+    await clone(pinned, source.ref, work, allowLocal, Math.max(1, deadline - Date.now()), timeoutMs);
+    await removeTree(path.join(tree, '.git'));
+    const result = await sweepCheckout(tree, layout.maxPathBytes, new ImportMeter(contentLimits(options.limits)));
     await landStaged(layout, tree, options.replace ?? false);
     return result;
   } finally {
-    await rm(work, { recursive: true, force: true });
+    await removeTree(work);
   }
 }
 
-function clone(source: GitSource, dest: string, allowLocal: boolean, timeoutMs: number): Promise<void> {
+/** Clones into `<work>/tree`, run from `work` so that git's own messages name `tree`, not a server path. */
+function clone(remote: PinnedRemote, ref: string | undefined, work: string, allowLocal: boolean, remainingMs: number, timeoutMs: number): Promise<void> {
   const args = [
     '-c', 'core.hooksPath=/dev/null',
-    '-c', 'protocol.ext.allow=never',
+    '-c', 'protocol.allow=never',
+    ...['https', 'http', 'ssh', 'git'].flatMap((name) => ['-c', `protocol.${name}.allow=always`]),
     '-c', `protocol.file.allow=${allowLocal ? 'always' : 'never'}`,
+    '-c', 'http.followRedirects=false', // a public host must not send git on to an internal one
+    '-c', 'credential.helper=', // the server's stored credentials are not a tenant's
+    ...remote.config,
     'clone', '--depth', '1', '--single-branch', '--no-tags', '--template=',
-    ...(source.ref ? ['--branch', source.ref] : []),
-    '--', source.url, dest,
+    ...(ref ? ['--branch', ref] : []),
+    '--', remote.url, 'tree',
   ];
   const env = {
     ...process.env,
@@ -72,9 +88,10 @@ function clone(source: GitSource, dest: string, allowLocal: boolean, timeoutMs: 
     GIT_LFS_SKIP_SMUDGE: '1',
     GIT_ASKPASS: '/bin/false',
     SSH_ASKPASS: '/bin/false',
+    ...remote.env,
   };
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const child = spawn('git', args, { cwd: work, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (text: string) => {
       stderr = (stderr + text).slice(-4096);
@@ -83,19 +100,34 @@ function clone(source: GitSource, dest: string, allowLocal: boolean, timeoutMs: 
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child.pid);
-    }, timeoutMs);
+    }, remainingMs);
     child.on('error', (e) => {
       clearTimeout(timer);
-      reject(invalid('git_failed', `git could not be started: ${e.message}`));
+      reject(invalid('git_failed', `git could not be started: ${withoutAbsolutePaths(e.message)}`));
     });
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (timedOut) reject(invalid('git_timeout', `git clone did not finish within ${timeoutMs} ms.`, { timeoutMs }));
-      else if (code !== 0) reject(invalid('git_failed', 'git clone failed.', { exitCode: code, stderr: stderr.trim() }));
+      if (timedOut) reject(timeout(timeoutMs));
+      else if (code !== 0) reject(invalid('git_failed', 'git clone failed.', { exitCode: code, stderr: withoutAbsolutePaths(stderr.trim()) }));
       else resolve();
     });
   });
 }
+
+/** The host check in the import's time budget (a resolver that does not answer is a clone that does not finish). */
+async function withinTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeout(timeoutMs)), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const timeout = (timeoutMs: number) => invalid('git_timeout', `git clone did not finish within ${timeoutMs} ms.`, { timeoutMs });
 
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
@@ -107,7 +139,7 @@ function killGroup(pid: number | undefined): void {
 }
 
 /** Remove what must not land from a checkout, counting it, and apply the caps to what stays. */
-async function sweepCheckout(tree: string, meter: ImportMeter): Promise<ImportResult> {
+async function sweepCheckout(tree: string, maxPathBytes: number, meter: ImportMeter): Promise<ImportResult> {
   const skipped = new SkipTally();
   let files = 0;
   let bytes = 0;
@@ -116,10 +148,13 @@ async function sweepCheckout(tree: string, meter: ImportMeter): Promise<ImportRe
       const childRel = rel ? `${rel}/${entry.name}` : entry.name;
       const child = path.join(dir, entry.name);
       meter.entry();
-      if (entry.isDirectory()) {
+      if (Buffer.byteLength(childRel) > maxPathBytes) {
+        skipped.add(childRel, 'path_too_long');
+        await removeTree(child);
+      } else if (entry.isDirectory()) {
         if (DEPENDENCY_DIRS.has(entry.name)) {
           skipped.add(childRel, 'dependency_dir');
-          await rm(child, { recursive: true, force: true });
+          await removeTree(child);
         } else await walk(child, childRel);
       } else if (entry.isFile()) {
         const { size } = await lstat(child);
@@ -128,7 +163,7 @@ async function sweepCheckout(tree: string, meter: ImportMeter): Promise<ImportRe
         bytes += size;
       } else {
         skipped.add(childRel, entry.isSymbolicLink() ? 'symlink' : 'special_file');
-        await rm(child, { force: true });
+        await removeTree(child);
       }
     }
   };

@@ -6,10 +6,11 @@
  * of a merge leaves some paths merged, never a partial file.
  */
 import { randomUUID } from 'node:crypto';
-import { lstat, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { REPLACED_PREFIX, type ContentLayout } from '../content-layout.ts';
 import { withContentLock } from '../content-lock.ts';
+import { removeTree } from '../remove-tree.ts';
 
 /**
  * The directory to land from `staged`: the staged directory itself, or, when `stripWrapper` and it holds exactly one
@@ -34,7 +35,7 @@ export async function landStaged(layout: ContentLayout, contentRoot: string, rep
     if (!existing || replace) await rename(contentRoot, layout.source);
     else await mergeInto(contentRoot, layout.source);
   });
-  if (movedAside) await rm(replaced, { recursive: true, force: true });
+  if (movedAside) await removeTree(replaced);
 }
 
 async function mergeInto(from: string, to: string): Promise<void> {
@@ -47,7 +48,7 @@ async function mergeInto(from: string, to: string): Promise<void> {
       continue;
     }
     // rename() never follows a link at `dst`; a directory in the way of a file (or the reverse) goes first.
-    if (there === 'directory' || (there && entry.isDirectory())) await rm(dst, { recursive: true, force: true });
+    if (there === 'directory' || (there && entry.isDirectory())) await removeTree(dst);
     await rename(src, dst);
   }
 }

@@ -4,7 +4,8 @@
  * symlink or a hardlink can only point somewhere we would then have to trust), devices, fifos and sockets, anything
  * at or below a dropped link's name, and dependency directories (`node_modules`, `.venv` at any depth: a build installs
  * from the manifests, and what a laptop installed does not run where sessions run). A member that conflicts with an
- * earlier one (a file where a directory landed, or below a file) is dropped too. The policy decides from names only,
+ * earlier one (a file where a directory landed, or below a file) is dropped too, and so is one whose path would lie
+ * too deep under the data directory (`path_too_long`). The policy decides from names only,
  * in archive order, so it needs no look at the disk.
  */
 import { splitRelativePath, type PathProblem } from '../content-path.ts';
@@ -28,8 +29,11 @@ export class MemberPolicy {
   /** What each landed or refused name is, so later members can be checked against it. */
   private readonly seen = new Map<string, 'file' | 'directory' | 'link'>();
 
+  /** `maxPathBytes`: the longest path that may land (path_too_long past it), as the archive spells it. */
+  constructor(private readonly maxPathBytes?: number) {}
+
   decide(rawPath: string, kind: MemberKind): Decision {
-    const split = splitRelativePath(rawPath);
+    const split = splitRelativePath(rawPath, this.maxPathBytes);
     if ('problem' in split) return { land: false, reason: split.problem };
     const { segments } = split;
     if (segments.length === 0) return kind === 'directory' ? { land: 'root' } : { land: false, reason: 'empty_path' };

@@ -6,7 +6,6 @@
  * for a Docker build, its container first).
  */
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { buildEvents, MAX_LISTED_PACKAGES } from '../../../schemas/events/build.ts';
 import { BUILD_ERROR_MAX } from '../../../schemas/events/environment.ts';
@@ -15,7 +14,9 @@ import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import { BuildLog } from '../../content/build-log.ts';
 import { runBuild, type BuildResult } from '../../content/build-runner.ts';
 import { EnvironmentContent } from '../../content/environment-content.ts';
-import { makeReadOnly, removeReadOnlyTree } from '../../content/versions.ts';
+import { withoutDir } from '../../content/hide-paths.ts';
+import { removeTree } from '../../content/remove-tree.ts';
+import { makeReadOnly } from '../../content/versions.ts';
 import {
   buildMachine,
   finished,
@@ -43,10 +44,12 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
   effects: {
     'build.run': async (p: BuildRunParams, ctx): Promise<DomainEvent | undefined> => {
       const { content, artifacts, shutdown } = ctx.services;
+      // Error and log are shown to the tenant: they never name the data directory (an fs error's message does).
+      const hidden = (text: string) => (content ? withoutDir(text, content.dataDir, '<data>') : text);
       const failed = async (error: string, log?: string): Promise<DomainEvent> => ({
         type: 'build.failed',
-        error: clip(error),
-        ...(log !== undefined ? { log: await putLog(artifacts, log) } : {}),
+        error: clip(hidden(error)),
+        ...(log !== undefined ? { log: await putLog(artifacts, hidden(log)) } : {}),
         at: ctx.services.now(),
       });
       if (!content) return failed('the environments content chapter is switched off');
@@ -76,7 +79,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
           });
         } catch (e) {
           // Nothing ran (no image, no engine, no right to hand the directory over): the log says why.
-          await removeReadOnlyTree(snapshot.dir);
+          await removeTree(snapshot.dir);
           const why = `the build toolchain could not start: ${(e as Error).message}`;
           return failed(why, `${why}\n`);
         }
@@ -99,7 +102,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
         // A build container that may still write the version: it is never published.
         if (undisposed) result = { ...result, ok: false, error: `the build container could not be removed: ${undisposed.message}` };
         if (!result.ok) {
-          await removeReadOnlyTree(snapshot.dir);
+          await removeTree(snapshot.dir);
           return failed(result.error, result.log);
         }
         await makeReadOnly(snapshot.dir);
@@ -114,7 +117,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
         };
       } finally {
         content.liveLogs.delete(p.buildId);
-        await rm(scratch, { recursive: true, force: true });
+        await removeTree(scratch);
       }
     },
     'build.discard': async (p: BuildDiscardParams, ctx) => {
@@ -125,7 +128,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
         const docker = ctx.services.providers.get('docker');
         if (docker instanceof DockerProvider) await docker.removeBuild(ctx.actorId);
       }
-      await removeReadOnlyTree(EnvironmentContent.of(content.dataDir, p.environmentId).versionDir(p.version));
+      await removeTree(EnvironmentContent.of(content.dataDir, p.environmentId).versionDir(p.version));
     },
     'environment.report': async (p: BuildReportParams, ctx) => {
       try {
