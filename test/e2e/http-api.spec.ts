@@ -129,7 +129,8 @@ describe('routes over the real runtime (native)', () => {
     expect(replay[0].event).toMatchObject({ stream: `execution-${submitted.id}`, revision: '0', type: 'execution.accepted' });
     expect(replay[1].stateBefore).toEqual(replay[0].stateAfter);
 
-    const metrics = await server.call('/metrics');
+    // Every scope's counts: the admin's (a member is forbidden, test/security/roles-and-quotas.spec.ts).
+    const metrics = await server.call('/metrics', { token: tokens.admin });
     expect(metrics.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await metrics.text();
     expect(text).toMatch(/^berth_executions\{status="exited"\} \d+$/m);

@@ -1,0 +1,174 @@
+/**
+ * Roles and quotas (issue 10, findings 4 and 9), against a real `berth serve` with member tokens: a member cannot run
+ * on the host uncontained nor ask past the admin's ceilings, its scope is held to its quotas (environments,
+ * concurrent executions, output per execution and on disk), a command writing past its output quota is stopped and
+ * its record says why, and /metrics (every scope's counts) is the admin's. Each tenant below has its own scope, so
+ * one quota's test never spends another's.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvironment, finished, running, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { dockerAvailable } from '../integration/docker-env.ts';
+
+const MiB = 1024 * 1024;
+const OUTPUT_QUOTA = 1 * MiB;
+const SCOPE_OUTPUT_QUOTA = 1.5 * MiB;
+const ENVIRONMENTS_QUOTA = 3;
+
+/** One member token per quota under test (scope = name). */
+const members = {
+  alice: tokens.alice,
+  carol: 'roles-carol-token-5d0e2b7a91c4f368',
+  dave: 'roles-dave-token-7e13c9a0d4b25f68',
+  erin: 'roles-erin-token-0a9f4d61e7c2b385',
+  frank: 'roles-frank-token-c8b2e6f0193a7d45',
+};
+
+let server: BerthServer;
+let tokensDir: string;
+/** A host directory outside every sandbox's writable view (not under /tmp, which a contained command has privately). */
+let hostDir: string;
+/** The file name a contained command tries to create on the host (removed after, should the sandbox ever leak). */
+const marker = `roles-${process.pid}-${Date.now()}`;
+
+beforeAll(async () => {
+  tokensDir = mkdtempSync(join(tmpdir(), 'berth-roles-'));
+  hostDir = mkdtempSync('/var/tmp/berth-roles-host-');
+  const tokensFile = join(tokensDir, 'tokens.json');
+  writeFileSync(tokensFile, JSON.stringify(Object.entries(members).map(([scope, token]) => ({ token, scope, role: 'member' }))), { mode: 0o600 });
+  server = await startServer([], {
+    BERTH_TOKENS_FILE: tokensFile,
+    BERTH_QUOTA_ENVIRONMENTS: String(ENVIRONMENTS_QUOTA),
+    BERTH_QUOTA_CONCURRENT_EXECUTIONS: '1',
+    BERTH_QUOTA_OUTPUT_BYTES: String(OUTPUT_QUOTA),
+    BERTH_QUOTA_SCOPE_OUTPUT_BYTES: String(SCOPE_OUTPUT_QUOTA),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  rmSync(tokensDir, { recursive: true, force: true });
+  rmSync(hostDir, { recursive: true, force: true });
+  rmSync(`/root/${marker}`, { force: true });
+});
+
+const errorOf = async (response: Response) => ({ status: response.status, ...((await response.json()) as { error: { code: string; detail: Record<string, unknown> } }) });
+
+const createBody = (profile: Record<string, unknown>) => ({ name: `roles ${Math.random().toString(36).slice(2, 10)}`, profile });
+
+describe('roles: a member never runs on the host uncontained', () => {
+  it('should refuse a member\'s contain:false as forbidden, on create and on update', async () => {
+    const created = await server.call('/v1/environments', { body: createBody({ provider: 'native', contain: false }) });
+    expect(await errorOf(created)).toMatchObject({ status: 403, error: { code: 'forbidden' } });
+    const id = await createEnvironment(server);
+    const updated = await server.call(`/v1/environments/${id}`, { method: 'PUT', body: { profile: { contain: false } } });
+    expect(await errorOf(updated)).toMatchObject({ status: 403, error: { code: 'forbidden' } });
+  });
+
+  it('should store a member\'s default native environment as contained, whose command cannot write to the host', async () => {
+    const id = await createEnvironment(server);
+    const view = await server.json(`/v1/environments/${id}`);
+    expect(view.profile).toMatchObject({ provider: 'native', contain: true });
+    const attempt = `echo owned > ${hostDir}/${marker}; touch /root/${marker}; echo done`;
+    const record = await finished(server, (await submit(server, id, ['/bin/sh', '-c', attempt])).id);
+    expect(record.status).toBe('exited');
+    expect(existsSync(join(hostDir, marker))).toBe(false);
+    expect(existsSync(`/root/${marker}`)).toBe(false);
+  });
+
+  it('should let the admin create an uncontained host environment (the borrowed host), whose command writes to the host', async () => {
+    const env = await server.json('/v1/environments', { body: createBody({ provider: 'native', contain: false }), token: tokens.admin });
+    expect(env.profile.contain).toBe(false);
+    const file = join(hostDir, `admin-${Date.now()}`);
+    const record = await finished(server, (await submit(server, env.id, ['/bin/sh', '-c', `echo borrowed > ${file}`], {}, tokens.admin)).id, tokens.admin);
+    expect(record).toMatchObject({ status: 'exited', exitCode: 0 });
+    expect(existsSync(file)).toBe(true);
+  });
+});
+
+describe('ceilings: a member\'s profile stays under the admin\'s limits', () => {
+  it('should refuse a limit over its ceiling with quota_exceeded {quota, limit, requested}', async () => {
+    const response = await server.call('/v1/environments', { body: createBody({ provider: 'native', memoryMb: 1_048_576 }) });
+    expect(await errorOf(response)).toMatchObject({
+      status: 429,
+      error: { code: 'quota_exceeded', detail: { quota: 'memoryMb', limit: 2048, requested: 1_048_576 } },
+    });
+  });
+
+  it.skipIf(!dockerAvailable)('should refuse a member\'s Docker profile asking for 1 TiB of memory, and default its unset limits to the ceilings', async () => {
+    const response = await server.call('/v1/environments', { body: createBody({ provider: 'docker', image: 'berth-base:latest', memoryMb: 1_048_576 }) });
+    expect(await errorOf(response)).toMatchObject({ status: 429, error: { code: 'quota_exceeded', detail: { quota: 'memoryMb' } } });
+    const id = await createEnvironment(server, tokens.alice, { provider: 'docker', image: 'berth-base:latest' });
+    expect((await server.json(`/v1/environments/${id}`)).profile).toMatchObject({ memoryMb: 2048, cpus: 2, pidsLimit: 512 });
+  });
+});
+
+describe('quotas: a member\'s scope is bounded', () => {
+  it('should refuse one environment past the quota until one is deleted', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < ENVIRONMENTS_QUOTA; i++) ids.push(await createEnvironment(server, members.carol));
+    const over = await server.call('/v1/environments', { body: createBody({}), token: members.carol });
+    expect(await errorOf(over)).toMatchObject({
+      status: 429,
+      error: { code: 'quota_exceeded', detail: { quota: 'environments', limit: ENVIRONMENTS_QUOTA, used: ENVIRONMENTS_QUOTA } },
+    });
+    expect((await server.call(`/v1/environments/${ids[0]}`, { method: 'DELETE', token: members.carol })).status).toBe(204);
+    await createEnvironment(server, members.carol);
+  });
+
+  it('should refuse a second concurrent execution over a quota of one, and admit it once the first ended', async () => {
+    const env = await createEnvironment(server, members.dave);
+    const first = await submit(server, env, ['sleep', '30'], {}, members.dave);
+    await running(server, first.id, members.dave);
+    const over = await server.call('/v1/executions', { body: { operationId: `dave-${Date.now()}`, environment: env, command: ['sleep', '30'] }, token: members.dave });
+    expect(await errorOf(over)).toMatchObject({
+      status: 429,
+      error: { code: 'quota_exceeded', detail: { quota: 'concurrent_executions', limit: 1, used: 1 } },
+    });
+    await server.json(`/v1/executions/${first.id}/cancel`, { method: 'POST', body: {}, token: members.dave });
+    expect((await finished(server, first.id, members.dave)).status).toBe('cancelled');
+    const next = await submit(server, env, ['true'], {}, members.dave);
+    expect((await finished(server, next.id, members.dave)).status).toBe('exited');
+  });
+
+  it('should stop a command writing past its output quota, and its record should say why', async () => {
+    const env = await createEnvironment(server, members.erin);
+    const total = 256 * MiB;
+    const record = await finished(server, (await submit(server, env, ['head', '-c', String(total), '/dev/zero'], {}, members.erin)).id, members.erin);
+    expect(record.status).toBe('cancelled');
+    expect(record.failure).toEqual({ code: 'quota_exceeded', message: expect.stringMatching(/output quota of 1048576 bytes/) });
+    const output = await server.call(`/v1/executions/${record.id}/output?stream=stdout&cursor=${OUTPUT_QUOTA}`, { token: members.erin });
+    const saved = OUTPUT_QUOTA + (await output.arrayBuffer()).byteLength;
+    console.log(`output quota ${OUTPUT_QUOTA} B: the stopped command's saved stdout is ${saved} B (overshoot ${saved - OUTPUT_QUOTA} B of ${total} B asked)`);
+    expect(saved).toBeGreaterThan(OUTPUT_QUOTA);
+    expect(saved).toBeLessThan(total);
+  });
+
+  it('should refuse the next execution once the scope\'s kept output reaches its quota', async () => {
+    const env = await createEnvironment(server, members.frank);
+    const size = 1_000_000; // under the per-execution quota: both run to their end
+    for (let i = 0; i < 2; i++) {
+      const record = await finished(server, (await submit(server, env, ['head', '-c', String(size), '/dev/zero'], {}, members.frank)).id, members.frank);
+      expect(record).toMatchObject({ status: 'exited', exitCode: 0 });
+    }
+    const over = await server.call('/v1/executions', { body: { operationId: `frank-${Date.now()}`, environment: env, command: ['true'] }, token: members.frank });
+    expect(await errorOf(over)).toMatchObject({
+      status: 429,
+      error: { code: 'quota_exceeded', detail: { quota: 'scope_output_bytes', limit: SCOPE_OUTPUT_QUOTA, used: 2 * size } },
+    });
+    // Another scope is not held to frank's use.
+    const other = await createEnvironment(server, members.dave);
+    expect((await finished(server, (await submit(server, other, ['true'], {}, members.dave)).id, members.dave)).status).toBe('exited');
+  });
+});
+
+describe('metrics: every scope\'s counts are the admin\'s', () => {
+  it('should answer a member\'s GET /metrics with forbidden and the admin\'s with the text', async () => {
+    expect(await errorOf(await server.call('/metrics'))).toMatchObject({ status: 403, error: { code: 'forbidden' } });
+    const admin = await server.call('/metrics', { token: tokens.admin });
+    expect(admin.status).toBe(200);
+    expect(await admin.text()).toMatch(/^berth_executions\{status="exited"\} \d+$/m);
+  });
+});
