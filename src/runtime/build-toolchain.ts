@@ -1,10 +1,12 @@
 /**
  * Where a build's installers run (seed 001 §4, §9): the server's own toolchain, with no more privilege than a task.
- * With bubblewrap (the default on Linux hosts): the host root read-only, a private /tmp as HOME (npm's cache goes
- * there), Berth's data directory hidden (so no other environment and no session can be read), and only this
- * version's directory writable, bound at `/env/<slug>`, the path sessions will see it at (a venv records its own
- * absolute path). The network follows the profile (`network: none` unshares it). Without bubblewrap the installers
- * run on the host in the version directory itself (documented: nothing is hidden then).
+ * With bubblewrap (the default on Linux hosts): as a contained command runs (the sandbox identity, a user namespace
+ * without capabilities), the host root read-only, a private /tmp as HOME (npm's cache goes there), Berth's data
+ * directory, the tokens file and the server's home hidden, and only this version's directory writable, bound at
+ * `/env/<slug>`, the path sessions will see it at (a venv records its own absolute path). The directory is handed
+ * to the sandbox identity for the build and taken back after, without following anything the build planted. The
+ * network follows the profile (`network: none` unshares it). Without bubblewrap the installers run on the host in
+ * the version directory itself (documented: nothing is hidden then).
  *
  * Docker environments build inside their own image instead: a one-off container with an allocation's hardening
  * (src/providers/docker/build-container.ts) binding only this version's directory, writable, at `/env/<slug>`; the
@@ -15,7 +17,8 @@
  * container: removes the container).
  */
 import { spawn } from 'node:child_process';
-import { lchown, mkdir, readdir, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { copyFile, lchown, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
@@ -24,6 +27,8 @@ import { commandEnv } from '../providers/command-env.ts';
 import { COMMAND_UID } from '../providers/docker/container-spec.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
+import { privilegeDropArgv, sandboxIdentity } from '../providers/native/sandbox-identity.ts';
+import { SandboxView } from '../providers/native/sandbox-view.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
 
 export interface BuildToolchain {
@@ -56,15 +61,27 @@ export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToo
   const bwrap = findBubblewrap();
   if (bwrap) {
     const workdir = `/env/${o.slug}`;
-    const env = { ...commandEnv({ env: passed }), HOME: '/tmp', npm_config_cache: '/tmp/.npm' };
-    const prefix = (cwd: string) =>
-      bubblewrapArgv(bwrap, {
-        hidden: [o.dataDir],
+    const identity = sandboxIdentity();
+    const view = new SandboxView(identity, [o.dataDir, ...(process.env.BERTH_TOKENS_FILE ? [process.env.BERTH_TOKENS_FILE] : [])]);
+    const env = { ...commandEnv({ env: passed, user: { name: identity.name, home: '/tmp' } }), npm_config_cache: '/tmp/.npm' };
+    const owner = await handOver(o.versionDir, identity.uid, identity.gid);
+    try {
+      view.reach(o.versionDir);
+    } catch (e) {
+      await owner.takeBack();
+      throw e;
+    }
+    const prefix = (cwd: string) => [
+      ...privilegeDropArgv(identity),
+      ...bubblewrapArgv(bwrap, {
+        hidden: view.hidingTargets(),
         binds: [{ source: o.versionDir, target: workdir }],
         network: o.profile.network,
         chdir: cwd,
-      });
-    return { run: processGroupRunner(o.signal, prefix), workdir, env, dispose: async () => undefined };
+        unprivileged: true,
+      }),
+    ];
+    return { run: processGroupRunner(o.signal, prefix), workdir, env, dispose: () => owner.takeBack() };
   }
   const home = path.join(o.scratch, 'home');
   await mkdir(home, { recursive: true });
@@ -77,7 +94,7 @@ async function containerToolchain(o: BuildToolchainOptions, passed: Record<strin
   const provider = o.providers.get('docker');
   if (!(provider instanceof DockerProvider)) throw new BerthError('provider_missing', 'The docker provider of this runtime cannot run builds.', {});
   const workdir = `/env/${o.slug}`;
-  const owner = await handOver(o.versionDir);
+  const owner = await handOver(o.versionDir, COMMAND_UID, COMMAND_UID);
   const container = await provider
     .startBuildContainer({ buildId: o.buildId, environmentId: o.environmentId, profile: o.profile, binds: [{ source: o.versionDir, target: workdir }] })
     .catch(async (e: unknown) => {
@@ -101,18 +118,20 @@ async function containerToolchain(o: BuildToolchainOptions, passed: Record<strin
 }
 
 /**
- * The container writes the version as UID 1000: the directory is handed to that UID for the build and taken back by
- * Berth's own after (so no host account 1000 keeps a hold on a finished version).
+ * The build writes the version as `uid` (the container's UID 1000, or the native sandbox identity): the directory is
+ * handed to it for the build and taken back by Berth's own after (so no host account keeps a hold on a finished
+ * version). Nothing to hand over when Berth already runs as that uid.
  */
-async function handOver(dir: string): Promise<{ takeBack(): Promise<void> }> {
-  const uid = process.getuid?.();
-  const gid = process.getgid?.() ?? 0;
-  if (uid === COMMAND_UID) return { takeBack: async () => undefined };
-  if (uid !== 0) {
-    throw new BerthError('unavailable', `A Docker build writes its version as UID ${COMMAND_UID}; Berth must run as root or as that UID (it runs as ${uid}).`, {});
+async function handOver(dir: string, uid: number, gid: number): Promise<{ takeBack(): Promise<void> }> {
+  const own = process.getuid?.();
+  const ownGid = process.getgid?.() ?? 0;
+  if (own === uid) return { takeBack: async () => undefined };
+  if (own !== 0) {
+    throw new BerthError('unavailable', `A build writes its version as UID ${uid}; Berth must run as root or as that UID (it runs as ${own}).`, {});
   }
-  await chownTree(dir, COMMAND_UID, COMMAND_UID);
-  return { takeBack: () => chownTree(dir, uid, gid) };
+  // Berth's own snapshot: nothing the build made is in it yet.
+  await chownTree(dir, uid, gid);
+  return { takeBack: () => takeBackTree(dir, own, ownGid) };
 }
 
 /** lchown of `dir` and everything under it (links themselves, never their targets). */
@@ -125,6 +144,32 @@ async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
       return entry.isDirectory() ? chownTree(p, uid, gid) : lchown(p, uid, gid);
     }),
   );
+}
+
+/**
+ * Takes a tree the build wrote back, trusting nothing in it: each directory is made Berth's before it is read (from
+ * then on only Berth can change its entries, so what lstat saw stays what it is); links are owned as links, never
+ * followed; a file with more than one name is replaced by a copy of its own, so no later chmod or chown of it can
+ * reach a file outside the version that shares its inode.
+ */
+async function takeBackTree(dir: string, uid: number, gid: number): Promise<void> {
+  const st = await lstat(dir);
+  if (!st.isDirectory()) return;
+  await lchown(dir, uid, gid);
+  for (const entry of await readdir(dir)) {
+    const p = path.join(dir, entry);
+    const e = await lstat(p);
+    if (e.isDirectory()) await takeBackTree(p, uid, gid);
+    else if (e.isFile() && e.nlink > 1) await ownCopy(p, uid, gid);
+    else await lchown(p, uid, gid);
+  }
+}
+
+async function ownCopy(file: string, uid: number, gid: number): Promise<void> {
+  const copy = `${file}.berth-own-${process.pid}`;
+  await copyFile(file, copy, constants.COPYFILE_EXCL);
+  await lchown(copy, uid, gid);
+  await rename(copy, file);
 }
 
 /** Runs each command (behind `prefix`, when sandboxed) in its own process group, killed on timeout or abort. */

@@ -4,7 +4,7 @@
  * `restart` stops it (SIGTERM or SIGKILL) and starts it again on the same data directory and port, as an operator
  * would; `call` is fetch with a token; `cleanup` removes the Docker resources its environments made.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LABEL } from '../../src/providers/docker/labels.ts';
@@ -45,6 +45,9 @@ export interface BerthServer {
 
 export async function startServer(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<BerthServer> {
   const root = mkdtempSync(join(tmpdir(), 'berth-e2e-'));
+  // Searchable by the sandbox identity (not listable), as an operator's data directory must be: contained commands
+  // and builds of a root server bind their version from below it as that identity.
+  chmodSync(root, 0o711);
   const dataDir = join(root, 'data');
   writeFileSync(
     join(root, 'tokens.json'),

@@ -208,6 +208,7 @@ export class NativeExecutor implements Executor {
    * supervisor itself stays in /, bwrap changes to the confined cwd), HOME in the private /tmp.
    */
   private launch(spec: ExecSpec): { argv: string[]; cwd: string; env: Record<string, string> } {
+    for (const m of spec.mounts ?? []) this.view.reach(m.source);
     if (!this.options.profile.contain) return { argv: spec.command, cwd: spec.cwd ?? spec.env.HOME ?? '/', env: spec.env };
     const { chdir, makeChdir } = this.view.confine(spec.cwd, spec.mounts);
     const bwrap = findBubblewrap();

@@ -5,7 +5,7 @@
  * sandbox already shows: its private /tmp, a read-only mount (/env/<slug>), or a host directory that is not hidden,
  * not inside a hidden one, and reachable by the sandbox identity.
  */
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, lstatSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
@@ -32,13 +32,19 @@ const realOrNone = (p: string): string | undefined => {
 };
 
 export class SandboxView {
+  private readonly ownRoot?: string;
   /** Every hidden path, by the name given and by its realpath (a link on the host must not lead around the hiding). */
   readonly hidden: string[];
 
+  /**
+   * `hidden`: paths the command must not see; the first is Berth's data directory, the one place where `reach`
+   * may open a way (the server's home is added).
+   */
   constructor(
     readonly identity: SandboxIdentity,
     hidden: string[],
   ) {
+    this.ownRoot = hidden[0] === undefined ? undefined : path.resolve(hidden[0]);
     const given = [...hidden, homedir()].filter(Boolean).map((p) => path.resolve(p));
     const all = new Set<string>();
     for (const p of given) {
@@ -64,6 +70,30 @@ export class SandboxView {
   }
 
   /**
+   * Lets the sandbox identity reach `dir` (a version bwrap binds: bwrap looks its source up as that identity) by
+   * giving the directories on the way inside the data directory the identity's group with search only (x, never r
+   * or w: nothing becomes listable or readable by it). A directory above the data directory that blocks the way is
+   * the operator's: the refusal says so (`unavailable`), nothing is changed there.
+   */
+  reach(dir: string): void {
+    if (!this.identity.drops) return; // the server itself: its own directories are its to search
+    const target = path.join(path.resolve(dir), 'x');
+    const opened = new Set<string>();
+    for (let blocked = firstUnsearchable(target, this.identity); blocked; blocked = firstUnsearchable(target, this.identity)) {
+      const st = lstatSync(blocked);
+      const own = this.ownRoot !== undefined && within(blocked, this.ownRoot) && st.uid === process.getuid?.() && !opened.has(blocked);
+      opened.add(blocked);
+      if (!own) {
+        throw new BerthError('unavailable', 'The sandbox identity cannot reach the data directory: run Berth with a data directory it can search (not under /root).', {
+          reason: 'data_dir_unreachable',
+        });
+      }
+      lchownSync(blocked, st.uid, this.identity.gid);
+      chmodSync(blocked, (st.mode & 0o7707) | 0o010);
+    }
+  }
+
+  /**
    * The working directory of a contained command, or a typed refusal (invalid_request, detail.reason) when it does
    * not lie in what the sandbox shows. Only the cwd as given is echoed back, never a resolved server path.
    */
@@ -75,6 +105,9 @@ export class SandboxView {
     if (typeof cwd !== 'string' || !path.isAbsolute(cwd) || cwd.includes('\0')) refuse('cwd_not_absolute', 'cwd is an absolute path.');
     // Checked and used as normalised: `..` cannot step out of what was checked.
     const chdir = path.posix.normalize(cwd).replace(/(.)\/$/, '$1');
+    const hidden = (p: string | undefined): boolean => p !== undefined && this.hidden.some((h) => within(p, h));
+    // Hidden by its name or by where it leads on the host, even where the sandbox would show something else there.
+    if (hidden(chdir) || hidden(realOrNone(chdir))) refuse('cwd_hidden', 'cwd lies in a directory hidden from contained commands.');
     if (within(chdir, '/tmp')) return { chdir, makeChdir: chdir !== '/tmp' };
     const mount = mounts.find((m) => within(chdir, m.target));
     if (mount) {
@@ -87,10 +120,8 @@ export class SandboxView {
       return { chdir, makeChdir: false };
     }
     if (SANDBOX_OWN.some((d) => within(chdir, d))) refuse('cwd_not_shown', 'cwd names a directory the sandbox makes its own.');
-    if (this.hidden.some((h) => within(chdir, h))) refuse('cwd_hidden', 'cwd lies in a directory hidden from contained commands.');
     const real = realOrNone(chdir);
     if (!real || !statSync(real).isDirectory()) refuse('cwd_not_found', 'cwd is not a directory on this host.');
-    if (this.hidden.some((h) => within(real!, h))) refuse('cwd_hidden', 'cwd lies in a directory hidden from contained commands.');
     if (SANDBOX_OWN.some((d) => within(real!, d))) refuse('cwd_not_shown', 'cwd leads to a directory the sandbox makes its own.');
     // Searching the directory itself as well as every one on its way (a child's way passes through it).
     if (firstUnsearchable(path.join(real!, 'x'), this.identity) !== undefined) {
