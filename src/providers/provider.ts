@@ -120,6 +120,12 @@ export interface Receipt {
   sizes?: Partial<Record<OutputStream, number>>;
 }
 
+/** A file held open for a copy by path: `path` names the open descriptor (this process only), valid until `close`. */
+export interface HeldFile {
+  path: string;
+  close(): void;
+}
+
 export interface OutputChunk {
   data: Buffer;
   /** Cursor after `data`. */
@@ -147,11 +153,12 @@ export interface Executor {
    */
   read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputChunk>;
   /**
-   * The path on this host of `stream`'s spool file, when this process can read it directly (so its bytes can be
-   * copied without `read`); undefined when the spool is reached some other way. Only the drained size counts: a
-   * stray writer may append past it.
+   * `stream`'s spool file held open on this host, when this process can read it directly (so its bytes can be
+   * copied without `read`): `path` names the open regular file itself (never a link the command put there) until
+   * `close`. Undefined when the spool is reached some other way. Only the drained size counts: a stray writer may
+   * append past it.
    */
-  spoolFile?(operationId: string, stream: OutputStream): Promise<string | undefined>;
+  spoolFile?(operationId: string, stream: OutputStream): Promise<HeldFile | undefined>;
   /**
    * Resolves when the receipt or output changes, or after `timeoutMs`. A follower that passes its cursors (`since`)
    * is woken exactly: as soon as a stream holds bytes past its cursor, or the receipt exists.

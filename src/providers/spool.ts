@@ -4,28 +4,28 @@
  * executor whose spool directory the host can reach; the parsers stand alone for executors that fetch the files
  * some other way.
  */
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  read,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  watch,
-  writeFileSync,
-  type FSWatcher,
-} from 'node:fs';
-import { rm, rmdir, unlink } from 'node:fs/promises';
+import { closeSync, fchownSync, fstatSync, mkdirSync, read, readdirSync, readSync, watch, type FSWatcher, type Stats } from 'node:fs';
+import { rmdir, unlink } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BerthError } from '../../schemas/errors.ts';
-import type { OutputChunk, OutputStream, Receipt } from './provider.ts';
+import type { HeldFile, OutputChunk, OutputStream, Receipt } from './provider.ts';
+import {
+  APPEND_FLAGS,
+  at,
+  createAt,
+  FIFO_WRITE_FLAGS,
+  lstatAt,
+  mkdirAt,
+  openDir,
+  openDirAt,
+  openEntry,
+  READ_FLAGS,
+  refusedEntry,
+  removeEntryAt,
+  replaceAt,
+} from './spool-dir.ts';
 
 export const SPOOL_PROTOCOL_VERSION = 1 as const;
 
@@ -162,31 +162,39 @@ export function deriveReceipt(operationId: string, state: SpoolState, ownerAlive
 }
 
 const isMissing = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'ENOENT';
-const isTaken = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'EEXIST';
 
-/** A small file's text and mtime, or undefined when it does not exist. */
-function readSmall(path: string): { text: string; mtime: Date } | undefined {
-  let fd: number;
+/** Protocol files hold one short line; anything longer is not one the protocol wrote, and is not read into memory. */
+const MAX_SMALL_BYTES = 64 * 1024;
+
+/** A protocol file's text and mtime; undefined when missing; empty text when it is not a regular file or too large. */
+function readSmallAt(dirFd: number, name: string): { text: string; mtime: Date } | undefined {
+  let fd: number | undefined;
   try {
-    fd = openSync(path, 'r');
+    fd = openEntry(dirFd, name, READ_FLAGS, 'file', () => UNUSABLE);
   } catch (e) {
-    if (isMissing(e)) return undefined;
-    throw e;
+    if (e !== UNUSABLE) throw e;
+  }
+  if (fd === undefined) {
+    const stats = lstatAt(dirFd, name);
+    return stats && { text: '', mtime: stats.mtime };
   }
   try {
-    return { text: readFileSync(fd, 'utf8'), mtime: fstatSync(fd).mtime };
+    const stats = fstatSync(fd);
+    if (stats.size > MAX_SMALL_BYTES) return { text: '', mtime: stats.mtime };
+    const buffer = Buffer.allocUnsafe(stats.size);
+    let got = 0;
+    for (let n = -1; got < buffer.length && n !== 0; got += n) n = readSync(fd, buffer, got, buffer.length - got, got);
+    return { text: buffer.toString('utf8', 0, got), mtime: stats.mtime };
   } finally {
     closeSync(fd);
   }
 }
+const UNUSABLE = new Error('not a regular file');
 
-function sizeOf(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch (e) {
-    if (isMissing(e)) return 0;
-    throw e;
-  }
+/** The byte count of an output stream: a regular file's size; anything else (a link, a FIFO, a hard link) holds none. */
+function outputSize(dirFd: number, stream: OutputStream): number {
+  const stats = lstatAt(dirFd, stream);
+  return stats?.isFile() && stats.nlink === 1 ? stats.size : 0;
 }
 
 const readAt = (fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<number> =>
@@ -200,8 +208,19 @@ const LARGE_UNLINK_BYTES = 16 * 1024 * 1024;
 /** Watch events can be lost on some filesystems; waiters look again at least this often. */
 const RECHECK_MS = 250;
 
+export interface SpoolOptions {
+  /** The user and group the operation directories this spool makes are handed to (the command's, in a container). */
+  owner?: { uid: number; gid: number };
+}
+
 /**
  * A spool root: one directory per operation. Caches only what never changes (receipts).
+ *
+ * The command may own its operation directory (a container's UID 1000, a contained command) and swap any entry in it
+ * at any moment; so every entry is reached through the operation directory's descriptor, opened without following
+ * (spool-dir.ts): nothing the host opens, writes, renames or removes is ever followed out of that directory. Output
+ * is read only from regular files; a protocol file that is not one reads as empty. The root's own path is the host's
+ * (the data directory, or the volume's root-owned mountpoint), its last component never followed.
  *
  * The protocol files other than the output streams hold a few bytes each, on the local data directory: they are
  * read and written with synchronous calls, which cost microseconds, where a thread-pool round trip per file costs
@@ -210,13 +229,18 @@ const RECHECK_MS = 250;
 export class Spool {
   private readonly receipts = new Map<string, FinalReceipt>();
   private readonly fds = new Map<string, number>();
+  private rootFd?: number;
 
   readonly root: string;
 
-  constructor(root: string) {
+  constructor(
+    root: string,
+    private readonly options: SpoolOptions = {},
+  ) {
     this.root = resolve(root);
   }
 
+  /** The operation directory's path: for the supervisor's argv and for naming, never for the host's own opens. */
   dir(operationId: string): string {
     assertOperationId(operationId);
     return join(this.root, operationId);
@@ -226,37 +250,96 @@ export class Spool {
     return join(this.dir(operationId), name);
   }
 
-  /** mkdir of the operation's directory: true when this call created it, false when it already existed. */
-  async create(operationId: string): Promise<boolean> {
-    const dir = this.dir(operationId);
-    try {
-      mkdirSync(dir);
-      return true;
-    } catch (e) {
-      if (isTaken(e)) return false;
-      if (!isMissing(e)) throw e;
+  /** The root's descriptor, opened again when asked `fresh` (the root was removed and made anew). */
+  private rootDir(fresh = false): number | undefined {
+    if (fresh && this.rootFd !== undefined) {
+      closeSync(this.rootFd);
+      this.rootFd = undefined;
     }
-    mkdirSync(this.root, { recursive: true });
-    return this.create(operationId);
+    this.rootFd ??= openDir(this.root);
+    return this.rootFd;
   }
 
-  /** The operation's directory, made if missing (with the spool root). */
+  /** Runs `use` on the root's descriptor; once more on a fresh one when it failed with ENOENT on a removed root. */
+  private inRoot<T>(use: (rootFd: number) => T, create = false): T | undefined {
+    let root = this.rootDir();
+    if (root === undefined && create) {
+      mkdirSync(this.root, { recursive: true });
+      root = this.rootDir(true);
+    }
+    if (root === undefined) return undefined;
+    try {
+      return use(root);
+    } catch (e) {
+      if (!isMissing(e) || fstatSync(root).nlink > 0) throw e;
+      return this.inRoot(use, create);
+    }
+  }
+
+  /** The operation's directory, opened without following; undefined when missing; a link in its place throws. */
+  private openOp(operationId: string): number | undefined {
+    assertOperationId(operationId);
+    const open = (root: number): number => {
+      const fd = openDirAt(root, operationId, (kind) => refusedEntry(operationId, operationId, kind));
+      if (fd === undefined) throw Object.assign(new Error('no operation directory'), { code: 'ENOENT' });
+      return fd;
+    };
+    try {
+      return this.inRoot(open);
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /** Runs `use` on the operation directory's descriptor; undefined when the directory does not exist. */
+  private inOp<T>(operationId: string, use: (dirFd: number) => T): T | undefined {
+    const fd = this.openOp(operationId);
+    if (fd === undefined) return undefined;
+    try {
+      return use(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The operation's directory, made if missing (with the spool root) and handed to the owner; its descriptor. */
+  private ensureOp(operationId: string): { fd: number; made: boolean } {
+    assertOperationId(operationId);
+    const made = this.inRoot((root) => mkdirAt(root, operationId), true)!;
+    const fd = this.openOp(operationId);
+    if (fd === undefined) throw new BerthError('internal', 'The operation directory vanished as it was made.', { operationId });
+    const owner = this.options.owner;
+    if (owner) fchownSync(fd, owner.uid, owner.gid);
+    return { fd, made };
+  }
+
+  /** mkdir of the operation's directory: true when this call created it, false when it already existed. */
+  async create(operationId: string): Promise<boolean> {
+    const { fd, made } = this.ensureOp(operationId);
+    closeSync(fd);
+    return made;
+  }
+
+  /** The operation's directory, made if missing (with the spool root); its path. */
   async prepare(operationId: string): Promise<string> {
-    const dir = this.dir(operationId);
-    mkdirSync(dir, { recursive: true });
-    return dir;
+    closeSync(this.ensureOp(operationId).fd);
+    return this.dir(operationId);
+  }
+
+  /** O_EXCL create of the file `name` of the operation (its directory made if missing): false when it exists. */
+  async createExclusive(operationId: string, name: string, content: string): Promise<boolean> {
+    const { fd } = this.ensureOp(operationId);
+    try {
+      return createAt(fd, name, content);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** O_EXCL create of `claim`: true when this caller owns the operation now. */
-  async claim(operationId: string, content: string): Promise<boolean> {
-    await this.prepare(operationId);
-    try {
-      writeFileSync(this.file(operationId, 'claim'), `${content}\n`, { flag: 'wx' });
-      return true;
-    } catch (e) {
-      if (isTaken(e)) return false;
-      throw e;
-    }
+  claim(operationId: string, content: string): Promise<boolean> {
+    return this.createExclusive(operationId, 'claim', `${content}\n`);
   }
 
   /** The recovery fence: true when the operation can now never start; false when someone claimed it first. */
@@ -264,76 +347,107 @@ export class Spool {
     return this.claim(operationId, 'abandoned');
   }
 
+  /** A small file's text (not a regular file: empty); undefined when it or the operation does not exist. */
+  async readText(operationId: string, name: string): Promise<string | undefined> {
+    return this.inOp(operationId, (dir) => readSmallAt(dir, name)?.text);
+  }
+
+  /** The entry's own status (a link is described, never followed); undefined when missing. */
+  async entryStat(operationId: string, name: string): Promise<Stats | undefined> {
+    return this.inOp(operationId, (dir) => lstatAt(dir, name));
+  }
+
   async readClaim(operationId: string): Promise<Claim | undefined> {
-    const file = readSmall(this.file(operationId, 'claim'));
+    const file = this.inOp(operationId, (dir) => readSmallAt(dir, 'claim'));
     return file && parseClaim(file.text);
   }
 
   async readStarted(operationId: string): Promise<Started | undefined> {
-    const file = readSmall(this.file(operationId, 'started'));
+    const file = this.inOp(operationId, (dir) => readSmallAt(dir, 'started'));
     return file && parseStarted(file.text, file.mtime);
   }
 
   async readReceipt(operationId: string): Promise<FinalReceipt | undefined> {
+    return this.receipts.get(operationId) ?? this.inOp(operationId, (dir) => this.receiptAt(operationId, dir));
+  }
+
+  private receiptAt(operationId: string, dir: number): FinalReceipt | undefined {
     const cached = this.receipts.get(operationId);
     if (cached) return cached;
-    const file = readSmall(this.file(operationId, 'receipt'));
+    const file = readSmallAt(dir, 'receipt');
     const line = file && parseReceiptLine(file.text);
     if (!line) return undefined;
-    const receipt: FinalReceipt = { ...line, exitedAt: file.mtime.toISOString(), sizes: this.finalSizes(operationId) };
+    const receipt: FinalReceipt = { ...line, exitedAt: file.mtime.toISOString(), sizes: finalSizes(dir) };
     this.receipts.set(operationId, receipt);
     return receipt;
   }
 
   async readState(operationId: string): Promise<SpoolState> {
-    const claim = await this.readClaim(operationId);
-    if (!claim) return {};
-    const started = await this.readStarted(operationId);
-    const receipt = await this.readReceipt(operationId);
-    return { claim, ...(started ? { started } : {}), ...(receipt ? { receipt } : {}) };
+    return (
+      this.inOp(operationId, (dir): SpoolState => {
+        const claimFile = readSmallAt(dir, 'claim');
+        if (!claimFile) return {};
+        const startedFile = readSmallAt(dir, 'started');
+        const started = startedFile && parseStarted(startedFile.text, startedFile.mtime);
+        const receipt = this.receiptAt(operationId, dir);
+        return { claim: parseClaim(claimFile.text), ...(started ? { started } : {}), ...(receipt ? { receipt } : {}) };
+      }) ?? {}
+    );
   }
 
   /** Host-owned runs (PTY) write their receipt themselves: complete or not at all. */
   async writeReceipt(operationId: string, r: ReceiptFields): Promise<void> {
-    const tmp = this.file(operationId, 'receipt.tmp');
-    writeFileSync(tmp, receiptLine(r));
-    renameSync(tmp, this.file(operationId, 'receipt'));
+    const written = this.inOp(operationId, (dir) => {
+      replaceAt(dir, 'receipt.tmp', 'receipt', receiptLine(r));
+      return true;
+    });
+    if (written === undefined) throw new BerthError('invalid_state', 'The operation directory is gone: no receipt can be written.', { operationId });
   }
 
+  /** A new file of the host's own (`started` of a PTY run, `spec.json`): false when its name was taken first. */
+  async writeNew(operationId: string, name: string, content: string): Promise<boolean> {
+    return this.inOp(operationId, (dir) => createAt(dir, name, content)) ?? false;
+  }
+
+  /** An empty marker file; one already there (in any form) already marks. */
   async marker(operationId: string, name: 'cancel' | 'timedout'): Promise<void> {
-    writeFileSync(this.file(operationId, name), '');
+    this.inOp(operationId, (dir) => createAt(dir, name, ''));
   }
 
   async hasMarker(operationId: string, name: 'cancel' | 'timedout'): Promise<boolean> {
-    return existsSync(this.file(operationId, name));
+    return this.inOp(operationId, (dir) => lstatAt(dir, name) !== undefined) ?? false;
+  }
+
+  /** A descriptor to append to the file `name` of the operation (made if missing): a regular file of one link only. */
+  async openAppend(operationId: string, name: OutputStream): Promise<number> {
+    const fd = this.inOp(operationId, (dir) => openEntry(dir, name, APPEND_FLAGS, 'file', (kind) => refusedEntry(operationId, name, kind)));
+    if (fd === undefined) throw new BerthError('invalid_state', 'The operation directory is gone.', { operationId, file: name });
+    return fd;
+  }
+
+  /** The write end of the operation's FIFO `name`, non-blocking; undefined when missing; anything but a FIFO throws. */
+  openFifo(operationId: string, name: 'stdin'): number | undefined {
+    return this.inOp(operationId, (dir) => openEntry(dir, name, FIFO_WRITE_FLAGS, 'fifo', (kind) => refusedEntry(operationId, name, kind)));
+  }
+
+  /**
+   * The output file of `stream` held open for a copy by path (a worker thread of this process opens `path`, which
+   * names this very descriptor); undefined when there is none. Not a regular file: refused.
+   */
+  async holdOutput(operationId: string, stream: OutputStream): Promise<HeldFile | undefined> {
+    const fd = this.inOp(operationId, (dir) => openEntry(dir, stream, READ_FLAGS, 'file', (kind) => refusedEntry(operationId, stream, kind)));
+    return fd === undefined ? undefined : { path: `/proc/self/fd/${fd}`, close: () => closeSync(fd) };
   }
 
   async currentSizes(operationId: string): Promise<StreamSizes> {
-    const [stdout, stderr, pty] = OUTPUT_STREAMS.map((s) => sizeOf(this.file(operationId, s)));
-    return { stdout, stderr, pty };
-  }
-
-  /** The first reader after the receipt freezes the sizes; every later reader agrees with it. */
-  private finalSizes(operationId: string): StreamSizes {
-    const path = this.file(operationId, 'sizes');
-    const frozen = readSmall(path);
-    const parsed = frozen && parseLine<StreamSizes>(frozen.text);
-    if (parsed) return parsed;
-    const [stdout, stderr, pty] = OUTPUT_STREAMS.map((s) => sizeOf(this.file(operationId, s)));
-    const sizes = { stdout, stderr, pty };
-    try {
-      writeFileSync(path, `${JSON.stringify(sizes)}\n`, { flag: 'wx' });
-      return sizes;
-    } catch (e) {
-      if (!isTaken(e)) throw e;
-      return this.finalSizes(operationId);
-    }
+    return this.inOp(operationId, sizesAt) ?? { stdout: 0, stderr: 0, pty: 0 };
   }
 
   /**
    * Bytes of `stream` from byte offset `cursor`, at most `maxBytes` (and at most the length of `into`, when the
    * bytes are to land there). `closed` once the receipt exists and the cursor reached the stream's final size; bytes
-   * past the final size are never returned.
+   * past the final size are never returned. A stream that is not a regular file holds no bytes (its size is 0); one
+   * swapped for something else while it is read fails with `invalid_state`.
    */
   async read(
     operationId: string,
@@ -347,7 +461,7 @@ export class Spool {
     }
     const receipt = await this.readReceipt(operationId);
     const final = receipt !== undefined;
-    const fd = this.outputFd(operationId, stream);
+    const fd = final && receipt.sizes[stream] <= cursor ? undefined : this.outputFd(operationId, stream);
     const size = receipt ? receipt.sizes[stream] : fd === undefined ? 0 : fstatSync(fd).size;
     const want = Math.max(0, Math.min(maxBytes, into?.length ?? maxBytes, size - cursor));
     if (fd === undefined || want === 0) {
@@ -364,24 +478,27 @@ export class Spool {
     return { data: got === want ? data : data.subarray(0, got), next, closed: final && next >= size, size, final };
   }
 
-  /** Output descriptors stay open between reads (a follower reads many chunks); the oldest close past a bound. */
+  /**
+   * Output descriptors stay open between reads (a follower reads many chunks) while the entry is still the file
+   * they hold (another instance may have released the operation and it may have run anew); the oldest close past a
+   * bound.
+   */
   private outputFd(operationId: string, stream: OutputStream): number | undefined {
     const key = `${operationId}/${stream}`;
     const cached = this.fds.get(key);
-    // Still the file at that path? (Another instance may have released the operation and it may have run anew.)
-    const current = statSync(this.file(operationId, stream), { throwIfNoEntry: false });
-    if (cached !== undefined && fstatSync(cached).ino === current?.ino) return cached;
-    if (cached !== undefined) {
+    const fd = this.inOp(operationId, (dir) => {
+      const current = lstatAt(dir, stream);
+      if (cached !== undefined) {
+        const held = fstatSync(cached);
+        if (current && held.ino === current.ino && held.dev === current.dev) return cached;
+      }
+      return current && openEntry(dir, stream, READ_FLAGS, 'file', (kind) => refusedEntry(operationId, stream, kind));
+    });
+    if (cached !== undefined && fd !== cached) {
       closeSync(cached);
       this.fds.delete(key);
     }
-    let fd: number;
-    try {
-      fd = openSync(this.file(operationId, stream), 'r');
-    } catch (e) {
-      if (isMissing(e)) return undefined;
-      throw e;
-    }
+    if (fd === undefined || fd === cached) return fd;
     this.fds.set(key, fd);
     for (const [oldest, oldFd] of this.fds) {
       if (this.fds.size <= MAX_OPEN_OUTPUTS) break;
@@ -443,50 +560,95 @@ export class Spool {
     }
   }
 
+  /** Watches the directory the operation's descriptor holds (never a link's target), else the root. */
   private watch(operationId: string, onChange: () => void): FSWatcher | undefined {
-    for (const path of [this.dir(operationId), this.root]) {
-      try {
-        const watcher = watch(path, { persistent: false }, onChange);
-        watcher.on('error', onChange);
-        return watcher;
-      } catch (e) {
-        if (!isMissing(e)) throw e;
-      }
-    }
-    return undefined;
-  }
-
-  /** Closes the output files kept open for reading; the spool stays usable (they reopen on demand). */
-  close(): void {
-    for (const fd of this.fds.values()) closeSync(fd);
-    this.fds.clear();
-  }
-
-  /**
-   * Drops the operation's directory: only once its output is saved elsewhere. Its few flat files go with synchronous
-   * unlinks (microseconds each, where a recursive rm costs a thread-pool round trip per file), except a large output
-   * file, whose blocks take milliseconds per hundred MiB to free (tens for 256 MiB): that unlink goes to the thread
-   * pool. The directory itself goes with one asynchronous rmdir, which can take a journal write (half a millisecond on
-   * a busy disk) the event loop need not wait for; anything else (a directory a command made there) falls back to the
-   * recursive rm.
-   */
-  async release(operationId: string): Promise<void> {
-    this.receipts.delete(operationId);
-    this.closeOutputs(operationId);
-    const dir = this.dir(operationId);
+    let opFd: number | undefined;
     try {
-      for (const name of readdirSync(dir)) {
-        const path = join(dir, name);
+      opFd = this.openOp(operationId);
+    } catch {
+      // Not a directory of ours (a link in its place): the root's changes and the recheck wake the waiter.
+    }
+    try {
+      for (const path of [opFd === undefined ? undefined : `/proc/self/fd/${opFd}`, this.root]) {
+        if (path === undefined) continue;
         try {
-          if ((statSync(path, { throwIfNoEntry: false })?.size ?? 0) > LARGE_UNLINK_BYTES) await unlink(path);
-          else unlinkSync(path);
+          const watcher = watch(path, { persistent: false }, onChange);
+          watcher.on('error', onChange);
+          return watcher;
         } catch (e) {
           if (!isMissing(e)) throw e;
         }
       }
-      await rmdir(dir);
-    } catch (e) {
-      if (!isMissing(e)) await rm(dir, { recursive: true, force: true });
+      return undefined;
+    } finally {
+      if (opFd !== undefined) closeSync(opFd);
     }
   }
+
+  /** Closes the descriptors kept open for reading; the spool stays usable (they reopen on demand). */
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+    if (this.rootFd !== undefined) closeSync(this.rootFd);
+    this.rootFd = undefined;
+  }
+
+  /**
+   * Drops the operation's directory: only once its output is saved elsewhere. Every entry goes through the
+   * directory's descriptor (spool-dir.ts: a link goes as a link, a directory the command made goes level by level,
+   * never followed). Its few flat files go with synchronous unlinks (microseconds each), except a large output file,
+   * whose blocks take milliseconds per hundred MiB to free (tens for 256 MiB): that unlink goes to the thread pool.
+   * The directory itself goes with one asynchronous rmdir, which can take a journal write (half a millisecond on a
+   * busy disk) the event loop need not wait for.
+   */
+  async release(operationId: string): Promise<void> {
+    this.receipts.delete(operationId);
+    this.closeOutputs(operationId);
+    let dir: number | undefined;
+    try {
+      dir = this.openOp(operationId);
+    } catch {
+      // A link (or a file) in the directory's place: it goes as what it is, its target untouched.
+      this.inRoot((root) => removeEntryAt(root, operationId));
+      return;
+    }
+    if (dir === undefined) return;
+    try {
+      for (const name of readdirSync(at(dir, '.'))) {
+        const stats = lstatAt(dir, name);
+        if (stats?.isFile() && stats.size > LARGE_UNLINK_BYTES) await unlink(at(dir, name)).catch((e) => isMissing(e) || Promise.reject(e));
+        else removeEntryAt(dir, name);
+      }
+    } finally {
+      closeSync(dir);
+    }
+    const root = this.rootDir();
+    if (root === undefined) return;
+    try {
+      await rmdir(at(root, operationId));
+    } catch (e) {
+      // Something was added since it was listed (an escaped process), or the directory was swapped for a link.
+      if (!isMissing(e)) this.inRoot((rootFd) => removeEntryAt(rootFd, operationId));
+    }
+  }
+}
+
+function sizesAt(dir: number): StreamSizes {
+  return { stdout: outputSize(dir, 'stdout'), stderr: outputSize(dir, 'stderr'), pty: outputSize(dir, 'pty') };
+}
+
+/**
+ * The first reader after the receipt freezes the sizes; every later reader agrees with it. A `sizes` entry that is
+ * not a complete line of a regular file (a command's, made before the receipt) is removed and written anew.
+ */
+function finalSizes(dir: number): StreamSizes {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const frozen = readSmallAt(dir, 'sizes');
+    const parsed = frozen && parseLine<StreamSizes>(frozen.text);
+    if (parsed && OUTPUT_STREAMS.every((s) => Number.isSafeInteger(parsed[s]))) return parsed;
+    const sizes = sizesAt(dir);
+    if (createAt(dir, 'sizes', `${JSON.stringify(sizes)}\n`)) return sizes;
+    if (frozen) removeEntryAt(dir, 'sizes');
+  }
+  return sizesAt(dir);
 }

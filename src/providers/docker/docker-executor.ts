@@ -17,9 +17,9 @@ import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
 import { isProcessAlive, processStartTime } from '../native/host-process.ts';
-import type { ExecSpec, Executor, OutputChunk, OutputStream, Receipt } from '../provider.ts';
+import type { ExecSpec, Executor, HeldFile, OutputChunk, OutputStream, Receipt } from '../provider.ts';
 import { assertOperationId, type Claim, deriveReceipt, Spool, SPOOL_PROTOCOL_VERSION, type SpoolState, SUPERVISOR_CLAIM_LOST } from '../spool.ts';
-import { COMMAND_USER } from './container-spec.ts';
+import { COMMAND_UID, COMMAND_USER } from './container-spec.ts';
 import { createExec, execRunning, runToEnd, startAttached, startDetached } from './docker-exec.ts';
 import { DockerPtyRun } from './docker-pty-run.ts';
 import { ExecSpoolAccess } from './exec-spool-access.ts';
@@ -104,10 +104,10 @@ export class DockerExecutor implements Executor {
     return (await this.spool()).read(operationId, stream, cursor, maxBytes);
   }
 
-  /** The spool file through the volume's mountpoint; none when the spool is reached through execs. */
-  async spoolFile(operationId: string, stream: OutputStream): Promise<string | undefined> {
+  /** The spool file through the volume's mountpoint, held open; none when the spool is reached through execs. */
+  async spoolFile(operationId: string, stream: OutputStream): Promise<HeldFile | undefined> {
     const spool = await this.spool();
-    return spool instanceof HostSpoolAccess ? spool.file(operationId, stream) : undefined;
+    return spool instanceof HostSpoolAccess ? spool.holdOutput(operationId, stream) : undefined;
   }
 
   async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
@@ -350,7 +350,7 @@ export class DockerExecutor implements Executor {
       const root = join(Mountpoint, 'ops');
       try {
         await access(root, constants.R_OK | constants.W_OK);
-        return new HostSpoolAccess(new Spool(root));
+        return new HostSpoolAccess(new Spool(root, { owner: { uid: COMMAND_UID, gid: COMMAND_UID } }));
       } catch {
         return viaExec();
       }

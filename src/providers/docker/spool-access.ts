@@ -1,12 +1,14 @@
 /**
  * How the Docker executor reaches an allocation's spool (the volume's `ops/` directory): the operations it needs,
  * and the host implementation, which reads and writes the volume's mountpoint directly with spool.ts (the engine is
- * on this host and this process may write its data root). exec-spool-access.ts does the same through the engine.
+ * on this host and this process may write its data root). `ops/` and every operation directory belong to the
+ * command's UID, so the host never follows a link there: each access goes through spool.ts's descriptors
+ * (spool-dir.ts). exec-spool-access.ts does the same through the engine, as the command's user, where a link can
+ * only reach what the container itself sees.
  */
-import { chown, open, readFile, writeFile } from 'node:fs/promises';
-import type { OutputChunk, OutputStream } from '../provider.ts';
+import { close, write } from 'node:fs';
+import type { HeldFile, OutputChunk, OutputStream } from '../provider.ts';
 import type { FinalReceipt, Spool, SpoolState } from '../spool.ts';
-import { COMMAND_UID } from './container-spec.ts';
 
 export interface ReceiptFields {
   status: number | null;
@@ -40,7 +42,7 @@ export interface SpoolAccess {
   release(operationId: string): Promise<void>;
 }
 
-/** The volume's mountpoint, as this host sees it. Files this process creates are handed to the command's user. */
+/** The volume's mountpoint, as this host sees it. The operation directories it makes are the command's user's. */
 export class HostSpoolAccess implements SpoolAccess {
   readonly via = 'host' as const;
 
@@ -63,29 +65,16 @@ export class HostSpoolAccess implements SpoolAccess {
     return { data, next, closed };
   }
 
-  file(operationId: string, stream: OutputStream): string {
-    return this.spool.file(operationId, stream);
+  holdOutput(operationId: string, stream: OutputStream): Promise<HeldFile | undefined> {
+    return this.spool.holdOutput(operationId, stream);
   }
 
-  async createExclusive(operationId: string, name: string, content: string): Promise<boolean> {
-    const dir = await this.spool.prepare(operationId);
-    await chown(dir, COMMAND_UID, COMMAND_UID);
-    try {
-      await writeFile(this.spool.file(operationId, name), content, { flag: 'wx' });
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw error;
-    }
+  createExclusive(operationId: string, name: string, content: string): Promise<boolean> {
+    return this.spool.createExclusive(operationId, name, content);
   }
 
-  async readText(operationId: string, name: string): Promise<string | undefined> {
-    try {
-      return await readFile(this.spool.file(operationId, name), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
+  readText(operationId: string, name: string): Promise<string | undefined> {
+    return this.spool.readText(operationId, name);
   }
 
   marker(operationId: string, name: 'cancel' | 'timedout') {
@@ -101,16 +90,24 @@ export class HostSpoolAccess implements SpoolAccess {
   }
 
   async openAppend(operationId: string, name: OutputStream): Promise<AppendSink> {
-    const handle = await open(this.spool.file(operationId, name), 'a');
+    const fd = await this.spool.openAppend(operationId, name);
+    const writeAll = async (bytes: Buffer): Promise<void> => {
+      for (let done = 0; done < bytes.length; ) {
+        done += await new Promise<number>((resolve, reject) => write(fd, bytes, done, bytes.length - done, null, (e, n) => (e ? reject(e) : resolve(n))));
+      }
+    };
     let pending: Promise<unknown> = Promise.resolve();
     return {
       // Writes are chained so the bytes land in arrival order.
       write: (bytes) => {
-        pending = pending.then(() => handle.write(bytes));
+        pending = pending.then(() => writeAll(bytes));
       },
       close: async () => {
-        await pending;
-        await handle.close();
+        try {
+          await pending;
+        } finally {
+          await new Promise<void>((resolve, reject) => close(fd, (e) => (e ? reject(e) : resolve())));
+        }
       },
     };
   }

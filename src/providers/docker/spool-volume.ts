@@ -5,12 +5,16 @@
  * chown it, so Berth lays it out itself: directly in the volume's mountpoint when this process can write there (the
  * engine is local and we are root: a few file operations), else through the archive API (allowed into a volume even
  * with a read-only root, but the engine mounts the container for it: about 40 ms). Doing it again is harmless, so a
- * resumed allocation simply does it again.
+ * resumed allocation simply does it again. On the host, `ops` is handed over through a descriptor opened without
+ * following (the volume's root is root-owned, but a resumed volume is whatever its commands left in `ops`).
  */
-import { access, chmod, chown, constants, copyFile, mkdir, readFile, rename } from 'node:fs/promises';
+import { closeSync, fchownSync } from 'node:fs';
+import { access, chmod, chown, constants, copyFile, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { SUPERVISOR_PATH } from '../spool.ts';
+import { mkdirAt, openDir, openDirAt } from '../spool-dir.ts';
+import { BerthError } from '../../../schemas/errors.ts';
 import { COMMAND_UID, SPOOL_PATH } from './container-spec.ts';
 import { tarArchive, type TarEntry } from './tar-archive.ts';
 
@@ -40,9 +44,16 @@ async function layOutOnHost(mountpoint: string): Promise<boolean> {
   } catch {
     return false;
   }
-  const ops = join(mountpoint, 'ops');
-  await mkdir(ops, { recursive: true });
-  await chown(ops, COMMAND_UID, COMMAND_UID);
+  const root = openDir(mountpoint);
+  if (root === undefined) return false;
+  try {
+    mkdirAt(root, 'ops');
+    const ops = openDirAt(root, 'ops', (kind) => new BerthError('internal', `The spool volume's "ops" is a ${kind}, not a directory.`, { volume: mountpoint }));
+    fchownSync(ops!, COMMAND_UID, COMMAND_UID);
+    closeSync(ops!);
+  } finally {
+    closeSync(root);
+  }
   // Copied aside, then renamed: a container never sees a half-written supervisor.
   const partial = join(mountpoint, '.supervisor.sh.partial');
   await copyFile(SUPERVISOR_PATH, partial);

@@ -1,17 +1,16 @@
 /**
- * The host's end of an operation's stdin FIFO. Opened read-write and non-blocking (Linux): the open never waits for
- * the command, and the command's own open for reading stops waiting as soon as this writer exists. Closing it is
- * the command's EOF; so is the runtime dying.
+ * The host's end of an operation's stdin FIFO, given as a descriptor the spool opened read-write and non-blocking
+ * (Spool.openFifo: never through a link, a FIFO only): the open never waits for the command, and the command's own
+ * open for reading stops waiting as soon as this writer exists. Closing it is the command's EOF; so is the runtime
+ * dying.
  */
-import { constants, openSync } from 'node:fs';
 import { Socket } from 'node:net';
 
 export class FifoWriter {
   private readonly socket: Socket;
   private failure?: Error;
 
-  constructor(path: string) {
-    const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+  constructor(fd: number) {
     this.socket = new Socket({ fd, readable: false, writable: true });
     this.socket.on('error', (e) => {
       this.failure = e;

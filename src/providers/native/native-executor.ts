@@ -3,12 +3,10 @@
  * their output and receipts live in the spool and outlive the runtime; PTY commands run under the runtime itself
  * (pty-run.ts). Optional bubblewrap containment comes from the profile. One spool directory per allocation.
  */
-import { writeFileSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
-import type { ExecSpec, Executor, OutputChunk, OutputStream, Receipt } from '../provider.ts';
+import type { ExecSpec, Executor, HeldFile, OutputChunk, OutputStream, Receipt } from '../provider.ts';
 import { assertCommandEnv, hostAccount } from '../command-env.ts';
 import {
   assertOperationId,
@@ -102,7 +100,7 @@ export class NativeExecutor implements Executor {
       if (claim) return this.existing(id, claim);
     }
     const { env: _secret, ...recorded } = spec;
-    writeFileSync(this.spool.file(id, 'spec.json'), `${JSON.stringify({ ...recorded, argv })}\n`);
+    await this.spool.writeNew(id, 'spec.json', `${JSON.stringify({ ...recorded, argv })}\n`);
     const launched = { ...spec, env };
     return spec.pty ? this.startPty(launched, argv, cwd) : this.startSupervised(launched, argv, cwd);
   }
@@ -166,7 +164,7 @@ export class NativeExecutor implements Executor {
       if (outcome.code === SUPERVISOR_CLAIM_LOST) return this.existing(id, await this.spool.readClaim(id));
       throw new BerthError('internal', `The supervisor exited with status ${outcome.code} without a receipt.`, detail);
     }
-    if (spec.stdin && !seen?.receipt && op.supervisor === supervisor) op.stdin = new FifoWriter(this.spool.file(id, 'stdin'));
+    if (spec.stdin && !seen?.receipt && op.supervisor === supervisor) op.stdin = this.openStdin(id);
     return deriveReceipt(id, { claim: { kind: 'supervisor', pid: pid! }, ...seen }, true);
   }
 
@@ -261,8 +259,8 @@ export class NativeExecutor implements Executor {
       case 'pty':
         return isProcessAlive(claim.pid, claim.startTime);
       case 'pending': {
-        const { mtimeMs } = await stat(this.spool.file(operationId, 'claim'));
-        return Date.now() - mtimeMs < PENDING_CLAIM_MS;
+        const claimed = await this.spool.entryStat(operationId, 'claim');
+        return claimed !== undefined && Date.now() - claimed.mtimeMs < PENDING_CLAIM_MS;
       }
       case 'abandoned':
         return false;
@@ -280,8 +278,8 @@ export class NativeExecutor implements Executor {
     return { data, next, closed };
   }
 
-  async spoolFile(operationId: string, stream: OutputStream): Promise<string> {
-    return this.spool.file(operationId, stream);
+  spoolFile(operationId: string, stream: OutputStream): Promise<HeldFile | undefined> {
+    return this.spool.holdOutput(operationId, stream);
   }
 
   /**
@@ -354,14 +352,21 @@ export class NativeExecutor implements Executor {
     const held = live.get(dir)?.stdin;
     if (held) return held;
     const receipt = await this.status(operationId);
-    const fifo = this.spool.file(operationId, 'stdin');
-    const isFifo = await stat(fifo).then((s) => s.isFIFO(), () => false);
-    if (receipt.state !== 'running' || !isFifo) {
-      throw new BerthError('invalid_state', 'The operation is not running with stdin.', { operationId, state: receipt.state });
-    }
-    const writer = new FifoWriter(fifo);
+    const writer = receipt.state === 'running' ? this.openStdin(operationId) : undefined;
+    if (!writer) throw new BerthError('invalid_state', 'The operation is not running with stdin.', { operationId, state: receipt.state });
     liveFor(dir).stdin = writer;
     return writer;
+  }
+
+  /** A writer on the operation's stdin FIFO; none when it is missing or is not a FIFO (the command replaced it). */
+  private openStdin(operationId: string): FifoWriter | undefined {
+    try {
+      const fd = this.spool.openFifo(operationId, 'stdin');
+      return fd === undefined ? undefined : new FifoWriter(fd);
+    } catch (e) {
+      if (e instanceof BerthError) return undefined;
+      throw e;
+    }
   }
 
   /** Only a live PTY has a size; resizing anything else is ignored. */

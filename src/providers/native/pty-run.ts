@@ -6,7 +6,7 @@
  * receipt (an unknown outcome). While the runtime lives, output is complete without any attached client. When the
  * command exits, whatever is left of its session is hung up (SIGHUP, then SIGKILL), as when a terminal closes.
  */
-import { closeSync, constants, openSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import pty from 'node-pty';
 import type { Spool } from '../spool.ts';
@@ -51,7 +51,7 @@ export class PtyRun {
     if (!(await o.spool.claim(o.operationId, `pty ${process.pid} ${me}`))) return undefined;
     const cwdOk = await stat(o.cwd).then((s) => s.isDirectory(), () => false);
     if (!cwdOk) return new PtyRun(o, { error: 'cwd' });
-    const output = openSync(o.spool.file(o.operationId, 'pty'), 'a');
+    const output = await o.spool.openAppend(o.operationId, 'pty');
     let term: pty.IPty;
     try {
       term = pty.spawn(o.argv[0], o.argv.slice(1), {
@@ -75,7 +75,7 @@ export class PtyRun {
     // slave descriptor keeps it open; node-pty then drains for 200 ms after the exit before it reports it.
     const slave = openSync((term as unknown as { ptsName: string }).ptsName, constants.O_RDWR | constants.O_NOCTTY);
     const started = { supervisor: process.pid, pid: term.pid, pgid: term.pid };
-    writeFileSync(o.spool.file(o.operationId, 'started'), `${JSON.stringify(started)}\n`);
+    await o.spool.writeNew(o.operationId, 'started', `${JSON.stringify(started)}\n`);
     return new PtyRun(o, { term, output, slave });
   }
 

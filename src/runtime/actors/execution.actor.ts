@@ -213,7 +213,12 @@ const OFF_THREAD_BYTES = 1024 * 1024;
 
 async function savedStream(executor: Executor, artifacts: ArtifactStore, operationId: string, stream: OutputStream, size: number) {
   const file = size >= OFF_THREAD_BYTES ? await executor.spoolFile?.(operationId, stream) : undefined;
-  return file ? artifacts.putFilePrefix(file, size) : artifacts.putChunks(spooled(executor, operationId, stream, size));
+  if (!file) return artifacts.putChunks(spooled(executor, operationId, stream, size));
+  try {
+    return await artifacts.putFilePrefix(file.path, size);
+  } finally {
+    file.close();
+  }
 }
 
 /** Artifact stores this process has seen holding the empty artifact (artifacts are immutable, never removed). */
