@@ -37,7 +37,7 @@ const GiB = 1024 * MiB;
 
 export const defaultRolePolicy: RolePolicy = {
   ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, network: 'bridge' },
-  quotas: { environments: 20, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB },
+  quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB },
 };
 
 /** How the provider a profile names treats its commands: on a borrowed host they run as the server unless contained. */

@@ -24,6 +24,7 @@ const members = {
   dave: 'roles-dave-token-7e13c9a0d4b25f68',
   erin: 'roles-erin-token-0a9f4d61e7c2b385',
   frank: 'roles-frank-token-c8b2e6f0193a7d45',
+  grace: 'roles-grace-token-4f7a0c2e9d1b6853',
 };
 
 let server: BerthServer;
@@ -144,6 +145,12 @@ describe('quotas: a member\'s scope is bounded', () => {
     console.log(`output quota ${OUTPUT_QUOTA} B: the stopped command's saved stdout is ${saved} B (overshoot ${saved - OUTPUT_QUOTA} B of ${total} B asked)`);
     expect(saved).toBeGreaterThan(OUTPUT_QUOTA);
     expect(saved).toBeLessThan(total);
+  });
+
+  it.skipIf(!dockerAvailable)('should stop a command in a member\'s container writing past its output quota', async () => {
+    const env = await createEnvironment(server, members.grace, { provider: 'docker', image: 'berth-base:latest' });
+    const record = await finished(server, (await submit(server, env, ['head', '-c', String(256 * MiB), '/dev/zero'], {}, members.grace)).id, members.grace);
+    expect(record).toMatchObject({ status: 'cancelled', failure: { code: 'quota_exceeded' } });
   });
 
   it('should refuse the next execution once the scope\'s kept output reaches its quota', async () => {
