@@ -115,6 +115,12 @@ describe.skipIf(!bwrap)('bubblewrap containment', () => {
     expect(groupMembers(pid!)).toEqual([]);
   });
 
+  it('gives the command normal signal behaviour (it is not the namespace pid 1) and its exit status', async () => {
+    const { receipt, stdout } = await run(fx.executor, sh('trap "echo got-term; exit 3" TERM; kill -TERM $$; sleep 5; echo not-reached'));
+    expect(stdout.toString()).toBe('got-term\n');
+    expect(receipt.exitCode).toBe(3);
+  });
+
   it('runs a PTY command contained as well', async () => {
     const s = spec(['/bin/sh', '-c', 'stty size; touch /x 2>/dev/null || echo refused'], { cwd: workspace, pty: { cols: 80, rows: 24 } });
     await fx.executor.submit(s);

@@ -94,7 +94,17 @@ function canDisableUserns(bwrap: string): boolean {
   return known;
 }
 
-/** `bwrap <args> --`: prepend to the command's argv. */
+/**
+ * The sandbox's pid 1, in front of the command. bwrap's own init would leave its exit (the namespace's teardown) to
+ * the host's reaper, and the supervisor, which waits for the whole process group, would wait for that too: tens of
+ * milliseconds per command. This shell is waited for by bwrap itself (--as-pid-1). It runs the command as its child
+ * (`; exit` keeps it from exec'ing), so the command keeps the signal behaviour of any process (a namespace's pid 1
+ * gets only the signals it handles); when the command ends it ends with its status, and the kernel ends whatever the
+ * command left in the namespace.
+ */
+const PID_ONE = ['/bin/sh', '-c', '"$@"; exit $?', 'berth-init'];
+
+/** `bwrap <args> -- <pid 1>`: prepend to the command's argv. */
 export function bubblewrapArgv(bwrap: string, c: Containment): string[] {
   const args = c.hostWritable
     ? [bwrap, ...rootArgs(true), '--dev-bind', '/dev', '/dev', '--proc', '/proc', '--bind', '/tmp', '/tmp']
@@ -116,6 +126,6 @@ export function bubblewrapArgv(bwrap: string, c: Containment): string[] {
     if (canDisableUserns(bwrap)) args.push('--disable-userns');
   }
   if (c.network === 'none') args.push('--unshare-net');
-  args.push('--chdir', chdir, '--');
+  args.push('--as-pid-1', '--chdir', chdir, '--', ...PID_ONE);
   return args;
 }

@@ -5,6 +5,13 @@ import { bubblewrapArgv } from '../../../src/providers/native/bubblewrap.ts';
 const pairs = (argv: string[], flag: string): string[][] =>
   argv.flatMap((a, i) => (a === flag ? [argv.slice(i + 1, i + (flag === '--tmpfs' || flag === '--remount-ro' ? 2 : 3))] : []));
 
+/** Where the sandbox starts: the --chdir value, the last option before the command (and its pid 1) begins. */
+const chdirOf = (argv: string[]): string => {
+  const i = argv.indexOf('--chdir');
+  expect(argv.indexOf('--')).toBe(i + 2);
+  return argv[i + 1];
+};
+
 describe('bubblewrapArgv', () => {
   const argv = bubblewrapArgv('/usr/bin/bwrap', {
     chdir: '/tmp/ws',
@@ -18,7 +25,7 @@ describe('bubblewrapArgv', () => {
     expect(argv[0]).toBe('/usr/bin/bwrap');
     expect(pairs(argv, '--ro-bind')).toContainEqual(['/usr', '/usr']);
     expect(argv.indexOf('--remount-ro')).toBeGreaterThan(argv.indexOf('/env/demo'));
-    expect(argv.slice(-3)).toEqual(['--chdir', '/tmp/ws', '--']);
+    expect(chdirOf(argv)).toBe('/tmp/ws');
   });
 
   it('never binds the cwd: it makes it in the private /tmp (after /tmp is made) and changes to it', () => {
@@ -39,11 +46,17 @@ describe('bubblewrapArgv', () => {
     const bridged = bubblewrapArgv('/usr/bin/bwrap', { network: 'bridge' });
     expect(bridged).not.toContain('--unshare-net');
     expect(bridged).not.toContain('--bind');
-    expect(bridged.slice(-3)).toEqual(['--chdir', '/tmp', '--']);
+    expect(chdirOf(bridged)).toBe('/tmp');
   });
 });
 
 describe('bubblewrapArgv unprivileged', () => {
+  it("puts its own pid 1 in front of the command, not bwrap's init, whose reaping the supervisor would wait for", () => {
+    const argv = bubblewrapArgv('/usr/bin/bwrap', {});
+    expect(argv).toContain('--as-pid-1');
+    expect(argv.slice(argv.indexOf('--') + 1)).toEqual(['/bin/sh', '-c', '"$@"; exit $?', 'berth-init']);
+  });
+
   it('runs in a user namespace with every capability dropped only when asked', () => {
     const argv = bubblewrapArgv('/usr/bin/bwrap', { unprivileged: true });
     expect(argv).toContain('--unshare-user');
@@ -65,13 +78,13 @@ describe('bubblewrapArgv for content versions', () => {
     expect(pairs(argv, '--ro-bind')).toContainEqual(['/data/versions/3', '/env/demo']);
     expect(pairs(argv, '--ro-bind')).not.toContainEqual(['/usr', '/usr']);
     expect(argv.indexOf('/env/demo')).toBeGreaterThan(argv.lastIndexOf('/usr'));
-    expect(argv.slice(-3)).toEqual(['--chdir', '/root', '--']);
+    expect(chdirOf(argv)).toBe('/root');
   });
 
   it('binds a build directory writable at its session path before the root goes read-only', () => {
     const argv = bubblewrapArgv('/usr/bin/bwrap', { binds: [{ source: '/data/versions/4', target: '/env/demo' }], chdir: '/env/demo' });
     expect(pairs(argv, '--bind')).toEqual([['/data/versions/4', '/env/demo']]);
     expect(argv.indexOf('--remount-ro')).toBeGreaterThan(argv.indexOf('/env/demo'));
-    expect(argv.slice(-3)).toEqual(['--chdir', '/env/demo', '--']);
+    expect(chdirOf(argv)).toBe('/env/demo');
   });
 });
