@@ -5,6 +5,7 @@
  */
 export { startBerth, defaultProviders, type Berth, type StartBerthOptions } from './runtime/berth.ts';
 export type * from './runtime/runtime-api.ts';
+export { defaultRolePolicy, type RolePolicy, type ProfileCeilings, type ScopeQuotas } from './runtime/role-policy.ts';
 export { BerthError, isBerthError, errorCodes, type ErrorCode } from '../schemas/errors.ts';
 export { profileSchema, type Profile } from '../schemas/profile.ts';
 

@@ -25,6 +25,7 @@ const members = {
   erin: 'roles-erin-token-0a9f4d61e7c2b385',
   frank: 'roles-frank-token-c8b2e6f0193a7d45',
   grace: 'roles-grace-token-4f7a0c2e9d1b6853',
+  heidi: 'roles-heidi-token-9b3e5a7c0d2f4168',
 };
 
 let server: BerthServer;
@@ -132,6 +133,20 @@ describe('quotas: a member\'s scope is bounded', () => {
     expect((await finished(server, first.id, members.dave)).status).toBe('cancelled');
     const next = await submit(server, env, ['true'], {}, members.dave);
     expect((await finished(server, next.id, members.dave)).status).toBe('exited');
+  });
+
+  it('should admit one of several submissions racing for the last place', async () => {
+    const env = await createEnvironment(server, members.heidi);
+    const race = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        server.call('/v1/executions', { body: { operationId: `heidi-${Date.now()}-${i}`, environment: env, command: ['sleep', '30'] }, token: members.heidi }),
+      ),
+    );
+    const admitted = race.filter((r) => r.ok);
+    expect(race.map((r) => r.status).sort()).toEqual([201, 429, 429, 429, 429].sort());
+    const { id } = (await admitted[0].json()) as { id: string };
+    await server.json(`/v1/executions/${id}/cancel`, { method: 'POST', body: {}, token: members.heidi });
+    await finished(server, id, members.heidi);
   });
 
   it('should stop a command writing past its output quota, and its record should say why', async () => {
