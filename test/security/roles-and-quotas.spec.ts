@@ -26,6 +26,7 @@ const members = {
   frank: 'roles-frank-token-c8b2e6f0193a7d45',
   grace: 'roles-grace-token-4f7a0c2e9d1b6853',
   heidi: 'roles-heidi-token-9b3e5a7c0d2f4168',
+  ivan: 'roles-ivan-token-2c6e8a0f4b1d3975',
 };
 
 let server: BerthServer;
@@ -160,6 +161,17 @@ describe('quotas: a member\'s scope is bounded', () => {
     console.log(`output quota ${OUTPUT_QUOTA} B: the stopped command's saved stdout is ${saved} B (overshoot ${saved - OUTPUT_QUOTA} B of ${total} B asked)`);
     expect(saved).toBeGreaterThan(OUTPUT_QUOTA);
     expect(saved).toBeLessThan(total);
+  });
+
+  it('should still stop a command past its output quota when the server was killed and restarted under it', async () => {
+    const env = await createEnvironment(server, members.ivan);
+    // About 1.3 MB/s for 20 s: it passes the quota only after the kill below.
+    const writer = 'i=0; while [ $i -lt 400 ]; do head -c 65536 /dev/zero; sleep 0.05; i=$((i+1)); done';
+    const { id } = await submit(server, env, ['/bin/sh', '-c', writer], {}, members.ivan);
+    await running(server, id, members.ivan);
+    await server.restart('SIGKILL');
+    const record = await finished(server, id, members.ivan);
+    expect(record).toMatchObject({ status: 'cancelled', failure: { code: 'quota_exceeded' } });
   });
 
   it.skipIf(!dockerAvailable)('should stop a command in a member\'s container writing past its output quota', async () => {
