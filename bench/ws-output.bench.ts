@@ -44,7 +44,7 @@ async function rawRun(data: Buffer): Promise<number> {
     // The same pacing a careful sender needs: wait for the socket when the buffer grows.
     for (let offset = 0; offset < data.length; offset += CHUNK) {
       ws.send(data.subarray(offset, offset + CHUNK));
-      while (ws.bufferedAmount > defaultLimits.wsBufferBytes) await new Promise((r) => setTimeout(r, 1));
+      while (ws.bufferedAmount > defaultLimits.streamBufferBytes) await new Promise((r) => setTimeout(r, 1));
     }
     ws.close(1000);
   });

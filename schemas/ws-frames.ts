@@ -45,8 +45,8 @@ export function encodeOutputFrameInto(target: Buffer, stream: OutputStreamName, 
 }
 
 /**
- * Frame buffers of one connection, reused once the socket has taken them: steady streaming then allocates (and
- * collects) nothing per frame. Keeps at most `keep` spare buffers.
+ * Frame buffers reused once a socket has taken them: steady streaming then allocates (and collects) nothing per frame.
+ * Keeps at most `keep` spare buffers, so one pool can serve many connections without holding memory for each.
  */
 export class FrameBufferPool {
   private readonly spare: Buffer[] = [];

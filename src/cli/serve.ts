@@ -7,6 +7,7 @@
  */
 import { buildGateway, type Gateway } from '../gateway/app.ts';
 import { createTokenAuth, loadTokensFile, type TokenEntry } from '../gateway/auth.ts';
+import { gatewayLimitsFromEnv } from '../gateway/limits.ts';
 import { listen, type ListenAddress, type Listener, type TlsFiles } from '../gateway/listen.ts';
 import { loadConfig } from '../runtime/config.ts';
 import { startBerth } from '../runtime/berth.ts';
@@ -48,6 +49,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new UsageError('--tls-cert and --tls-key go together', serveUsage);
   }
   const config = loadConfig({ dataDir: values['data-dir'], host: values.host, port: values.port, store: values.store });
+  const gatewayLimits = gatewayLimitsFromEnv(process.env);
   const tls: TlsFiles | undefined = values['tls-cert'] ? { certPath: values['tls-cert'], keyPath: values['tls-key']! } : undefined;
   const tcpAsked = [values.host, values.port, process.env.BERTH_HOST, process.env.BERTH_PORT].some((v) => v !== undefined && v !== '');
   const addresses: ListenAddress[] = [];
@@ -77,6 +79,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     api: berth.api,
     auth,
     logger: log,
+    limits: gatewayLimits,
     health: () => ({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }),
   });
   const listeners: Listener[] = [];

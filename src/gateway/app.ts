@@ -10,12 +10,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { BerthError } from '../../schemas/errors.ts';
+import { FrameBufferPool } from '../../schemas/ws-frames.ts';
 import type { RuntimeApi } from '../runtime/runtime-api.ts';
 import { installAuth, type Authenticator } from './auth.ts';
 import { installErrorHandling, sendError, toBerthError } from './errors.ts';
 import { gatewayLogger, installRequestLog } from './gateway-logger.ts';
 import { defaultLimits, type GatewayLimits } from './limits.ts';
 import { OpenStreams } from './open-streams.ts';
+import { StreamSlots } from './stream-slots.ts';
 import type { GatewayDeps, ResourcePlugin, RouteDef } from './route.ts';
 import { activityPlugin } from './routes/activity.ts';
 import { allocationsPlugin } from './routes/allocations.ts';
@@ -55,12 +57,15 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+const SPARE_FRAME_BUFFERS = 16;
+
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 export function buildGateway(options: GatewayOptions): Gateway {
   const limits: GatewayLimits = { ...defaultLimits, ...options.limits };
+  const log = gatewayLogger(options.logger, (value) => options.auth.authenticate(value) !== undefined);
   const app = Fastify({
-    loggerInstance: gatewayLogger(options.logger) as FastifyBaseLogger,
+    loggerInstance: log.logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: limits.bodyBytes,
     routerOptions: { maxParamLength: 1024 },
@@ -77,11 +82,14 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   refuseStrayUpgrades(app);
   installAuth(app, options.auth);
-  installRequestLog(app);
+  installRequestLog(app, log.redactUrl);
 
   const streams = new OpenStreams();
+  const slots = new StreamSlots(limits.streamsPerToken);
+  // Spare frame buffers for all connections together: a client's own cost stays its socket buffer.
+  const frames = new FrameBufferPool(limits.chunkBytes, SPARE_FRAME_BUFFERS);
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.wsMaxFrameBytes, perMessageDeflate: false });
-  const deps: GatewayDeps = { api: options.api, limits, streams, wss, health: options.health ?? (() => ({})) };
+  const deps: GatewayDeps = { api: options.api, limits, streams, slots, frames, wss, health: options.health ?? (() => ({})) };
   const plugins: ResourcePlugin[] = [
     healthPlugin,
     capabilitiesPlugin,

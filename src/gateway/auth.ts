@@ -5,10 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
 import type { Caller } from '../runtime/runtime-api.ts';
+import { rawQueryParameter } from './raw-query.ts';
 import type { RouteConfig } from './route.ts';
 
 export const tokenEntrySchema = z.strictObject({
@@ -30,12 +31,13 @@ export interface TokenAuthOptions {
   tokens?: TokenEntry[];
 }
 
-const digest = (token: string): string => createHash('sha256').update(token).digest('hex');
+/** How a token is kept and keyed (never the token itself). */
+export const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 export function createTokenAuth(options: TokenAuthOptions): Authenticator {
   const callers = new Map<string, Caller>();
   const add = (token: string, caller: Caller) => {
-    const key = digest(token);
+    const key = tokenDigest(token);
     const existing = callers.get(key);
     if (existing && (existing.scope !== caller.scope || existing.role !== caller.role)) {
       throw new BerthError('invalid_request', 'One token is configured twice with different scopes or roles.');
@@ -45,7 +47,7 @@ export function createTokenAuth(options: TokenAuthOptions): Authenticator {
   if (options.adminToken) add(options.adminToken, { scope: options.adminScope ?? 'default', role: 'admin' });
   for (const entry of options.tokens ?? []) add(entry.token, { scope: entry.scope, role: entry.role });
   return {
-    authenticate: (token) => (token ? callers.get(digest(token)) : undefined),
+    authenticate: (token) => (token ? callers.get(tokenDigest(token)) : undefined),
   };
 }
 
@@ -78,14 +80,23 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The token a request presents: its bearer header, else, on routes that allow it (streaming ones), the query
+ * parameter named literally `token` in the raw URL (never a decoded name such as `tok%65n`).
+ */
+export function presentedToken(request: FastifyRequest): string | undefined {
+  const config = request.routeOptions.config as RouteConfig;
+  const fromQuery = config.queryToken ? rawQueryParameter(request.raw.url ?? '', 'token') : undefined;
+  return bearerToken(request.headers.authorization) ?? fromQuery;
+}
+
 /** Requires a known bearer token on every route not marked `auth: false`; `?token=` where the route allows it. */
 export function installAuth(app: FastifyInstance, authenticator: Authenticator): void {
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request) => {
     const config = request.routeOptions.config as RouteConfig;
     if (config.auth === false) return;
-    const fromQuery = config.queryToken ? (request.query as { token?: unknown }).token : undefined;
-    const token = bearerToken(request.headers.authorization) ?? (typeof fromQuery === 'string' ? fromQuery : undefined);
+    const token = presentedToken(request);
     const caller = authenticator.authenticate(token);
     if (!caller) {
       throw new BerthError('unauthorized', token ? 'The bearer token is not known.' : 'A bearer token is required.');

@@ -1,8 +1,8 @@
 /**
  * One execution WebSocket (DESIGN §8): output as binary frames from the client's cursors, a status text frame on
- * every status change, stdin/resize/end from the client. The output is paced by the socket: above `wsBufferBytes`
- * buffered, reading stops; if the buffer stays above it for `wsStallMs` the client is closed with 1013 to reconnect
- * from its last cursor. Closing, for any reason, never cancels the execution.
+ * every status change, stdin/resize/end from the client. The output is paced by the socket: no more is read than
+ * fits in `streamBufferBytes` beside what the socket holds; if no chunk fits for `streamStallMs` the client is closed
+ * with 1013 to reconnect from its last cursor. Closing, for any reason, never cancels the execution.
  */
 import { WebSocket, type RawData } from 'ws';
 import type { FastifyBaseLogger } from 'fastify';
@@ -14,7 +14,7 @@ import { followExecution } from './output-follower.ts';
 import { parseOrReject } from './parse-request.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-import { closeCodes, encodeOutputFrame, encodeOutputFrameInto, FrameBufferPool } from '../../schemas/ws-frames.ts';
+import { closeCodes, encodeOutputFrame, encodeOutputFrameInto } from '../../schemas/ws-frames.ts';
 
 export interface ExecutionStreamOptions {
   deps: GatewayDeps;
@@ -65,9 +65,10 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
   // looks again now and then (a socket that takes nothing calls nothing back), and is cleared when a callback wins.
   let wakeDrain: (() => void) | undefined;
   const onSent = () => wakeDrain?.();
+  const room = () => Math.max(0, deps.limits.streamBufferBytes - ws.bufferedAmount);
   const drained = async (): Promise<boolean> => {
-    const deadline = Date.now() + deps.limits.wsStallMs;
-    while (ws.bufferedAmount > deps.limits.wsBufferBytes) {
+    const deadline = Date.now() + deps.limits.streamStallMs;
+    while (room() < Math.min(deps.limits.chunkBytes, deps.limits.streamBufferBytes)) {
       if (ws.readyState !== WebSocket.OPEN) return false;
       const left = deadline - Date.now();
       if (left <= 0) return false;
@@ -84,8 +85,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
     return true;
   };
 
-  // Enough spare buffers to cover what the send buffer bound lets be in flight.
-  const pool = new FrameBufferPool(deps.limits.chunkBytes, Math.ceil(deps.limits.wsBufferBytes / deps.limits.chunkBytes) + 2);
+  const pool = deps.frames;
   const sendOutput = (stream: OutputStreamName, cursor: number, data: Buffer) => {
     // Small frames get a buffer of their size: a pooled one is a whole chunk, too much for an interactive session.
     if (data.length > pool.dataBytes || data.length < POOLED_FRAME_MIN_BYTES) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
@@ -102,6 +102,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
       cursors: options.cursors,
       chunkBytes: deps.limits.chunkBytes,
       readBytes: deps.limits.followReadBytes,
+      room,
       pollMs: deps.limits.pollMs,
       signal: abort.signal,
     });

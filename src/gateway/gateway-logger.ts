@@ -1,9 +1,10 @@
 /**
  * The gateway's logger: a pino child that can never print a credential. Authorization headers are redacted by path,
- * and URLs are logged with their `token` query parameter (browser WebSocket/SSE auth) replaced.
+ * and URLs are logged through url-redaction.ts (no `token` query value in any spelling, no known token anywhere).
  */
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { urlRedactor, type IsCredential } from './url-redaction.ts';
 
 const REDACTED = '[redacted]';
 
@@ -18,8 +19,6 @@ export const redactedPaths = [
   'req.query.token',
 ];
 
-export const redactUrl = (url: string): string => url.replace(/([?&]token=)[^&#]*/gi, `$1${REDACTED}`);
-
 interface RawRequestLike {
   method?: string;
   url?: string;
@@ -27,9 +26,17 @@ interface RawRequestLike {
   socket?: { remotePort?: number };
 }
 
-export function gatewayLogger(parent: Logger | undefined): Logger {
+export interface GatewayLogger {
+  logger: Logger;
+  /** The URL as it may be logged. */
+  redactUrl: (url: string) => string;
+}
+
+/** `isCredential` says whether a string is a token the server knows (so it is hidden wherever it appears). */
+export function gatewayLogger(parent: Logger | undefined, isCredential: IsCredential): GatewayLogger {
   const base = parent ?? pino({ level: 'silent' });
-  return base.child(
+  const redactUrl = urlRedactor(isCredential);
+  const logger = base.child(
     { component: 'gateway' },
     {
       redact: { paths: redactedPaths, censor: REDACTED },
@@ -43,10 +50,11 @@ export function gatewayLogger(parent: Logger | undefined): Logger {
       },
     },
   );
+  return { logger, redactUrl };
 }
 
 /** One line per answered request (fastify's own request logging is off: it would print raw URLs). */
-export function installRequestLog(app: FastifyInstance): void {
+export function installRequestLog(app: FastifyInstance, redactUrl: (url: string) => string): void {
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { method: request.method, url: redactUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },

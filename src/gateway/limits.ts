@@ -1,4 +1,9 @@
-/** The gateway's bounds: body size, long-poll and streaming pace, and how far a slow WebSocket reader may fall behind. */
+/**
+ * The gateway's bounds: body size, long-poll and streaming pace, how much output one streaming client may hold in
+ * server memory, how long it may stall, and how many streams a token may hold open.
+ */
+import { BerthError } from '../../schemas/errors.ts';
+
 export interface GatewayLimits {
   /** Largest request body accepted (bytes); a larger one is `invalid_request` with `detail.max_bytes`. */
   bodyBytes: number;
@@ -9,18 +14,23 @@ export interface GatewayLimits {
   /** Largest output frame / SSE event. */
   chunkBytes: number;
   /**
-   * Largest runtime read of a follower (WebSocket, SSE) of a busy stream, sent `chunkBytes` at a time. A busy
-   * follower holds three buffers of this size (the one being sent, two reads under way).
+   * Largest runtime read of a follower (WebSocket, SSE) of a busy stream, sent `chunkBytes` at a time. Reads never
+   * exceed what the client's socket can take (`streamBufferBytes` less what it already holds).
    */
   followReadBytes: number;
   /** How long a follower waits for new output before checking status again. */
   pollMs: number;
   /** Interval of SSE heartbeat comments. */
   heartbeatMs: number;
-  /** A WebSocket's send buffer bound: above it the gateway stops reading output for that client. */
-  wsBufferBytes: number;
-  /** How long the send buffer may stay above the bound before the client is closed with 1013. */
-  wsStallMs: number;
+  /**
+   * Output bytes one streaming client (WebSocket or SSE) may hold in the server: what its socket has not taken yet
+   * plus what was read for it and not yet sent. At the bound the gateway stops reading output for that client.
+   */
+  streamBufferBytes: number;
+  /** How long a client may take nothing at the bound before it is closed (WebSocket 1013; SSE: the connection). */
+  streamStallMs: number;
+  /** Open WebSocket and SSE streams per token; one more is `too_many_streams` (429). */
+  streamsPerToken: number;
   /** Largest client -> server WebSocket frame (stdin chunk). */
   wsMaxFrameBytes: number;
 }
@@ -29,11 +39,35 @@ export const defaultLimits: GatewayLimits = {
   bodyBytes: 1024 * 1024,
   maxWaitMs: 60_000,
   outputReadBytes: 4 * 1024 * 1024,
-  chunkBytes: 1024 * 1024,
-  followReadBytes: 4 * 1024 * 1024,
+  chunkBytes: 64 * 1024,
+  followReadBytes: 128 * 1024,
   pollMs: 250,
   heartbeatMs: 15_000,
-  wsBufferBytes: 2 * 1024 * 1024,
-  wsStallMs: 10_000,
+  streamBufferBytes: 256 * 1024,
+  streamStallMs: 10_000,
+  streamsPerToken: 32,
   wsMaxFrameBytes: 1024 * 1024,
 };
+
+const envLimits = {
+  BERTH_MAX_STREAMS_PER_TOKEN: 'streamsPerToken',
+  BERTH_STREAM_STALL_MS: 'streamStallMs',
+} as const satisfies Record<string, keyof GatewayLimits>;
+
+/**
+ * The limits an operator sets through the environment (README Configuration); unset ones keep their defaults. A bad
+ * value is `invalid_request` naming the variable, so `berth serve` stops before listening.
+ */
+export function gatewayLimitsFromEnv(env: NodeJS.ProcessEnv): Partial<GatewayLimits> {
+  const limits: Partial<GatewayLimits> = {};
+  const problems: string[] = [];
+  for (const [name, key] of Object.entries(envLimits)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const value = Number(raw);
+    if (Number.isSafeInteger(value) && value >= 1) limits[key] = value;
+    else problems.push(`${name}: must be an integer >= 1`);
+  }
+  if (problems.length > 0) throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
+  return limits;
+}

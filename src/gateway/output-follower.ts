@@ -1,7 +1,7 @@
 /**
  * Follows one execution for a streaming client (SSE or WebSocket): output chunks from per-stream cursors, then status
  * changes, read through `api.readOutput` and woken by `api.waitForOutput`. Pull-based, so a slow consumer paces the
- * reads instead of buffering them. A terminal status is yielded once, last, after every stream is complete (ended and
+ * reads instead of buffering them, and no read (made ahead or not) exceeds what the consumer says it can take. A terminal status is yielded once, last, after every stream is complete (ended and
  * saved): seeing it means the client holds all the output and can read it again by cursor.
  */
 import { terminalStatuses, type OutputStreamName } from '../../schemas/api.ts';
@@ -21,6 +21,8 @@ export interface FollowOptions {
   chunkBytes: number;
   /** Largest read of the runtime: a stream that fills its reads gets larger ones, up to this, yielded chunk by chunk. */
   readBytes: number;
+  /** Output bytes the consumer can take now (room left in its socket's buffer): the bound of every read. */
+  room: () => number;
   pollMs: number;
   signal: AbortSignal;
 }
@@ -61,13 +63,13 @@ export async function* followExecution(
       // While another stream streams, a quiet one is looked at again only now and then (reads cost a round trip).
       if (busy && quietSince.has(stream) && Date.now() - quietSince.get(stream)! < QUIET_RECHECK_MS) continue;
       const reader = readers.get(stream)!;
-      const got = await reader.next(cursors[stream]);
+      const got = await reader.next(cursors[stream], options.room());
       if (got.data.length > 0) {
         progressed = true;
         quietSince.delete(stream);
-        // The next bytes are read while the consumer sends these.
+        // The next bytes are read while the consumer sends these, in what room its socket has beyond them.
         if (got.closed) closed.add(stream);
-        else reader.readAhead(got.next);
+        else reader.readAhead(got.next, options.room() - got.data.length);
         for (let offset = 0; offset < got.data.length && !signal.aborted; offset += chunkBytes) {
           const data = got.data.subarray(offset, offset + chunkBytes);
           const cursor = cursors[stream];

@@ -1,9 +1,12 @@
 /**
  * Server-sent events: the wire format (`id:`, `event:`, `data:` lines, blank line; `:` comments as heartbeats) and a
- * writer over a hijacked fastify reply that respects socket backpressure and ends when the client goes away.
+ * writer over a hijacked fastify reply that respects socket backpressure, ends when the client goes away, and drops a
+ * client that takes nothing for the stall window (as the WebSocket's 1013), so a reader that stopped holds no more
+ * than its socket's buffer.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { OpenStreams } from './open-streams.ts';
+import type { GatewayDeps } from './route.ts';
 
 export interface SseEvent {
   id?: string;
@@ -25,6 +28,16 @@ export function formatSseEvent(event: SseEvent): string {
 
 export const formatSseComment = (text: string): string => `: ${oneLine(text)}\n\n`;
 
+export interface SseWriterOptions {
+  heartbeatMs: number;
+  /** How long a write may wait for the client to take what is buffered before the connection is dropped. */
+  stallMs: number;
+  /** Output bytes (before base64) the writer lets be buffered for the client: the bound of `room()`. */
+  bufferBytes: number;
+  streams: OpenStreams;
+  log: FastifyBaseLogger;
+}
+
 export class SseWriter {
   private readonly abort = new AbortController();
   private readonly unregister: () => void;
@@ -33,8 +46,7 @@ export class SseWriter {
   /** Hijacks the reply and sends the event-stream headers. */
   constructor(
     private readonly reply: FastifyReply,
-    heartbeatMs: number,
-    streams: OpenStreams,
+    private readonly options: SseWriterOptions,
   ) {
     reply.hijack();
     const res = reply.raw;
@@ -48,12 +60,12 @@ export class SseWriter {
     res.on('close', () => this.abort.abort());
     this.heartbeat = setInterval(() => {
       if (!this.closed) res.write(formatSseComment('heartbeat'));
-    }, heartbeatMs);
+    }, options.heartbeatMs);
     this.heartbeat.unref();
-    this.unregister = streams.add(() => this.end());
+    this.unregister = options.streams.add(() => this.end());
   }
 
-  /** Aborted when the client disconnects or the gateway closes. */
+  /** Aborted when the client disconnects, stalls, or the gateway closes. */
   get signal(): AbortSignal {
     return this.abort.signal;
   }
@@ -62,17 +74,31 @@ export class SseWriter {
     return this.abort.signal.aborted || this.reply.raw.writableEnded;
   }
 
-  /** Writes one event; resolves once the socket accepts more (or the client is gone). */
+  /** Output bytes that may be read for this client now (base64 makes 4 bytes on the wire of every 3). */
+  room(): number {
+    return Math.max(0, Math.floor(((this.options.bufferBytes - this.reply.raw.writableLength) * 3) / 4));
+  }
+
+  /**
+   * Writes one event; resolves once the socket accepts more, or the client is gone, or it took nothing for the stall
+   * window (then the connection is dropped with what it buffered).
+   */
   async send(event: SseEvent): Promise<void> {
     if (this.closed) return;
-    if (this.reply.raw.write(formatSseEvent(event))) return;
+    const res = this.reply.raw;
+    if (res.write(formatSseEvent(event))) return;
     await new Promise<void>((resolve) => {
+      const stalled = setTimeout(() => {
+        this.options.log.info({ buffered: res.writableLength }, 'closing an SSE client that stopped reading');
+        this.drop();
+      }, this.options.stallMs);
       const done = () => {
-        this.reply.raw.off('drain', done);
+        clearTimeout(stalled);
+        res.off('drain', done);
         this.signal.removeEventListener('abort', done);
         resolve();
       };
-      this.reply.raw.once('drain', done);
+      res.once('drain', done);
       this.signal.addEventListener('abort', done, { once: true });
     });
   }
@@ -80,7 +106,25 @@ export class SseWriter {
   end(): void {
     clearInterval(this.heartbeat);
     this.unregister();
-    if (!this.reply.raw.writableEnded) this.reply.raw.end();
+    if (!this.reply.raw.writableEnded && !this.reply.raw.destroyed) this.reply.raw.end();
+    this.abort.abort();
+  }
+
+  /** Drops the connection without flushing: a client that does not read would keep the buffer forever. */
+  private drop(): void {
+    clearInterval(this.heartbeat);
+    this.unregister();
+    this.reply.raw.destroy();
     this.abort.abort();
   }
 }
+
+/** An event stream on `reply` with the gateway's bounds (heartbeat, stall window, buffer). */
+export const openSse = (deps: GatewayDeps, reply: FastifyReply, log: FastifyBaseLogger): SseWriter =>
+  new SseWriter(reply, {
+    heartbeatMs: deps.limits.heartbeatMs,
+    stallMs: deps.limits.streamStallMs,
+    bufferBytes: deps.limits.streamBufferBytes,
+    streams: deps.streams,
+    log,
+  });

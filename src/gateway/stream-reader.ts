@@ -3,9 +3,10 @@
  * stream: fewer runtime round trips per byte) and fall back to one chunk when one does not (a stream that trickles,
  * as an interactive one does). While the caller sends the bytes it has, the next reads are already under way: up to
  * `depth`, each one where the one before would end if full (a short one makes those after it useless: they are
- * dropped). Large reads go into buffers that take turns, so a busy stream leaves no buffer per read to the garbage
- * collector (each one costs a major collection sooner); they are let go when reads shrink again. The bytes of a read
- * are valid until the next call to `next`.
+ * dropped). A budget bounds each read and the reads made ahead together (a follower's client can take only so
+ * much: what is read for it is server memory until sent). Large reads go into buffers that take turns, so a busy stream
+ * leaves no buffer per read to the garbage collector (each one costs a major collection sooner); they are let go when
+ * reads shrink again. The bytes of a read are valid until the next call to `next`.
  */
 import type { OutputRead } from '../runtime/runtime-api.ts';
 
@@ -35,32 +36,41 @@ export class StreamReader {
     this.size = chunkBytes;
   }
 
-  /** The read at `cursor` (the one made ahead for it, if any). The caller is done with the previous result's bytes. */
-  async next(cursor: number): Promise<OutputRead> {
+  /**
+   * The read at `cursor` (the one made ahead for it, if any, else one of at most `budget` bytes). The caller is done
+   * with the previous result's bytes.
+   */
+  async next(cursor: number, budget = Infinity): Promise<OutputRead> {
     this.release(this.held);
     this.held = undefined;
     // Reads made ahead for other cursors are dropped, with their buffers (a read may still be filling its buffer).
     while (this.ahead.length > 0 && this.ahead[0]!.cursor !== cursor) this.ahead.shift();
-    const read = this.ahead.shift() ?? this.start(cursor);
+    const read = this.ahead.shift() ?? this.start(cursor, budget);
     const got = await read.result;
-    this.size = got.data.length >= read.maxBytes ? Math.min(read.maxBytes * 2, this.maxBytes) : this.chunkBytes;
+    this.size = got.data.length >= read.maxBytes ? Math.min(Math.max(read.maxBytes * 2, this.chunkBytes), this.maxBytes) : this.chunkBytes;
     if (got.data.length > 0) this.held = read.buffer;
     else this.release(read.buffer);
     if (got.data.length < read.maxBytes) this.ahead.length = 0; // they assumed a full read
     return got;
   }
 
-  /** Makes the reads from `cursor` on now (up to `depth` under way); the next `next(cursor)` takes the first. */
-  readAhead(cursor: number): void {
+  /**
+   * Makes the reads from `cursor` on now (up to `depth` under way, of at most `budget` bytes together, none smaller
+   * than a chunk); the next `next(cursor)` takes the first.
+   */
+  readAhead(cursor: number, budget = Infinity): void {
     if (this.ahead.length > 0 && this.ahead[0]!.cursor !== cursor) this.ahead.length = 0;
-    while (this.ahead.length < this.depth) {
+    let left = this.ahead.reduce((rest, read) => rest - read.maxBytes, budget);
+    while (this.ahead.length < this.depth && left >= this.chunkBytes) {
       const last = this.ahead.at(-1);
-      this.ahead.push(this.start(last ? last.cursor + last.maxBytes : cursor));
+      const read = this.start(last ? last.cursor + last.maxBytes : cursor, left);
+      this.ahead.push(read);
+      left -= read.maxBytes;
     }
   }
 
-  private start(cursor: number): Read {
-    const maxBytes = this.size;
+  private start(cursor: number, budget: number): Read {
+    const maxBytes = Math.max(1, Math.min(this.size, budget));
     const buffer = maxBytes > this.chunkBytes ? this.take() : undefined;
     const result = this.readAt(cursor, maxBytes, buffer);
     result.catch(() => undefined); // awaited by `next`, or dropped with the follower

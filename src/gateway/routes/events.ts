@@ -8,7 +8,7 @@ import { eventsFeedQuery, positionEventIdSchema } from '../../../schemas/api.ts'
 import { toBerthError } from '../errors.ts';
 import { parseOrReject } from '../parse-request.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
-import { SseWriter } from '../sse.ts';
+import { openSse } from '../sse.ts';
 import { recordedEventToWire, stringifyWire } from '../wire-json.ts';
 
 export const eventsPlugin = resourcePlugin([
@@ -25,8 +25,9 @@ export const eventsPlugin = resourcePlugin([
     async ({ deps, caller, query, request, reply }) => {
       const lastEventId = request.headers['last-event-id'];
       const after = lastEventId !== undefined ? parseOrReject(positionEventIdSchema, lastEventId, 'header') : query.after;
+      deps.slots.hold(request, reply.raw);
       const feed = deps.api.events(caller, after === undefined ? 'start' : BigInt(after));
-      const sse = new SseWriter(reply, deps.limits.heartbeatMs, deps.streams);
+      const sse = openSse(deps, reply, request.log);
       sse.signal.addEventListener('abort', () => void feed.close(), { once: true });
       try {
         for await (const event of feed) {

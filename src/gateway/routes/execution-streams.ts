@@ -20,7 +20,7 @@ import { serveExecutionStream } from '../execution-stream.ts';
 import { followExecution } from '../output-follower.ts';
 import { parseOrReject } from '../parse-request.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
-import { SseWriter } from '../sse.ts';
+import { openSse } from '../sse.ts';
 import { stringifyWire } from '../wire-json.ts';
 import { acceptUpgrade, isUpgradeRequest } from '../ws-upgrade.ts';
 
@@ -50,13 +50,15 @@ export const executionStreamsPlugin = resourcePlugin([
         cursors[last.stream] = last.cursor;
       }
       await deps.api.getExecution(caller, params.id); // not_found as a plain error, before the stream opens
-      const sse = new SseWriter(reply, deps.limits.heartbeatMs, deps.streams);
+      deps.slots.hold(request, reply.raw);
+      const sse = openSse(deps, reply, request.log);
       try {
         const follow = followExecution(deps.api, caller, params.id, {
           streams: query.stream ? [query.stream] : allStreams,
           cursors,
           chunkBytes: deps.limits.chunkBytes,
           readBytes: deps.limits.followReadBytes,
+          room: () => sse.room(),
           pollMs: deps.limits.pollMs,
           signal: sse.signal,
         });
@@ -104,6 +106,7 @@ export const executionStreamsPlugin = resourcePlugin([
         });
       }
       await deps.api.getExecution(caller, params.id); // not_found as HTTP, before the handshake
+      deps.slots.hold(request, request.raw.socket);
       const ws = await acceptUpgrade(deps.wss, request, reply);
       const cursors = { stdout: query.stdout ?? 0, stderr: query.stderr ?? 0, pty: query.pty ?? 0 };
       request.log.info({ execution: params.id, cursors }, 'execution websocket opened');

@@ -1,0 +1,106 @@
+/**
+ * Memory denial through streams (issue 10, finding 6): 200 WebSocket and SSE clients follow executions with 64 MiB of
+ * output and never read. Against a real `berth serve`, its resident memory may grow by at most 300 MB while they hang
+ * on (about 1 MiB a client plus the connections themselves), `/healthz` keeps answering within 1 s, and once they
+ * leave the memory comes back to within 100 MB of where it was. The per-token stream cap is raised for this spec, so
+ * the memory bound, not the cap, is what is measured; the stall window too, so the clients stay for the measurement.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { healthLatency, openStalled, residentBytes, type StalledClient } from './stalled-client.ts';
+
+const OUTPUT = 64 * 1024 * 1024;
+const CLIENTS = 200;
+const MB = 1_000_000;
+
+let server: BerthServer;
+let saved: string;
+let live: string;
+const auth = { authorization: `Bearer ${tokens.admin}` };
+
+beforeAll(async () => {
+  server = await startServer([], { BERTH_MAX_STREAMS_PER_TOKEN: '1000', BERTH_STREAM_STALL_MS: '120000' });
+  const env = await createEnvironment(server, tokens.admin);
+  saved = (await submit(server, env, ['head', '-c', String(OUTPUT), '/dev/zero'], {}, tokens.admin)).id;
+  expect((await finished(server, saved, tokens.admin)).status).toBe('exited');
+  // Still running with all its output in the spool: followers read it live from the executor.
+  live = (await submit(server, env, ['sh', '-c', `head -c ${OUTPUT} /dev/zero; exec sleep 600`], {}, tokens.admin)).id;
+  for (;;) {
+    const tail = await server.call(`/v1/executions/${live}/output?stream=stdout&cursor=${OUTPUT - 1}`, { token: tokens.admin });
+    if ((await tail.arrayBuffer()).byteLength === 1) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}, 120_000);
+
+afterAll(async () => {
+  if (live) await server?.call(`/v1/executions/${live}/cancel`, { method: 'POST', body: {}, token: tokens.admin }).catch(() => undefined);
+  await server?.close();
+});
+
+/** Reads one whole output over the WebSocket, as a well-behaved client does (warms the paths the attack takes). */
+function readAll(id: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let bytes = 0;
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/executions/${id}/stream`, { headers: auth, perMessageDeflate: false });
+    ws.on('message', (data: Buffer, isBinary) => void (isBinary && (bytes += data.length - 9)));
+    ws.on('close', () => resolve(bytes));
+    ws.on('error', reject);
+  });
+}
+
+it('200 clients that never read add at most 300 MB to the RSS, /healthz answers within 1 s, and it comes back', async () => {
+  const pid = server.process.child.pid!;
+  expect(await readAll(saved)).toBe(OUTPUT);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const before = residentBytes(pid);
+
+  let peak = before;
+  let slowestHealth = 0;
+  let measuring = true;
+  const sampler = (async () => {
+    while (measuring) {
+      peak = Math.max(peak, residentBytes(pid));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  const prober = (async () => {
+    while (measuring) {
+      slowestHealth = Math.max(slowestHealth, await healthLatency(server.url, 1000));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+
+  const clients: StalledClient[] = [];
+  try {
+    for (let i = 0; i < CLIENTS; i += 20) {
+      const batch = Array.from({ length: 20 }, (_, j) => {
+        const n = i + j;
+        const id = n % 4 < 2 ? saved : live;
+        return n % 2 === 0
+          ? openStalled(server.url, `/v1/executions/${id}/stream`, 'ws', auth)
+          : openStalled(server.url, `/v1/executions/${id}/events?stream=stdout`, 'sse', auth);
+      });
+      clients.push(...(await Promise.all(batch)));
+    }
+    expect(clients.map((c) => c.status).filter((s) => s !== 101 && s !== 200)).toEqual([]);
+    // Long enough for every follower to fill what its client's socket takes (and, before the fix, far more).
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+  } finally {
+    for (const client of clients) client.socket.destroy();
+  }
+  const duringPeak = peak;
+
+  // The memory of the clients that left is given back: RSS falls to near where it started.
+  let after = residentBytes(pid);
+  for (const deadline = Date.now() + 20_000; after - before > 100 * MB && Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    after = residentBytes(pid);
+  }
+  measuring = false;
+  await Promise.all([sampler, prober]);
+  console.log(`stream memory: RSS ${(before / MB).toFixed(0)} MB before, ${(duringPeak / MB).toFixed(0)} MB peak, ${(after / MB).toFixed(0)} MB after; slowest /healthz ${slowestHealth.toFixed(0)} ms`);
+  expect(duringPeak - before).toBeLessThanOrEqual(300 * MB);
+  expect(slowestHealth).toBeLessThan(1000);
+  expect(after - before).toBeLessThanOrEqual(100 * MB);
+}, 90_000);
