@@ -190,6 +190,11 @@ function readSmallAt(dirFd: number, name: string): { text: string; mtime: Date }
   }
 }
 const UNUSABLE = new Error('not a regular file');
+/**
+ * An operation directory swapped for a link (or a file) reads as abandoned: its outcome can never be proven, and
+ * it can never start (nothing is ever created through it).
+ */
+const SWAPPED = { text: 'abandoned\n', mtime: new Date(0) };
 
 /** The byte count of an output stream: a regular file's size; anything else (a link, a FIFO, a hard link) holds none. */
 function outputSize(dirFd: number, stream: OutputStream): number {
@@ -292,9 +297,18 @@ export class Spool {
     }
   }
 
-  /** Runs `use` on the operation directory's descriptor; undefined when the directory does not exist. */
-  private inOp<T>(operationId: string, use: (dirFd: number) => T): T | undefined {
-    const fd = this.openOp(operationId);
+  /**
+   * Runs `use` on the operation directory's descriptor; undefined when the directory does not exist. A link or file
+   * in the directory's place throws `invalid_state`, unless the caller (a read) says what it reads as: `swapped`.
+   */
+  private inOp<T>(operationId: string, use: (dirFd: number) => T, swapped?: { as: T }): T | undefined {
+    let fd: number | undefined;
+    try {
+      fd = this.openOp(operationId);
+    } catch (e) {
+      if (swapped && e instanceof BerthError && e.code === 'invalid_state') return swapped.as;
+      throw e;
+    }
     if (fd === undefined) return undefined;
     try {
       return use(fd);
@@ -349,26 +363,26 @@ export class Spool {
 
   /** A small file's text (not a regular file: empty); undefined when it or the operation does not exist. */
   async readText(operationId: string, name: string): Promise<string | undefined> {
-    return this.inOp(operationId, (dir) => readSmallAt(dir, name)?.text);
+    return this.inOp(operationId, (dir) => readSmallAt(dir, name)?.text, { as: undefined });
   }
 
   /** The entry's own status (a link is described, never followed); undefined when missing. */
   async entryStat(operationId: string, name: string): Promise<Stats | undefined> {
-    return this.inOp(operationId, (dir) => lstatAt(dir, name));
+    return this.inOp(operationId, (dir) => lstatAt(dir, name), { as: undefined });
   }
 
   async readClaim(operationId: string): Promise<Claim | undefined> {
-    const file = this.inOp(operationId, (dir) => readSmallAt(dir, 'claim'));
+    const file = this.inOp(operationId, (dir) => readSmallAt(dir, 'claim'), { as: SWAPPED });
     return file && parseClaim(file.text);
   }
 
   async readStarted(operationId: string): Promise<Started | undefined> {
-    const file = this.inOp(operationId, (dir) => readSmallAt(dir, 'started'));
+    const file = this.inOp(operationId, (dir) => readSmallAt(dir, 'started'), { as: undefined });
     return file && parseStarted(file.text, file.mtime);
   }
 
   async readReceipt(operationId: string): Promise<FinalReceipt | undefined> {
-    return this.receipts.get(operationId) ?? this.inOp(operationId, (dir) => this.receiptAt(operationId, dir));
+    return this.receipts.get(operationId) ?? this.inOp(operationId, (dir) => this.receiptAt(operationId, dir), { as: undefined });
   }
 
   private receiptAt(operationId: string, dir: number): FinalReceipt | undefined {
@@ -391,7 +405,7 @@ export class Spool {
         const started = startedFile && parseStarted(startedFile.text, startedFile.mtime);
         const receipt = this.receiptAt(operationId, dir);
         return { claim: parseClaim(claimFile.text), ...(started ? { started } : {}), ...(receipt ? { receipt } : {}) };
-      }) ?? {}
+      }, { as: { claim: parseClaim(SWAPPED.text) } }) ?? {}
     );
   }
 
@@ -415,7 +429,7 @@ export class Spool {
   }
 
   async hasMarker(operationId: string, name: 'cancel' | 'timedout'): Promise<boolean> {
-    return this.inOp(operationId, (dir) => lstatAt(dir, name) !== undefined) ?? false;
+    return this.inOp(operationId, (dir) => lstatAt(dir, name) !== undefined, { as: false }) ?? false;
   }
 
   /** A descriptor to append to the file `name` of the operation (made if missing): a regular file of one link only. */
@@ -440,7 +454,7 @@ export class Spool {
   }
 
   async currentSizes(operationId: string): Promise<StreamSizes> {
-    return this.inOp(operationId, sizesAt) ?? { stdout: 0, stderr: 0, pty: 0 };
+    return this.inOp(operationId, sizesAt, { as: undefined }) ?? { stdout: 0, stderr: 0, pty: 0 };
   }
 
   /**

@@ -129,6 +129,8 @@ describe('reads never follow a link out of the operation directory', () => {
     for (const call of [spool.read('op', 'stdout', 0), spool.readState('op'), spool.currentSizes('op'), spool.holdOutput('op', 'stdout')]) {
       expect(await outcome(call)).not.toContain(SECRET);
     }
+    // Its outcome can never be proven and it can never start: it reads as abandoned.
+    expect(await spool.readClaim('op')).toEqual({ kind: 'abandoned' });
     await outcome(spool.marker('op', 'cancel'));
     await outcome(spool.writeReceipt('op', { status: 0, cancelled: false, timedOut: false }));
     await outcome(spool.claim('op', 'abandoned'));
