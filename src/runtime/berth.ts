@@ -44,9 +44,10 @@ export interface Berth {
 }
 
 /** `hidden`: host paths contained commands must not see besides the data dir (the tokens file, also BERTH_TOKENS_FILE). */
-export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = process.env, hidden: string[] = []): Provider[] {
+export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = process.env, hidden: string[] = [], logger?: Logger): Provider[] {
   const tokensFile = env.BERTH_TOKENS_FILE ? [env.BERTH_TOKENS_FILE] : [];
-  const providers: Provider[] = [new NativeProvider({ dataDir, hidden: [...tokensFile, ...hidden], identity: sandboxIdentity(env) })];
+  const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
+  const providers: Provider[] = [native];
   if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());
   return providers;
 }
@@ -54,7 +55,7 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
 export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const { dataDir } = opts.settings;
   const lock = await DataDirLock.acquire(dataDir);
-  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, opts.hiddenFromSandbox));
+  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, opts.hiddenFromSandbox, opts.logger));
   const shutdown = new AbortController();
   let actors: ActorRuntime<Services> | undefined;
   const executors = new Map<string, Executor>();

@@ -5,8 +5,9 @@
  * directory, the tokens file and the server's home hidden, and only this version's directory writable, bound at
  * `/env/<slug>`, the path sessions will see it at (a venv records its own absolute path). The directory is handed
  * to the sandbox identity for the build and taken back after, without following anything the build planted. The
- * network follows the profile (`network: none` unshares it). Without bubblewrap the installers run on the host in
- * the version directory itself (documented: nothing is hidden then).
+ * network follows the profile (`network: none` unshares it), and so do memory, CPUs and pids: the build has a control
+ * group of its own with the profile's limits. Without bubblewrap the installers run on the host in the version
+ * directory itself (documented: nothing is hidden or limited then).
  *
  * Docker environments build inside their own image instead: a one-off container with an allocation's hardening
  * (src/providers/docker/build-container.ts) binding only this version's directory, writable, at `/env/<slug>`; the
@@ -26,6 +27,7 @@ import type { ToolchainRunner } from '../content/toolchain.ts';
 import { commandEnv } from '../providers/command-env.ts';
 import { COMMAND_UID } from '../providers/docker/container-spec.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
+import { AllocationLimits, limitsOf } from '../providers/native/allocation-limits.ts';
 import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
 import { privilegeDropArgv, sandboxIdentity } from '../providers/native/sandbox-identity.ts';
 import { SandboxView } from '../providers/native/sandbox-view.ts';
@@ -71,7 +73,18 @@ export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToo
       await owner.takeBack();
       throw e;
     }
+    const limits = new AllocationLimits(o.dataDir);
+    const group = `build-${o.buildId}`;
+    const bounds = limitsOf(o.profile);
+    try {
+      if (bounds) limits.ensure(group, bounds);
+    } catch (e) {
+      await owner.takeBack();
+      throw e;
+    }
+    const limitPrefix = bounds ? limits.prefix(group, bounds) : [];
     const prefix = (cwd: string) => [
+      ...limitPrefix,
       ...privilegeDropArgv(identity),
       ...bubblewrapArgv(bwrap, {
         hidden: view.hidingTargets(),
@@ -81,7 +94,11 @@ export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToo
         unprivileged: true,
       }),
     ];
-    return { run: processGroupRunner(o.signal, prefix), workdir, env, dispose: () => owner.takeBack() };
+    const dispose = async () => {
+      await owner.takeBack();
+      await limits.remove(group);
+    };
+    return { run: processGroupRunner(o.signal, prefix), workdir, env, dispose };
   }
   const home = path.join(o.scratch, 'home');
   await mkdir(home, { recursive: true });

@@ -36,6 +36,8 @@ export interface NativeExecutorOptions {
   hidden?: string[];
   /** Between SIGTERM and SIGKILL when cancelling or timing out. */
   graceMs?: number;
+  /** Puts a contained command under its allocation's limits before it drops privilege (allocation-limits.ts). */
+  limitPrefix?: string[];
 }
 
 /** What this process holds for an operation it runs: handles that exist only while the runtime lives. */
@@ -202,8 +204,9 @@ export class NativeExecutor implements Executor {
   }
 
   /**
-   * What the supervisor starts, where, and with what environment. Contained: the sandbox identity's bwrap (the
-   * supervisor itself stays in /, bwrap changes to the confined cwd), HOME in the private /tmp.
+   * What the supervisor starts, where, and with what environment. Contained: the allocation's limits, then the
+   * sandbox identity's bwrap (the supervisor itself stays in /, bwrap changes to the confined cwd), HOME in the
+   * private /tmp.
    */
   private launch(spec: ExecSpec): { argv: string[]; cwd: string; env: Record<string, string> } {
     for (const m of spec.mounts ?? []) this.view.reach(m.source);
@@ -222,7 +225,8 @@ export class NativeExecutor implements Executor {
       makeChdir,
       unprivileged: true,
     };
-    const argv = [...privilegeDropArgv(this.view.identity), ...bubblewrapArgv(bwrap, containment), ...spec.command];
+    const limits = this.options.limitPrefix ?? [];
+    const argv = [...limits, ...privilegeDropArgv(this.view.identity), ...bubblewrapArgv(bwrap, containment), ...spec.command];
     // The base's HOME and USER name the server's account: a contained command's home is its private /tmp.
     const account = hostAccount();
     const env = { ...spec.env };

@@ -1,14 +1,17 @@
 /**
- * The native provider: the borrowed host itself. Allocating creates nothing but the allocation's spool directory
- * under the data dir; deallocating never touches the host (it only drops that directory when it is empty).
+ * The native provider: the borrowed host itself. Allocating creates the allocation's spool directory under the data
+ * dir and, for a contained profile with limits, its control group (allocation-limits.ts); deallocating never touches
+ * the host (it only drops that directory and that group when they are empty).
  */
 import { mkdir, rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
+import type { Logger } from 'pino';
 import type { Profile } from '../../../schemas/profile.ts';
 import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
 import { isSpoolName } from '../spool.ts';
+import { AllocationLimits, limitsOf, type CommandLimits } from './allocation-limits.ts';
 import { NativeExecutor } from './native-executor.ts';
 import { sandboxIdentity, type SandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
@@ -21,6 +24,8 @@ export interface NativeProviderOptions {
   hidden?: string[];
   /** Who contained commands run as (default: from BERTH_SANDBOX_UID/GID, see sandbox-identity.ts). */
   identity?: SandboxIdentity;
+  /** Told once when contained commands cannot get their profile's limits in full (no writable cgroup hierarchy). */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 export class NativeProvider implements Provider {
@@ -31,10 +36,21 @@ export class NativeProvider implements Provider {
   private readonly executors = new Map<string, NativeExecutor>();
   /** What contained commands see: one for the provider, shared by its executors. */
   readonly view: SandboxView;
+  /** Memory, CPU and pids limits of contained commands: one control group per allocation. */
+  readonly limits: AllocationLimits;
 
   constructor(private readonly options: NativeProviderOptions) {
     this.dataDir = resolve(options.dataDir);
     this.view = new SandboxView(options.identity ?? sandboxIdentity(), [this.dataDir, ...(options.hidden ?? [])]);
+    this.limits = new AllocationLimits(this.dataDir);
+    // Groups of an earlier run that nothing holds any more; one still holding commands stays.
+    this.limits.sweep();
+    if (this.limits.mode !== 'cgroup-v1' && this.limits.mode !== 'cgroup-v2') {
+      const bounds = this.limits.mode === 'rlimit' ? 'each process\'s data size and the sandbox user\'s process count (rlimits)' : 'nothing';
+      options.logger?.warn({ mode: this.limits.mode }, `no writable cgroup hierarchy: native limits bound ${bounds}, not an allocation's memory, CPU and pids as a whole`);
+    } else if (this.limits.missing.length > 0) {
+      options.logger?.warn({ mode: this.limits.mode, missing: this.limits.missing }, 'native limits: these cgroup controllers are not available, their limits are not applied');
+    }
   }
 
   /** A contained execution's cwd must lie in what its sandbox shows (sandbox-view.ts); uncontained ones run as the host. */
@@ -55,7 +71,18 @@ export class NativeProvider implements Provider {
 
   async allocate(intent: AllocationIntent): Promise<AllocationReport> {
     await mkdir(this.spoolDir(intent.allocationId), { recursive: true });
+    this.ensureGroup(intent.allocationId, intent.profile);
     return { status: 'ready', identity: this.identity() };
+  }
+
+  /**
+   * The allocation's group with its profile's limits, made or found again (idempotent). Contained profiles only: an
+   * uncontained one is the borrowed host (an admin's, trusted) and stays unlimited, as its commands run as the server.
+   */
+  private ensureGroup(allocationId: string, profile: Profile): CommandLimits | undefined {
+    const limits = profile.contain ? limitsOf(profile) : undefined;
+    if (limits) this.limits.ensure(allocationId, limits);
+    return limits;
   }
 
   async inspect(_ref: AllocationRef): Promise<AllocationReport> {
@@ -70,6 +97,7 @@ export class NativeProvider implements Provider {
     } catch {
       // Not empty (spools not yet released) or already gone: the host itself is never destroyed either way.
     }
+    await this.limits.remove(ref.allocationId);
     return 'terminated';
   }
 
@@ -78,7 +106,10 @@ export class NativeProvider implements Provider {
     let executor = this.executors.get(ref.allocationId);
     if (!executor) {
       const spoolDir = this.spoolDir(ref.allocationId);
-      executor = new NativeExecutor({ spoolDir, profile, view: this.view, graceMs: this.options.graceMs });
+      // Found again after a restart, whose sweep removed it if it was empty then.
+      const limits = this.ensureGroup(ref.allocationId, profile);
+      const limitPrefix = limits ? this.limits.prefix(ref.allocationId, limits) : [];
+      executor = new NativeExecutor({ spoolDir, profile, view: this.view, graceMs: this.options.graceMs, limitPrefix });
       this.executors.set(ref.allocationId, executor);
     }
     return executor;
@@ -91,5 +122,6 @@ export class NativeProvider implements Provider {
   async close(): Promise<void> {
     for (const executor of this.executors.values()) executor.close();
     this.executors.clear();
+    this.limits.close();
   }
 }
