@@ -173,11 +173,10 @@ function readSmallAt(dirFd: number, name: string): { text: string; mtime: Date }
     fd = openEntry(dirFd, name, READ_FLAGS, 'file', () => UNUSABLE);
   } catch (e) {
     if (e !== UNUSABLE) throw e;
-  }
-  if (fd === undefined) {
     const stats = lstatAt(dirFd, name);
     return stats && { text: '', mtime: stats.mtime };
   }
+  if (fd === undefined) return undefined;
   try {
     const stats = fstatSync(fd);
     if (stats.size > MAX_SMALL_BYTES) return { text: '', mtime: stats.mtime };
@@ -207,6 +206,7 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
 
 const EMPTY = Buffer.alloc(0);
 const MAX_OPEN_OUTPUTS = 64;
+const MAX_OPEN_DIRS = 16;
 export const DEFAULT_READ_BYTES = 1024 * 1024;
 /** A file larger than this is unlinked off the event loop (see release). */
 const LARGE_UNLINK_BYTES = 16 * 1024 * 1024;
@@ -234,6 +234,7 @@ export interface SpoolOptions {
 export class Spool {
   private readonly receipts = new Map<string, FinalReceipt>();
   private readonly fds = new Map<string, number>();
+  private readonly dirs = new Map<string, number>();
   private rootFd?: number;
 
   readonly root: string;
@@ -304,17 +305,41 @@ export class Spool {
   private inOp<T>(operationId: string, use: (dirFd: number) => T, swapped?: { as: T }): T | undefined {
     let fd: number | undefined;
     try {
-      fd = this.openOp(operationId);
+      fd = this.opDir(operationId);
     } catch (e) {
       if (swapped && e instanceof BerthError && e.code === 'invalid_state') return swapped.as;
       throw e;
     }
-    if (fd === undefined) return undefined;
-    try {
-      return use(fd);
-    } finally {
-      closeSync(fd);
+    return fd === undefined ? undefined : use(fd);
+  }
+
+  /**
+   * The operation directory's descriptor, kept open between calls (opening one through /proc costs more than the
+   * read it serves) while the directory it holds is still linked (released elsewhere: opened anew). Held
+   * descriptors are used synchronously only, so closing the oldest past a bound never pulls one from under a user.
+   */
+  private opDir(operationId: string): number | undefined {
+    const cached = this.dirs.get(operationId);
+    if (cached !== undefined) {
+      if (fstatSync(cached).nlink > 0) return cached;
+      closeSync(cached);
+      this.dirs.delete(operationId);
     }
+    const fd = this.openOp(operationId);
+    if (fd === undefined) return undefined;
+    this.dirs.set(operationId, fd);
+    for (const [oldest, oldFd] of this.dirs) {
+      if (this.dirs.size <= MAX_OPEN_DIRS) break;
+      closeSync(oldFd);
+      this.dirs.delete(oldest);
+    }
+    return fd;
+  }
+
+  private forgetDir(operationId: string): void {
+    const fd = this.dirs.get(operationId);
+    if (fd !== undefined) closeSync(fd);
+    this.dirs.delete(operationId);
   }
 
   /** The operation's directory, made if missing (with the spool root) and handed to the owner; its descriptor. */
@@ -603,6 +628,8 @@ export class Spool {
   close(): void {
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
+    for (const fd of this.dirs.values()) closeSync(fd);
+    this.dirs.clear();
     if (this.rootFd !== undefined) closeSync(this.rootFd);
     this.rootFd = undefined;
   }
@@ -618,6 +645,8 @@ export class Spool {
   async release(operationId: string): Promise<void> {
     this.receipts.delete(operationId);
     this.closeOutputs(operationId);
+    this.forgetDir(operationId);
+    // A descriptor of its own: the removal awaits, and a held one may be closed (and its number reused) meanwhile.
     let dir: number | undefined;
     try {
       dir = this.openOp(operationId);

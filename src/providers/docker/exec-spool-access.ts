@@ -3,6 +3,9 @@
  * operation is a short exec of POSIX sh as the command's user in the allocation's container. Same protocol and
  * parsers as the host side (spool.ts); slower (one exec, some tens of ms, per call) and polled instead of watched.
  * Needs in the image, beyond /bin/sh: cat, mkdir, mv, rm, tail, head -c, wc; stat for exact mtimes (else "now").
+ * Every call runs as the command's user inside its container, so a link it planted resolves only to what the
+ * container itself shows; files are read only when they are regular files and not links, so a planted FIFO does
+ * not hold a call until the engine's timeout.
  */
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
@@ -28,12 +31,12 @@ const POLL_MS = 250;
 /** Prints `name length mtime` then the content, for each of the protocol files that exist. */
 const READ_STATE = `d=$1
 for f in claim started receipt sizes; do
-  [ -e "$d/$f" ] || continue
+  [ -f "$d/$f" ] && [ ! -L "$d/$f" ] || continue
   c=$(cat "$d/$f"; echo x); c=\${c%x}
   printf '%s %s %s\\n%s' "$f" "\${#c}" "$(stat -c %y "$d/$f" 2>/dev/null)" "$c"
 done`;
 
-const SIZE_OF = `sz() { if [ -e "$1" ]; then echo $(($(wc -c <"$1"))); else echo 0; fi; }`;
+const SIZE_OF = `sz() { if [ -f "$1" ] && [ ! -L "$1" ]; then echo $(($(wc -c <"$1"))); else echo 0; fi; }`;
 
 const CURRENT_SIZES = `${SIZE_OF}
 for s in stdout stderr pty; do sz "$1/$s"; done`;
@@ -42,9 +45,9 @@ for s in stdout stderr pty; do sz "$1/$s"; done`;
 const FREEZE_SIZES = `${SIZE_OF}
 set -C
 printf '{"stdout":%s,"stderr":%s,"pty":%s}\\n' "$(sz "$1/stdout")" "$(sz "$1/stderr")" "$(sz "$1/pty")" >"$1/sizes" 2>/dev/null
-cat "$1/sizes"`;
+[ -f "$1/sizes" ] && [ ! -L "$1/sizes" ] && cat "$1/sizes"`;
 
-const READ_BYTES = `[ -e "$1" ] || exit 0
+const READ_BYTES = `[ -f "$1" ] && [ ! -L "$1" ] || exit 0
 tail -c +$(($2 + 1)) "$1" | head -c "$3"`;
 
 const CREATE_EXCLUSIVE = `mkdir -p "$1" || exit 2
@@ -103,7 +106,7 @@ export class ExecSpoolAccess implements SpoolAccess {
   }
 
   async readText(operationId: string, name: string): Promise<string | undefined> {
-    const { exitCode, stdout } = await this.sh('cat "$1" 2>/dev/null', [`${this.dir(operationId)}/${name}`], true);
+    const { exitCode, stdout } = await this.sh('[ -f "$1" ] && [ ! -L "$1" ] && cat "$1" 2>/dev/null', [`${this.dir(operationId)}/${name}`], true);
     return exitCode === 0 ? stdout.toString('utf8') : undefined;
   }
 
