@@ -87,7 +87,8 @@ describe.skipIf(!dockerAvailable)('a Docker command tampering with its own spool
 
   it('the operation directory swapped for a link to a host directory: nothing of it read, nothing removed', async () => {
     const record = await submit(server, env, `${OPDIR}; echo own; cd /; mv "$d" "$d.moved" && ln -s ${host.dir} "$d"; sleep 0.5`);
-    await finished(server, record.id);
+    // Its outcome can no longer be proven (the host directory's receipt is never read): unknown.
+    expect((await finished(server, record.id)).status).toBe('unknown');
     expect(await everything(record.id)).not.toContain(SECRET);
     // The runtime releases an operation's spool once its output is saved; give it the time to try.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
