@@ -50,13 +50,17 @@ export class SourceTree {
     this.limits = contentLimits(limits);
   }
 
-  /** Every file and directory, sorted by path, with sizes. */
+  /**
+   * Every file and directory, sorted by path, with sizes. A path past the bound (left by an older Berth, which did not
+   * bound paths) is not listed: it may lie past PATH_MAX, where it cannot be read; removing an ancestor removes it.
+   */
   async tree(): Promise<TreeListing> {
     const entries: TreeEntry[] = [];
     const walk = async (dir: string, rel: string): Promise<number> => {
       let bytes = 0;
       for (const entry of await readdir(dir, { withFileTypes: true })) {
         const childRel = rel ? `${rel}/${entry.name}` : entry.name;
+        if (Buffer.byteLength(childRel) > this.layout.maxPathBytes) continue;
         const child = path.join(dir, entry.name);
         if (entry.isDirectory()) {
           const item: TreeEntry = { path: childRel, type: 'directory', size: 0 };
