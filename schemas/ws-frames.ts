@@ -35,32 +35,3 @@ export function decodeOutputFrame(frame: Buffer): OutputFrame {
   if (cursor > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('output frame cursor is out of range');
   return { stream, cursor: Number(cursor), data: frame.subarray(OUTPUT_FRAME_HEADER_BYTES) };
 }
-
-/** Writes a frame into `target` (which must hold the header and the data); returns the frame as a view of it. */
-export function encodeOutputFrameInto(target: Buffer, stream: OutputStreamName, cursor: number, data: Uint8Array): Buffer {
-  target[0] = streamCodes[stream];
-  target.writeBigUInt64BE(BigInt(cursor), 1);
-  target.set(data, OUTPUT_FRAME_HEADER_BYTES);
-  return target.subarray(0, OUTPUT_FRAME_HEADER_BYTES + data.length);
-}
-
-/**
- * Frame buffers reused once a socket has taken them: steady streaming then allocates (and collects) nothing per frame.
- * Keeps at most `keep` spare buffers, so one pool can serve many connections without holding memory for each.
- */
-export class FrameBufferPool {
-  private readonly spare: Buffer[] = [];
-
-  constructor(
-    readonly dataBytes: number,
-    private readonly keep: number,
-  ) {}
-
-  take(): Buffer {
-    return this.spare.pop() ?? Buffer.allocUnsafe(OUTPUT_FRAME_HEADER_BYTES + this.dataBytes);
-  }
-
-  give(buffer: Buffer): void {
-    if (this.spare.length < this.keep) this.spare.push(buffer);
-  }
-}

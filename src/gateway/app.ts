@@ -10,7 +10,6 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { BerthError } from '../../schemas/errors.ts';
-import { FrameBufferPool } from '../../schemas/ws-frames.ts';
 import type { RuntimeApi } from '../runtime/runtime-api.ts';
 import { installAuth, type Authenticator } from './auth.ts';
 import { installErrorHandling, sendError, toBerthError } from './errors.ts';
@@ -57,8 +56,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-const SPARE_FRAME_BUFFERS = 16;
-
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 export function buildGateway(options: GatewayOptions): Gateway {
@@ -86,10 +83,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   const streams = new OpenStreams();
   const slots = new StreamSlots(limits.streamsPerToken);
-  // Spare frame buffers for all connections together: a client's own cost stays its socket buffer.
-  const frames = new FrameBufferPool(limits.chunkBytes, SPARE_FRAME_BUFFERS);
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.wsMaxFrameBytes, perMessageDeflate: false });
-  const deps: GatewayDeps = { api: options.api, limits, streams, slots, frames, wss, health: options.health ?? (() => ({})) };
+  const deps: GatewayDeps = { api: options.api, limits, streams, slots, wss, health: options.health ?? (() => ({})) };
   const plugins: ResourcePlugin[] = [
     healthPlugin,
     capabilitiesPlugin,

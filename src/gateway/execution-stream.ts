@@ -14,7 +14,7 @@ import { followExecution } from './output-follower.ts';
 import { parseOrReject } from './parse-request.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-import { closeCodes, encodeOutputFrame, encodeOutputFrameInto } from '../../schemas/ws-frames.ts';
+import { closeCodes, encodeOutputFrame } from '../../schemas/ws-frames.ts';
 
 export interface ExecutionStreamOptions {
   deps: GatewayDeps;
@@ -24,7 +24,8 @@ export interface ExecutionStreamOptions {
   log: FastifyBaseLogger;
 }
 
-const POOLED_FRAME_MIN_BYTES = 64 * 1024;
+const ZERO_COPY_MIN_BYTES = 64 * 1024;
+const NO_BYTES = Buffer.alloc(0);
 
 export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOptions): Promise<void> {
   const { deps, caller, id, log } = options;
@@ -85,15 +86,13 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
     return true;
   };
 
-  const pool = deps.frames;
   const sendOutput = (stream: OutputStreamName, cursor: number, data: Buffer) => {
-    // Small frames get a buffer of their size: a pooled one is a whole chunk, too much for an interactive session.
-    if (data.length > pool.dataBytes || data.length < POOLED_FRAME_MIN_BYTES) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
-    const buffer = pool.take();
-    ws.send(encodeOutputFrameInto(buffer, stream, cursor, data), () => {
-      pool.give(buffer);
-      onSent();
-    });
+    // A small frame is copied whole. A large one goes as two fragments of one message, the 9-byte prefix and then the
+    // read's own bytes: the socket holds the only copy of what the client has not taken yet (its reads are fresh
+    // buffers, never reused, see `readBytes` below).
+    if (data.length < ZERO_COPY_MIN_BYTES) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
+    ws.send(encodeOutputFrame(stream, cursor, NO_BYTES), { binary: true, fin: false });
+    ws.send(data, { binary: true, fin: true }, onSent);
   };
 
   const pump = async () => {
@@ -101,7 +100,8 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
       streams: ['stdout', 'stderr', 'pty'],
       cursors: options.cursors,
       chunkBytes: deps.limits.chunkBytes,
-      readBytes: deps.limits.followReadBytes,
+      // One chunk per read: a larger read would take turns in reused buffers, which a socket must not be given.
+      readBytes: deps.limits.chunkBytes,
       room,
       pollMs: deps.limits.pollMs,
       signal: abort.signal,

@@ -7,7 +7,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocketServer } from 'ws';
 import type { z } from 'zod';
 import { emptyQuery } from '../../schemas/api.ts';
-import type { FrameBufferPool } from '../../schemas/ws-frames.ts';
 import type { Caller, RuntimeApi } from '../runtime/runtime-api.ts';
 import type { GatewayLimits } from './limits.ts';
 import type { OpenStreams } from './open-streams.ts';
@@ -20,8 +19,6 @@ export interface GatewayDeps {
   streams: OpenStreams;
   /** The per-token cap on open streams. */
   slots: StreamSlots;
-  /** Output frame buffers shared by every execution WebSocket. */
-  frames: FrameBufferPool;
   wss: WebSocketServer;
   /** Extra fields of `/healthz`. */
   health: () => Record<string, unknown>;

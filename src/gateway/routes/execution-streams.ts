@@ -25,6 +25,11 @@ import { stringifyWire } from '../wire-json.ts';
 import { acceptUpgrade, isUpgradeRequest } from '../ws-upgrade.ts';
 
 const allStreams: OutputStreamName[] = ['stdout', 'stderr', 'pty'];
+/**
+ * Output bytes per SSE event: its text (base64, in JSON, in the event) stays a small string that V8 collects young,
+ * where 256 KiB events made ~1 MiB of large old-generation strings each that lingered until a full collection.
+ */
+const SSE_EVENT_BYTES = 48 * 1024;
 
 export const executionStreamsPlugin = resourcePlugin([
   defineRoute(
@@ -56,7 +61,7 @@ export const executionStreamsPlugin = resourcePlugin([
         const follow = followExecution(deps.api, caller, params.id, {
           streams: query.stream ? [query.stream] : allStreams,
           cursors,
-          chunkBytes: deps.limits.chunkBytes,
+          chunkBytes: Math.min(deps.limits.chunkBytes, SSE_EVENT_BYTES),
           readBytes: deps.limits.followReadBytes,
           room: () => sse.room(),
           pollMs: deps.limits.pollMs,
