@@ -95,10 +95,10 @@ export function refusedRange(address: string): RefusedRange | null {
 
 /**
  * Resolve `host` (a name, or an address literal without brackets) and check every address it resolves to. Returns the
- * address to connect to; refused with environment_invalid `git_host_refused` (detail.range says why) or
+ * addresses to connect to, in the resolver's order; refused with environment_invalid `git_host_refused` (detail.range says why) or
  * `git_host_unresolved`. The addresses themselves are not named: they would tell a tenant the internal network's map.
  */
-export async function checkGitHost(host: string, allowance: GitHostAllowance): Promise<string> {
+export async function checkGitHost(host: string, allowance: GitHostAllowance): Promise<string[]> {
   const name = host.toLowerCase();
   let addresses: string[];
   try {
@@ -107,7 +107,7 @@ export async function checkGitHost(host: string, allowance: GitHostAllowance): P
     throw new BerthError('environment_invalid', 'The git host does not resolve.', { reason: 'git_host_unresolved', host });
   }
   if (addresses.length === 0) throw new BerthError('environment_invalid', 'The git host does not resolve.', { reason: 'git_host_unresolved', host });
-  if (allowance.names.has(name)) return addresses[0];
+  if (allowance.names.has(name)) return addresses;
   for (const address of addresses) {
     const range = refusedRange(address);
     if (range !== null && !allowance.subnets.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')) {
@@ -118,7 +118,7 @@ export async function checkGitHost(host: string, allowance: GitHostAllowance): P
       });
     }
   }
-  return addresses[0];
+  return addresses;
 }
 
 /** This machine's own addresses, read at each check (interfaces come and go). */

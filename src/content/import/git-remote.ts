@@ -15,8 +15,8 @@ export type GitRemote =
       transport: 'http' | 'ssh' | 'git';
       /** The host to resolve: a name or an address literal, without brackets. */
       host: string;
-      /** What git is handed once `host` resolved to `address`: the URL, `-c` settings and environment. */
-      pin(address: string): PinnedRemote;
+      /** What git is handed once `host` resolved to `addresses` (checked, at least one): URL, `-c` settings, environment. */
+      pin(addresses: readonly string[]): PinnedRemote;
     };
 
 export interface PinnedRemote {
@@ -40,7 +40,7 @@ export function parseGitRemote(raw: string, allowLocal: boolean): GitRemote {
     const [, user, bracketed, repoPath] = scp;
     const host = hostOf(bracketed, raw);
     if (!USER.test(user)) throw badUrl(raw);
-    return { transport: 'ssh', host, pin: (address) => ({ url: `${user}@${literal(address)}:${repoPath}`, config: [], env: sshEnv(host) }) };
+    return { transport: 'ssh', host, pin: ([address]) => ({ url: `${user}@${literal(address)}:${repoPath}`, config: [], env: sshEnv(host) }) };
   }
   throw badUrl(raw);
 }
@@ -54,7 +54,8 @@ function httpRemote(raw: string): GitRemote {
   return {
     transport: 'http',
     host,
-    pin: (address) => ({ url: href, config: isIP(host) ? [] : ['-c', `http.curloptResolve=${host}:${port}:${literal(address)}`], env: {} }),
+    // Every checked address, so curl can still fall back from one family to the other.
+    pin: (addresses) => ({ url: href, config: isIP(host) ? [] : ['-c', `http.curloptResolve=${host}:${port}:${addresses.map(literal).join(',')}`], env: {} }),
   };
 }
 
@@ -68,7 +69,7 @@ function urlRemote(raw: string, scheme: 'ssh' | 'git'): GitRemote {
   return {
     transport: scheme,
     host,
-    pin: (address) => ({
+    pin: ([address]) => ({
       url: `${scheme}://${user}${literal(address)}${port}${url.pathname}${url.search}`,
       config: [],
       env: scheme === 'ssh' ? sshEnv(host) : {},

@@ -18,25 +18,25 @@ describe('git remote parsing and pinning', () => {
     const remote = parseGitRemote('https://Git.Example.com/org/repo.git', false);
     if (remote.transport === 'local') throw new Error('not local');
     expect(remote.host).toBe('git.example.com');
-    expect(remote.pin('93.184.216.34')).toEqual({
+    expect(remote.pin(['93.184.216.34'])).toEqual({
       url: 'https://git.example.com/org/repo.git',
       config: ['-c', 'http.curloptResolve=git.example.com:443:93.184.216.34'],
       env: {},
     });
     const v6 = parseGitRemote('http://example.org:8080/r', false);
     if (v6.transport === 'local') throw new Error('not local');
-    expect(v6.pin('2606:2800::1').config).toEqual(['-c', 'http.curloptResolve=example.org:8080:[2606:2800::1]']);
+    expect(v6.pin(['2606:2800::1', '93.184.216.34']).config).toEqual(['-c', 'http.curloptResolve=example.org:8080:[2606:2800::1],93.184.216.34']);
   });
 
   it('should rewrite ssh and git URLs to the address, ssh checking the host key under the name', () => {
     const scp = parseGitRemote('git@github.com:org/repo.git', false);
     if (scp.transport === 'local') throw new Error('not local');
-    const pinned = scp.pin('140.82.121.4');
+    const pinned = scp.pin(['140.82.121.4']);
     expect(pinned.url).toBe('git@140.82.121.4:org/repo.git');
     expect(pinned.env.GIT_SSH_COMMAND).toMatch(/-o HostKeyAlias=github\.com -o BatchMode=yes$/);
     const git = parseGitRemote('git://example.org:9419/repo.git', false);
     if (git.transport === 'local') throw new Error('not local');
-    expect(git.pin('2001:4860::8').url).toBe('git://[2001:4860::8]:9419/repo.git');
+    expect(git.pin(['2001:4860::8']).url).toBe('git://[2001:4860::8]:9419/repo.git');
   });
 
   it('should refuse transport helpers, options as host or user, odd hosts, and local paths unless allowed', () => {
@@ -63,8 +63,8 @@ describe('git host policy', () => {
 
   it('should let an allowed name or subnet through, and refuse the rest', async () => {
     await expect(checkGitHost('localhost', gitHostAllowance([]))).rejects.toMatchObject({ detail: { reason: 'git_host_refused', range: 'loopback' } });
-    expect(await checkGitHost('LOCALHOST', gitHostAllowance(['localhost']))).toBe('127.0.0.1');
-    expect(await checkGitHost('127.0.0.1', gitHostAllowance(['127.0.0.0/8']))).toBe('127.0.0.1');
+    expect(await checkGitHost('LOCALHOST', gitHostAllowance(['localhost']))).toContain('127.0.0.1');
+    expect(await checkGitHost('127.0.0.1', gitHostAllowance(['127.0.0.0/8']))).toEqual(['127.0.0.1']);
     await expect(checkGitHost('127.0.0.2', gitHostAllowance(['127.0.0.1']))).rejects.toMatchObject({ detail: { reason: 'git_host_refused' } });
     await expect(checkGitHost('no-such-host.invalid', gitHostAllowance([]))).rejects.toMatchObject({ detail: { reason: 'git_host_unresolved' } });
   });
