@@ -8,6 +8,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LABEL } from '../../src/providers/docker/labels.ts';
+import { AllocationLimits } from '../../src/providers/native/allocation-limits.ts';
 import { cleanEnv, spawnBerth, type Running } from '../integration/cli-process.ts';
 import { dockerAvailable, dockerEndpoint, rawDocker } from '../integration/docker-env.ts';
 
@@ -99,6 +100,10 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
           for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
         }
       }
+      // The killed server deallocated nothing: its empty control groups (native limits) go with its data directory.
+      const limits = new AllocationLimits(dataDir);
+      limits.sweep();
+      limits.close();
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AllocationLimits } from '../../src/providers/native/allocation-limits.ts';
 import { createEnvironment, finished, running, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { build, putFile } from '../e2e/content-client.ts';
 
 let server: BerthServer;
 /** The server's view of this host's limits, read for its data directory: where its groups are. */
@@ -183,4 +184,21 @@ describe.skipIf(!cgroups)(`native resource limits (${mode}): a contained command
     await finished(server, (await submit(server, host, ['true'], {}, tokens.admin)).id, tokens.admin);
     for (const dir of limits.groupDirs(await allocationOf(host, tokens.admin))) expect(existsSync(dir), dir).toBe(false);
   }, 30_000);
+
+  it('should run a native build in a group of its own with the environment\'s limits, removed after the build', async () => {
+    const env = await createEnvironment(server, tokens.alice, { pidsLimit: 64 });
+    // Its own group as /proc shows it (v1: the pids line; v2: the one line), and that group's pids.max.
+    const setup = [
+      'cat /proc/self/cgroup',
+      'v1=$(sed -n "s/^[0-9]*:pids://p" /proc/self/cgroup)',
+      'if [ -n "$v1" ]; then cat /sys/fs/cgroup/pids$v1/pids.max; else cat /sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/pids.max; fi',
+    ];
+    await putFile(server, env, 'setup.sh', `${setup.join('\n')}\n`);
+    const record = await build(server, env);
+    expect(record, record.log).toMatchObject({ status: 'ready' });
+    const group = (limits.mode === 'cgroup-v1' ? /\d+:pids:(\/berth\/[0-9a-f]+\/build-\S+)/ : /0::(\/berth\/[0-9a-f]+\/build-\S+)/).exec(record.log)?.[1];
+    expect(group, record.log).toBeDefined();
+    expect(record.log).toMatch(/^64$/m);
+    expect(existsSync(join(limits.mode === 'cgroup-v1' ? '/sys/fs/cgroup/pids' : '/sys/fs/cgroup', group!))).toBe(false);
+  }, 60_000);
 });

@@ -21,7 +21,7 @@ const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 type Controller = (typeof CONTROLLERS)[number];
 
 /** Where each usable controller's hierarchy is mounted (v1: one mount per controller; v2: one for all). */
-interface Hierarchy {
+export interface Hierarchy {
   version: 1 | 2;
   mounts: Partial<Record<Controller, string>>;
 }
@@ -36,7 +36,7 @@ export function limitsOf(profile: Profile): CommandLimits | undefined {
 }
 
 /** The cgroup hierarchies from /proc/self/mountinfo: v1 mounts of our controllers, else a v2 mount that has them. */
-function findHierarchy(mountinfo: string): Hierarchy | undefined {
+export function findHierarchy(mountinfo: string): Hierarchy | undefined {
   const v1: Partial<Record<Controller, string>> = {};
   let v2: string | undefined;
   for (const line of mountinfo.split('\n')) {
@@ -102,9 +102,10 @@ export class AllocationLimits {
   private readonly parents: Partial<Record<Controller, string>> = {};
   private readonly prlimit: string | undefined;
 
-  constructor(dataDir: string, hierarchy: Hierarchy | undefined = hostHierarchy()) {
+  /** `hierarchy`: this host's (detected), or `'none'` for the fallback. */
+  constructor(dataDir: string, hierarchy: Hierarchy | 'none' = hostHierarchy() ?? 'none') {
     const key = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16);
-    if (hierarchy) {
+    if (hierarchy !== 'none') {
       for (const c of CONTROLLERS) {
         const mount = hierarchy.mounts[c];
         const parent = mount && delegatedParent(mount, key, c, hierarchy.version);
@@ -113,7 +114,7 @@ export class AllocationLimits {
       }
     }
     const usable = Object.keys(this.parents).length > 0;
-    this.mode = usable ? (hierarchy!.version === 1 ? 'cgroup-v1' : 'cgroup-v2') : findPrlimit() ? 'rlimit' : 'none';
+    this.mode = usable && hierarchy !== 'none' ? (hierarchy.version === 1 ? 'cgroup-v1' : 'cgroup-v2') : findPrlimit() ? 'rlimit' : 'none';
     this.prlimit = this.mode === 'rlimit' ? findPrlimit() : undefined;
   }
 
