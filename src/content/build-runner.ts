@@ -102,7 +102,15 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       packages.push(...pipPackages(await capture(options, workdir, baseEnv, [venvPython, '-m', 'pip', 'list', '--format', 'json'])));
     }
   }
-  return { ok: !error, log: log.toString(), error, packages, sizeBytes: await treeBytes(versionDir) };
+  let sizeBytes = 0;
+  try {
+    sizeBytes = await treeBytes(versionDir);
+  } catch (e) {
+    // An installer left what cannot be walked (a tree past PATH_MAX, made with relative paths): not published.
+    error ||= `the version could not be read back (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
+    log.append(`${error}\n`);
+  }
+  return { ok: !error, log: log.toString(), error, packages, sizeBytes };
 }
 
 function describeFailure(argv: string[], exit: { exitCode: number | null; signal?: string | null; error?: string; timedOut?: boolean }): string {

@@ -109,6 +109,25 @@ describe('content paths are bounded so that nothing lands past PATH_MAX', () => 
     expect((await server.json(`/v1/environments/${env}/files`)).entries.map((e: { path: string }) => e.path)).toEqual(['a.txt']);
   });
 
+  it('should fail a build whose commands make a tree past PATH_MAX in the version, and start again after', async () => {
+    server = await startServer();
+    const env = await createEnvironment(server);
+    const deepen = 'import os\nfor _ in range(20):\n    os.mkdir("d" * 250)\n    os.chdir("d" * 250)\n';
+    expect((await answer(await send(server, 'PUT', `/v1/environments/${env}/files/deepen.py`, deepen))).status).toBe(200);
+    expect((await answer(await send(server, 'PUT', `/v1/environments/${env}/files/setup.sh`, 'python3 deepen.py\n'))).status).toBe(200);
+    const { version } = await server.json(`/v1/environments/${env}/build`, { method: 'POST' });
+    let record: any;
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
+      record = await server.json(`/v1/environments/${env}/builds/${version}`);
+      if (record.status !== 'building') break;
+    }
+    expect(record).toMatchObject({ status: 'failed', error: expect.stringContaining('ENAMETOOLONG') });
+    expect(JSON.stringify(record)).not.toContain(server.dataDir);
+    expect(readdirSync(path.join(envDir(server, env), 'versions'))).toEqual([]);
+    await server.restart();
+    expect((await server.call('/healthz', { token: null })).status).toBe(200);
+  });
+
   it.skipIf(process.getuid?.() !== 0)('should start over what it cannot remove at all (a mount point), logging it once', async () => {
     server = await startServer([], { BERTH_LOG_LEVEL: 'warn' });
     const env = await createEnvironment(server);
