@@ -1,9 +1,9 @@
 /**
  * Import of a git repository (seed 001 §3.1): `git clone --depth 1 --branch <ref>` with the system git into staging,
  * with no hooks (an empty template and core.hooksPath=/dev/null), only the https, http, ssh and git transports
- * (local paths and file:// only when allowed), no redirects, no credential helper, no prompts, and a timeout that
- * kills git's whole process group. The host must pass the host policy (git-host-policy.ts) and git is pinned to the
- * address that passed (git-remote.ts). Then `.git` is dropped, the checkout is walked with lstat and links, special
+ * (local paths and file:// only when allowed), no redirects, none of the server's credential helpers or extra
+ * headers, no prompts, and a timeout that kills git's whole process group. The host must pass the host policy
+ * (git-host-policy.ts) and git is pinned to the address that passed (git-remote.ts). Then `.git` is dropped, the checkout is walked with lstat and links, special
  * files, dependency directories and paths too deep for the data directory are removed and counted, the caps are
  * applied, and the tree is landed like an archive's (but never wrapper-stripped: a repository's root is the
  * project's). git's messages reach the caller with every absolute path taken out.
@@ -75,7 +75,8 @@ function clone(remote: PinnedRemote, ref: string | undefined, work: string, allo
     ...['https', 'http', 'ssh', 'git'].flatMap((name) => ['-c', `protocol.${name}.allow=always`]),
     '-c', `protocol.file.allow=${allowLocal ? 'always' : 'never'}`,
     '-c', 'http.followRedirects=false', // a public host must not send git on to an internal one
-    '-c', 'credential.helper=', // the server's stored credentials are not a tenant's
+    '-c', 'credential.helper=', // the server's stored credentials are not a tenant's,
+    '-c', 'http.extraHeader=', // nor are headers its global config sends everywhere
     ...remote.config,
     'clone', '--depth', '1', '--single-branch', '--no-tags', '--template=',
     ...(ref ? ['--branch', ref] : []),
