@@ -20,7 +20,8 @@ export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--
   "default"; --tokens FILE (or BERTH_TOKENS_FILE) adds tokens as JSON [{"token","scope","role":"admin"|"member"}].
   --socket listens on a Unix socket (mode 0600) instead of TCP, or as well when --host/--port is given. A host other
   than loopback needs --tls-cert/--tls-key. Environment: BERTH_DATA_DIR, BERTH_HOST, BERTH_PORT,
-  BERTH_EVENTSTORE_URL, BERTH_TOKEN, BERTH_TOKENS_FILE, BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL; members' ceilings and
+  BERTH_EVENTSTORE_URL, BERTH_TOKEN, BERTH_TOKENS_FILE, BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL; streams:
+  BERTH_MAX_STREAMS_PER_TOKEN, BERTH_STREAM_STALL_MS; members' ceilings and
   quotas: BERTH_MEMBER_MAX_MEMORY_MB, BERTH_MEMBER_MAX_CPUS, BERTH_MEMBER_MAX_PIDS, BERTH_MEMBER_NETWORK,
   BERTH_QUOTA_ENVIRONMENTS, BERTH_QUOTA_CONCURRENT_EXECUTIONS, BERTH_QUOTA_OUTPUT_BYTES, BERTH_QUOTA_SCOPE_OUTPUT_BYTES.`;
 

@@ -10,6 +10,8 @@ const REDACTED = '[redacted]';
 /** Shortest token the gateway accepts (auth.ts `tokenEntrySchema`); shorter words are never checked. */
 const MIN_TOKEN_CHARS = 16;
 const MAX_DECODINGS = 4;
+/** How many `/`-separated parts of a path one token may span (a token may contain `/`, base64 may too). */
+const MAX_SEGMENTS_PER_TOKEN = 8;
 
 export type IsCredential = (value: string) => boolean;
 
@@ -30,7 +32,8 @@ function decodings(text: string): string[] {
 
 function holdsCredential(text: string, isCredential: IsCredential): boolean {
   for (const form of decodings(text)) {
-    const words = [form, ...form.split(/[\s"'&,;:=/?#()[\]{}<>]+/)];
+    // Words split at spaces only (a token may hold `/`, `=`, `:`), and at any punctuation too.
+    const words = [form, ...form.split(/\s+/), ...form.split(/[\s"'&,;:=/?#()[\]{}<>]+/)];
     for (const word of words) {
       if (word.length < MIN_TOKEN_CHARS) continue;
       if (isCredential(word) || isCredential(Buffer.from(word, 'base64').toString('utf8'))) return true;
@@ -42,15 +45,30 @@ function holdsCredential(text: string, isCredential: IsCredential): boolean {
 const isTokenName = (name: string): boolean =>
   decodings(name).some((form) => form.trim().toLowerCase().replace(/\[.*$/, '') === 'token');
 
+/** Path segments with every run of them that holds a credential replaced by one mark (a token may contain `/`). */
+function redactSegments(segments: string[], isCredential: IsCredential): string[] {
+  const hidden = new Set<number>();
+  // Shortest runs first; a run around one already hidden says nothing more (and would hide its innocent neighbours).
+  for (let length = 1; length <= Math.min(segments.length, MAX_SEGMENTS_PER_TOKEN); length++) {
+    for (let from = 0; from + length <= segments.length; from++) {
+      const run = segments.slice(from, from + length);
+      if (run.some((_, i) => hidden.has(from + i)) || !holdsCredential(run.join('/'), isCredential)) continue;
+      for (let i = from; i < from + length; i++) hidden.add(i);
+    }
+  }
+  // A hidden run shows as one mark, so the log does not tell how many `/` the token holds.
+  return segments.flatMap((segment, i) => (!hidden.has(i) ? [segment] : hidden.has(i - 1) ? [] : [REDACTED]));
+}
+
+/** A query pair and each of its prefixes through an `=`: a token may itself hold `=` (base64 padding). */
+const pairHeads = (pair: string): string[] => [pair, ...[...pair.matchAll(/=/g)].map((match) => pair.slice(0, match.index + 1))];
+
 /** A redactor for URLs as requests send them (`/path?query`); `isCredential` says whether a string is a known token. */
 export function urlRedactor(isCredential: IsCredential): (url: string) => string {
   return (url) => {
     const at = url.indexOf('?');
     const path = at < 0 ? url : url.slice(0, at);
-    const safePath = path
-      .split('/')
-      .map((segment) => (holdsCredential(segment, isCredential) ? REDACTED : segment))
-      .join('/');
+    const safePath = redactSegments(path.split('/'), isCredential).join('/');
     if (at < 0) return safePath;
     const safeQuery = url
       .slice(at + 1)
@@ -58,9 +76,8 @@ export function urlRedactor(isCredential: IsCredential): (url: string) => string
       .map((pair) => {
         const eq = pair.indexOf('=');
         const name = eq < 0 ? pair : pair.slice(0, eq);
-        if (holdsCredential(name, isCredential)) return REDACTED;
-        if (eq < 0) return pair;
-        return isTokenName(name) || holdsCredential(pair.slice(eq + 1), isCredential) ? `${name}=${REDACTED}` : pair;
+        if (eq >= 0 && (isTokenName(name) || holdsCredential(pair.slice(eq + 1), isCredential))) return `${name}=${REDACTED}`;
+        return [name, ...pairHeads(pair)].some((head) => holdsCredential(head, isCredential)) ? REDACTED : pair;
       })
       .join('&');
     return `${safePath}?${safeQuery}`;

@@ -58,7 +58,7 @@ describe('a client that stops reading', () => {
   it('is closed with 1013 and resumes from its cursors with every byte once', async () => {
     const env = await client.environments.create({ name: 'slow reader' });
     // 64 MiB, finished first: more than loopback's kernel buffers (up to 32 MiB receive, 4 MiB send) plus the
-    // server's 2 MiB send bound, available at once, so the server's buffer stays full while this client is stuck.
+    // server's 512 KiB send bound, available at once, so the server's buffer stays full while this client is stuck.
     const size = 64 * 1024 * 1024;
     const submitted = await client.executions.submit({ operationId: `slow-${Date.now()}`, environment: env.id, command: [process.execPath, emitScript, String(size), '0'] });
     expect((await client.executions.get(submitted.id, { waitMs: 60_000 })).status).toBe('exited');

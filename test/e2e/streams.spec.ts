@@ -82,7 +82,7 @@ describe('execution WebSocket (client from DESIGN §8 alone)', () => {
     const record = await submit(server, env, emit(size, 0));
     const s = rawConnect(wsUrl(record.id), auth());
     await s.opened;
-    // Stop reading: the socket, then the gateway's send buffer (2 MiB) fill up; the gateway gives up after 10 s
+    // Stop reading: the socket, then the gateway's send buffer (512 KiB) fill up; the gateway gives up after 10 s
     // above that bound. Its close frame sits behind the unread data, so read again to see it.
     s.ws.pause();
     await new Promise((resolve) => setTimeout(resolve, 14_000));

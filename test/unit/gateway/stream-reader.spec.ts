@@ -86,4 +86,21 @@ describe('StreamReader', () => {
     expect(new Set(src.asked.map((a) => a.cursor)).size).toBe(src.asked.length); // no cursor read twice
     expect(buffers.size).toBe(3); // the one handed out and two reads under way (depth 2)
   });
+
+  it('never starts reads beyond the budget it is given, the reads made ahead included', async () => {
+    const src = source(256 * KiB);
+    const reader = new StreamReader(src.readAt, 4 * KiB, 16 * KiB);
+    let cursor = 0;
+    for (const budget of [16 * KiB, 6 * KiB, 40 * KiB, 2 * KiB, 16 * KiB, 0]) {
+      const before = src.asked.length;
+      const read = await reader.next(cursor, budget); // a read made ahead is taken as it is: its bytes are in memory
+      expect(src.asked.slice(before).every((a) => a.maxBytes <= Math.max(1, budget))).toBe(true);
+      cursor = read.next;
+      const beforeAhead = src.asked.length;
+      reader.readAhead(cursor, budget - read.data.length);
+      const ahead = src.asked.slice(beforeAhead);
+      expect(ahead.reduce((sum, a) => sum + a.maxBytes, 0)).toBeLessThanOrEqual(Math.max(0, budget - read.data.length));
+      expect(ahead.every((a) => a.maxBytes >= 4 * KiB)).toBe(true); // none smaller than a chunk
+    }
+  });
 });
