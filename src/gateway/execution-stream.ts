@@ -118,6 +118,10 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
         if (ws.readyState === WebSocket.OPEN) {
           log.info({ execution: id, buffered: ws.bufferedAmount }, 'closing a websocket client that stopped reading');
           ws.close(closeCodes.tryAgainLater, 'client too slow; reconnect from your cursors');
+          // The close frame waits behind what the client does not read: give it one more window, then drop the
+          // socket and what it buffers (ws alone would keep them 30 s).
+          const drop = setTimeout(() => ws.terminate(), deps.limits.streamStallMs);
+          ws.once('close', () => clearTimeout(drop));
         }
         return;
       }
