@@ -11,11 +11,11 @@ export interface GatewayLimits {
   maxWaitMs: number;
   /** Largest `GET …/output` answer (bytes). */
   outputReadBytes: number;
-  /** Largest output frame / SSE event. */
+  /** Largest output frame, and largest read of a WebSocket follower (SSE events are smaller still). */
   chunkBytes: number;
   /**
-   * Largest runtime read of a follower (WebSocket, SSE) of a busy stream, sent `chunkBytes` at a time. Reads never
-   * exceed what the client's socket can take (`streamBufferBytes` less what it already holds).
+   * Largest runtime read of an SSE follower of a busy stream, sent an event at a time. Reads never exceed what the
+   * client's socket can take (`streamBufferBytes` less what it already holds).
    */
   followReadBytes: number;
   /** How long a follower waits for new output before checking status again. */

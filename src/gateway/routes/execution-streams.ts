@@ -26,8 +26,8 @@ import { acceptUpgrade, isUpgradeRequest } from '../ws-upgrade.ts';
 
 const allStreams: OutputStreamName[] = ['stdout', 'stderr', 'pty'];
 /**
- * Output bytes per SSE event: its text (base64, in JSON, in the event) stays a small string that V8 collects young,
- * where 256 KiB events made ~1 MiB of large old-generation strings each that lingered until a full collection.
+ * Output bytes per SSE event: its text (base64, in JSON, in the event) stays a small string that V8 collects young; a
+ * 256 KiB event would make ~1 MiB of large old-generation strings, kept until a full collection.
  */
 const SSE_EVENT_BYTES = 48 * 1024;
 
