@@ -168,17 +168,32 @@ _bsv_find_setsid() {
 # command's process evaluates (redirections, cd, exports, exec of the command); or `exit 0` (not needed any more).
 # The request then goes on as `run`; a spare that ends without being used (an `exit 0` request, or 30 s without one)
 # kills its command's process.
+#
+# A CONTAINED spare (`_bsv_spare SPAREDIR -o OUTDIR -- PREFIX...`) makes the sandbox itself ahead of need: its command
+# process is PREFIX (the allocation's limits, the privilege drop and bwrap, ending in a pid-1 shell) with stdout and
+# stderr already appended to OUTDIR/stdout and OUTDIR/stderr, the read end of SPAREDIR/go on fd 3 and the write end
+# of SPAREDIR/up on fd 4 (the pid-1 shell writes a line there once the sandbox is up), so a command costs no sandbox
+# start. OUTDIR is a directory of the spool root whose two files the host links into the
+# operation's directory (and unlinks here) before its request; the line (cd, exports, the command) is written into the FIFO itself, since nothing of the host
+# is visible inside. No stdin: it is for requests without one. An unused contained spare removes OUTDIR.
 _bsv_spare() {
   _bsv_sdir=$1
+  _bsv_sout=
+  if [ "${2:-}" = -o ]; then _bsv_sout=$3; shift 4; else shift; fi
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
   _bsv_find_setsid || exit 2
   mkfifo -m 600 "$_bsv_sdir/req" "$_bsv_sdir/go" || exit 2
-  # Its environment is the launcher's (PWD only); `_l_nl` is how a request's words write a newline.
-  # It reads one newline from the FIFO, then sources the line from SPAREDIR/line (a FIFO is read a byte at a time).
-  "$_bsv_setsid" /bin/sh -c '_l_nl="
+  if [ -n "$_bsv_sout" ]; then
+    mkfifo -m 600 "$_bsv_sdir/up" && mkdir -m 755 "$_bsv_sout" && : >"$_bsv_sout/stdout" && : >"$_bsv_sout/stderr" || exit 2
+    "$_bsv_setsid" "$@" </dev/null >>"$_bsv_sout/stdout" 2>>"$_bsv_sout/stderr" 3<"$_bsv_sdir/go" 4>"$_bsv_sdir/up" &
+  else
+    # Its environment is the launcher's (PWD only); `_l_nl` is how a request's words write a newline.
+    # It reads one newline from the FIFO, then sources the line from SPAREDIR/line (a FIFO is read a byte at a time).
+    "$_bsv_setsid" /bin/sh -c '_l_nl="
 "; exec <"$1/go" || exit 125; read -r _l || exit 125; . "$1/line"; exit 125' sh "$_bsv_sdir" </dev/null >/dev/null 2>&1 &
+  fi
   _bsv_spid=$!
-  trap '[ -z "$_bsv_spid" ] || kill -KILL "$_bsv_spid" 2>/dev/null' EXIT
+  trap '[ -z "$_bsv_spid" ] || { kill -KILL "$_bsv_spid" 2>/dev/null; [ -z "$_bsv_sout" ] || rm -rf "$_bsv_sout"; }' EXIT
   # An unused spare ends after SPARE_SECONDS, so none outlives a launcher that was killed (no EOF to tell it).
   trap 'exit 0' TERM
   _bsv_whoami
@@ -189,8 +204,13 @@ _bsv_spare() {
     wait "$_bsv_s" && kill -TERM "$_bsv_self"
   ) </dev/null >/dev/null 2>&1 &
   _bsv_expiry=$!
+  # A contained spare's process opens the FIFO after its output files: opened write-only first, it is waited for,
+  # so the host never takes the files (links them into an operation) before the sandbox holds them.
+  [ -z "$_bsv_sout" ] || exec 9>"$_bsv_sdir/go"
   # Held read-write until this supervisor ends: the line never waits for a reader, nor is lost before it reads.
   exec 9<>"$_bsv_sdir/go"
+  # And it is ready once its sandbox is up: its pid-1 shell says so on SPAREDIR/up (EOF: it died first).
+  if [ -n "$_bsv_sout" ]; then read -r _bsv_l <"$_bsv_sdir/up" || exit 2; fi
   _bsv_go=
   : >"$_bsv_sdir/ready"   # for hosts that wait until the spare waits (benchmarks)
   . "$_bsv_sdir/req"
@@ -270,10 +290,17 @@ _bsv_main() {
   fi
   [ -e "$_bsv_dir/cancel" ] && _bsv_receipt null
 
-  if [ -n "${_bsv_spid:-}" ]; then
-    # A spare's command process (_bsv_spare): the line makes it the command, with its redirections, cwd and env.
-    printf '%s\n' "$_bsv_go" >"$_bsv_sdir/line"
-    echo >&9
+  # A contained spare's sandbox that is gone (killed in its control group, say) is passed over: ARGV is then the
+  # whole sandbox argv, started the ordinary way.
+  if [ -n "${_bsv_spid:-}" ] && { [ -z "${_bsv_sout:-}" ] || kill -0 "$_bsv_spid" 2>/dev/null; }; then
+    # A spare's command process (_bsv_spare): the line makes it the command, with its redirections, cwd and env
+    # (a contained one reads the line from the FIFO: its output files are already the operation's).
+    if [ -n "${_bsv_sout:-}" ]; then
+      printf '%s\n' "$_bsv_go" >&9
+    else
+      printf '%s\n' "$_bsv_go" >"$_bsv_sdir/line"
+      echo >&9
+    fi
     _bsv_pid=$_bsv_spid
     _bsv_spid=
   else

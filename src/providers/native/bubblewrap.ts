@@ -104,8 +104,8 @@ function canDisableUserns(bwrap: string): boolean {
  */
 const PID_ONE = ['/bin/sh', '-c', '"$@"; exit $?', 'berth-init'];
 
-/** `bwrap <args> -- <pid 1>`: prepend to the command's argv. */
-export function bubblewrapArgv(bwrap: string, c: Containment): string[] {
+/** `bwrap <args> -- <pid 1>`: prepend to the command's argv (`pidOne`: another pid-1 program, a spare's). */
+export function bubblewrapArgv(bwrap: string, c: Containment, pidOne = PID_ONE): string[] {
   const args = c.hostWritable
     ? [bwrap, ...rootArgs(true), '--dev-bind', '/dev', '/dev', '--proc', '/proc', '--bind', '/tmp', '/tmp']
     : [bwrap, ...rootArgs(), '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
@@ -126,6 +126,6 @@ export function bubblewrapArgv(bwrap: string, c: Containment): string[] {
     if (canDisableUserns(bwrap)) args.push('--disable-userns');
   }
   if (c.network === 'none') args.push('--unshare-net');
-  args.push('--as-pid-1', '--chdir', chdir, '--', ...PID_ONE);
+  args.push('--as-pid-1', '--chdir', chdir, '--', ...pidOne);
   return args;
 }

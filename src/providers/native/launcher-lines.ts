@@ -79,5 +79,27 @@ export function goLine(run: SupervisedRun, env: Record<string, string>): string 
   ].join(' ');
 }
 
+/**
+ * The pid-1 shell of a contained spare (supervisor.sh `_bsv_spare -o`): it says on fd 4 that the sandbox is up, waits
+ * for its line on fd 3 (the spare's FIFO), lets go of the FIFO, and evaluates the line (containedGoLine).
+ */
+export const SPARE_PID_ONE = ['/bin/sh', '-c', `_l_nl='
+'; echo >&4; exec 4>&-; IFS= read -r _l <&3 || exit 125; exec 3<&-; eval "$_l"; exit 125`, 'berth-init'];
+
+/**
+ * The line a contained spare's pid-1 shell evaluates: the caller's environment, the working directory (made first
+ * when it is a directory of the private /tmp, as bwrap's --dir would), then the command as its child, as the
+ * sandbox's ordinary pid 1 runs it (bubblewrap.ts). Its output files are already the operation's.
+ */
+export function containedGoLine(run: SupervisedRun, env: Record<string, string>, makeDir: boolean): string {
+  return [
+    ...exportsOf(env),
+    ...(makeDir ? [`mkdir -p -- ${word(run.cwd)} &&`] : []),
+    `cd -- ${word(run.cwd)} || exit 126; unset OLDPWD;`,
+    ...run.argv.map(word),
+    '; exit $?',
+  ].join(' ');
+}
+
 /** A spare supervisor's request: its `run` arguments and the line of its command's process, as one brace group. */
 export const spareRequest = (args: string[], go: string): string => `{ set -- ${args.map(word).join(' ')}; _bsv_go=${word(go)}; }\n`;

@@ -19,12 +19,21 @@ import {
   type Claim,
 } from '../spool.ts';
 import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
+import { SPARE_PID_ONE } from './launcher-lines.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
 import { privilegeDropArgv, sandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
-import { superviseDetached, superviseRun, type Launch, type LaunchOutcome } from './supervisor-launcher.ts';
+import {
+  dropSandboxSpares,
+  superviseContained,
+  superviseDetached,
+  superviseRun,
+  type Launch,
+  type LaunchOutcome,
+  type SandboxRun,
+} from './supervisor-launcher.ts';
 
 export interface NativeExecutorOptions {
   /** `<dataDir>/spool/<allocationId>`. */
@@ -96,7 +105,7 @@ export class NativeExecutor implements Executor {
     validate(spec);
     const id = spec.operationId;
     // A refusal (a cwd the sandbox does not show, no bwrap) comes before the spool exists: nothing is claimed.
-    const { argv, cwd, env } = this.launch(spec);
+    const { argv, cwd, env, sandbox } = this.launch(spec);
     if (!(await this.spool.create(id))) {
       const claim = await this.spool.readClaim(id);
       if (claim) return this.existing(id, claim);
@@ -104,15 +113,15 @@ export class NativeExecutor implements Executor {
     const { env: _secret, ...recorded } = spec;
     await this.spool.writeNew(id, 'spec.json', `${JSON.stringify({ ...recorded, argv })}\n`);
     const launched = { ...spec, env };
-    return spec.pty ? this.startPty(launched, argv, cwd) : this.startSupervised(launched, argv, cwd);
+    return spec.pty ? this.startPty(launched, argv, cwd) : this.startSupervised(launched, argv, cwd, sandbox);
   }
 
-  private async startSupervised(spec: ExecSpec, argv: string[], cwd: string): Promise<Receipt> {
+  private async startSupervised(spec: ExecSpec, argv: string[], cwd: string, sandbox?: SandboxRun): Promise<Receipt> {
     const id = spec.operationId;
     const dir = this.spool.dir(id);
     // Detached (the launcher's session): no SIGHUP, not in the runtime's process group, outlives the runtime.
     const run = { dir, cwd, graceMs: this.graceMs, stdin: spec.stdin, argv, ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}) };
-    const supervisor = superviseRun(run, spec.env);
+    const supervisor = sandbox ? superviseContained(run, spec.env, sandbox) : superviseRun(run, spec.env);
     const op = liveFor(dir);
     let pid: number | undefined;
     let exit: LaunchOutcome | undefined;
@@ -208,7 +217,7 @@ export class NativeExecutor implements Executor {
    * sandbox identity's bwrap (the supervisor itself stays in /, bwrap changes to the confined cwd), HOME in the
    * private /tmp.
    */
-  private launch(spec: ExecSpec): { argv: string[]; cwd: string; env: Record<string, string> } {
+  private launch(spec: ExecSpec): { argv: string[]; cwd: string; env: Record<string, string>; sandbox?: SandboxRun } {
     for (const m of spec.mounts ?? []) this.view.reach(m.source);
     if (!this.options.profile.contain) return { argv: spec.command, cwd: spec.cwd ?? spec.env.HOME ?? '/', env: spec.env };
     const { chdir, makeChdir } = this.view.confine(spec.cwd, spec.mounts);
@@ -225,14 +234,17 @@ export class NativeExecutor implements Executor {
       makeChdir,
       unprivileged: true,
     };
-    const limits = this.options.limitPrefix ?? [];
-    const argv = [...limits, ...privilegeDropArgv(this.view.identity), ...bubblewrapArgv(bwrap, containment), ...spec.command];
+    const prefix = [...(this.options.limitPrefix ?? []), ...privilegeDropArgv(this.view.identity)];
+    const argv = [...prefix, ...bubblewrapArgv(bwrap, containment), ...spec.command];
+    // The same sandbox made ahead of need, at /tmp, its pid 1 waiting for the command (supervisor-launcher.ts).
+    const spare = [...prefix, ...bubblewrapArgv(bwrap, { ...containment, chdir: '/tmp', makeChdir: false }, SPARE_PID_ONE)];
+    const sandbox = { key: { prefix: spare, outRoot: this.options.spoolDir }, command: spec.command, cwd: chdir, makeDir: makeChdir ?? false };
     // The base's HOME and USER name the server's account: a contained command's home is its private /tmp.
     const account = hostAccount();
     const env = { ...spec.env };
     if (env.HOME === account.home) env.HOME = '/tmp';
     if (env.USER === account.name) env.USER = this.view.identity.name;
-    return { argv, cwd: '/', env };
+    return { argv, cwd: '/', env, sandbox };
   }
 
   async status(operationId: string): Promise<Receipt> {
@@ -428,6 +440,7 @@ export class NativeExecutor implements Executor {
   /** Lets go of cached descriptors (the provider calls it when the allocation goes). Operations keep running. */
   close(): void {
     this.spool.close();
+    dropSandboxSpares(this.options.spoolDir);
   }
 
   async release(operationId: string): Promise<void> {

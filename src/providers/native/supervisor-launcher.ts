@@ -8,14 +8,14 @@
  * waiting for its line: a command then starts with no fork, setsid or shell start on its path (about 1.5 ms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmdirSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SUPERVISOR_PATH } from '../spool.ts';
-import { execLine, goLine, plain, runArgs, spareRequest, supervisorLine, word, type SupervisedRun } from './launcher-lines.ts';
+import { containedGoLine, execLine, goLine, plain, runArgs, spareRequest, supervisorLine, word, type SupervisedRun } from './launcher-lines.ts';
 
 const LAUNCHER_PATH = fileURLToPath(new URL('./launcher.sh', import.meta.url));
 
@@ -52,14 +52,49 @@ function sweepSpareRoots(): void {
   }
 }
 
+/** A spare supervisor: its control directory (FIFOs), its launcher request and when it was made. */
+interface Spare {
+  dir: string;
+  seq: number;
+  launch: Launch;
+  madeAt: number;
+}
+
+/**
+ * A sandbox made ahead of need (supervisor.sh `_bsv_spare -o`), for the contained commands of one allocation: the
+ * argv `prefix` (limits, privilege drop, bwrap with its pid-1 shell) is what every command of that allocation would
+ * start with, and `outRoot` the allocation's spool directory, where the spare's output files wait to become an
+ * operation's.
+ */
+export interface SandboxSpareKey {
+  prefix: string[];
+  outRoot: string;
+}
+
+/** A contained command as its sandbox's spare runs it: the command alone, its cwd inside the sandbox. */
+export interface SandboxRun {
+  key: SandboxSpareKey;
+  command: string[];
+  cwd: string;
+  /** The cwd is a directory of the private /tmp that may not exist yet. */
+  makeDir: boolean;
+}
+
+/** Contained spares are kept for this many allocations at most (the ones that ran a contained command last). */
+const MAX_SANDBOX_SPARES = 4;
+/** Names no operation id can take ([A-Za-z0-9_.-]), so a spare's output directory never meets an operation's. */
+const SANDBOX_OUT_PREFIX = 'spare+';
+
 class Launcher {
   private readonly child: ChildProcess;
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
   private gone?: Error;
   private spareRoot?: string;
-  private spare?: { dir: string; seq: number; launch: Launch; madeAt: number };
+  private spare?: Spare;
   private spareDue = false;
+  /** Contained spares by key (JSON of SandboxSpareKey), each with its output directory; most recently used last. */
+  private readonly sandboxSpares = new Map<string, (Spare & { out: string }) | 'due'>();
 
   constructor(onGone: () => void) {
     // Its own session: a terminal's signals to the runtime's process group never reach what it starts.
@@ -137,28 +172,79 @@ class Launcher {
   /** The spare's launch once it has the request (one atomic FIFO write); undefined when none is waiting. */
   private handToSpare(args: string[], go: string): Launch | undefined {
     const spare = this.spare;
-    const request = spareRequest(args, go);
-    if (!spare || Buffer.byteLength(request) > PIPE_BUF) return undefined;
-    if (Date.now() - spare.madeAt > SPARE_USABLE_MS) return undefined;
-    let fd: number;
-    try {
-      // Non-blocking: ENXIO when the spare is not (or no longer) waiting on its FIFO.
-      fd = openSync(join(spare.dir, 'req'), constants.O_WRONLY | constants.O_NONBLOCK);
-    } catch {
-      return undefined;
-    }
-    try {
-      writeSync(fd, request);
-    } catch {
-      return undefined; // it went away between the open and the write: it ran nothing
-    } finally {
-      closeSync(fd);
-    }
+    if (!spare || !request(spare, spareRequest(args, go))) return undefined;
     this.spare = undefined;
+    return this.used(spare);
+  }
+
+  private used(spare: Spare): Launch {
     const pending = this.pending.get(spare.seq);
     if (pending) pending.held = true;
     this.holdWhilePending();
     return spare.launch;
+  }
+
+  /**
+   * A contained run: handed to the sandbox's spare when one waits (its output files then become the operation's,
+   * in `run.dir`, which the caller made), else launched as any run is (`run.argv` being the
+   * whole sandbox argv). Either way the sandbox's next spare is made after it.
+   */
+  superviseContained(run: SupervisedRun, env: Record<string, string>, sandbox: SandboxRun): Launch {
+    const id = JSON.stringify(sandbox.key);
+    const spare = this.sandboxSpares.get(id);
+    let launch: Launch | undefined;
+    // Only a spare that waits (`ready`: its sandbox holds its output files) is taken.
+    if (spare && spare !== 'due' && !run.stdin && plain(Object.keys(env)) && existsSync(join(spare.dir, 'ready'))) {
+      this.sandboxSpares.delete(id);
+      // The request's argv stays the whole sandbox argv: the supervisor starts it itself if the spare's is gone.
+      const line = spareRequest(runArgs(run), containedGoLine({ ...run, cwd: sandbox.cwd, argv: sandbox.command }, env, sandbox.makeDir));
+      const fits = Buffer.byteLength(line) <= PIPE_BUF && Date.now() - spare.madeAt <= SPARE_USABLE_MS;
+      if (fits && adopt(spare.out, run.dir) && request(spare, line)) launch = this.used(spare);
+      else request(spare, 'exit 0\n');
+    }
+    launch ??= this.supervise(run, env);
+    this.sandboxSpareAfter(launch, id, sandbox.key);
+    return launch;
+  }
+
+  /** Makes the key's next spare sandbox once `launch` ended or after SPARE_AFTER_MS, keeping the most recent keys. */
+  private sandboxSpareAfter(launch: Launch, id: string, key: SandboxSpareKey): void {
+    if (this.sandboxSpares.has(id) || this.gone) return;
+    this.sandboxSpares.set(id, 'due');
+    for (const [oldest, spare] of this.sandboxSpares) {
+      if (this.sandboxSpares.size <= MAX_SANDBOX_SPARES) break;
+      this.sandboxSpares.delete(oldest);
+      if (spare !== 'due') request(spare, 'exit 0\n');
+    }
+    const make = () => {
+      clearTimeout(timer);
+      if (this.sandboxSpares.get(id) === 'due') this.makeSandboxSpare(id, key);
+    };
+    const timer = setTimeout(make, SPARE_AFTER_MS);
+    timer.unref();
+    void launch.exited.then(make);
+  }
+
+  private makeSandboxSpare(id: string, key: SandboxSpareKey): void {
+    const dir = this.spareDir();
+    if (!dir) return void this.sandboxSpares.delete(id);
+    const out = join(key.outRoot, `${SANDBOX_OUT_PREFIX}${process.pid}-${this.seq + 1}`);
+    const { seq, launch } = this.start(`_bsv_spare ${[dir, '-o', out, '--', ...key.prefix].map(word).join(' ')}`, false);
+    const spare = { dir, seq, launch, madeAt: Date.now(), out };
+    this.sandboxSpares.set(id, spare);
+    void launch.exited.then(() => {
+      if (this.sandboxSpares.get(id) === spare) this.sandboxSpares.delete(id);
+      void rm(dir, { recursive: true, force: true });
+    });
+  }
+
+  /** Ends the spare sandboxes whose output directories are in `outRoot` (its allocation goes). */
+  dropSandboxSpares(outRoot: string): void {
+    for (const [id, spare] of this.sandboxSpares) {
+      if (spare === 'due' || spare.out.slice(0, outRoot.length + 1) !== `${outRoot}/`) continue;
+      this.sandboxSpares.delete(id);
+      request(spare, 'exit 0\n');
+    }
   }
 
   /** Makes the next spare once `launch` ended or after SPARE_AFTER_MS: not while a short command runs. */
@@ -175,7 +261,8 @@ class Launcher {
 
   /** Resolves once no spare is due and the one made (if any) waits for its request. */
   async sparesSettled(): Promise<void> {
-    for (let i = 0; i < 1000 && (this.spareDue || (this.spare && !existsSync(join(this.spare.dir, 'ready')))); i++) {
+    const waiting = (spare: Spare | 'due' | undefined) => spare === 'due' || (spare && !existsSync(join(spare.dir, 'ready')));
+    for (let i = 0; i < 1000 && (this.spareDue || waiting(this.spare) || [...this.sandboxSpares.values()].some(waiting)); i++) {
       await new Promise((r) => setTimeout(r, 1));
     }
   }
@@ -184,25 +271,71 @@ class Launcher {
     if (!this.spareDue) return;
     this.spareDue = false;
     if (this.spare || this.gone) return;
+    const dir = this.spareDir();
+    if (!dir) return;
+    const { seq, launch } = this.start(`_bsv_spare ${word(dir)}`, false);
+    const spare = { dir, seq, launch, madeAt: Date.now() };
+    this.spare = spare;
+    void launch.exited.then(() => {
+      if (this.spare === spare) this.spare = undefined;
+      void rm(dir, { recursive: true, force: true });
+    });
+  }
+
+  /** A new spare's control directory; undefined when none can be made (commands then start the ordinary way). */
+  private spareDir(): string | undefined {
+    if (this.gone) return undefined;
     try {
       if (!this.spareRoot) {
         sweepSpareRoots();
         const root = (this.spareRoot = mkdtempSync(join(tmpdir(), `${SPARE_ROOT_PREFIX}${process.pid}-`)));
         // Its spares end with the launcher (at EOF); their directories go with this process.
-        process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+        process.once('exit', () => rmSync(root, { recursive: true, force: true, maxRetries: 2 }));
       }
       const dir = join(this.spareRoot, String(this.seq + 1));
       mkdirSync(dir);
-      const { seq, launch } = this.start(`_bsv_spare ${word(dir)}`, false);
-      const spare = { dir, seq, launch, madeAt: Date.now() };
-      this.spare = spare;
-      void launch.exited.then(() => {
-        if (this.spare === spare) this.spare = undefined;
-        void rm(dir, { recursive: true, force: true });
-      });
+      return dir;
     } catch {
-      // No spare (no temporary directory): commands start the ordinary way.
+      return undefined;
     }
+  }
+}
+
+/** Writes `line` to the spare's request FIFO in one write; false when it is not (or no longer) waiting there. */
+function request(spare: Spare, line: string): boolean {
+  if (Buffer.byteLength(line) > PIPE_BUF || Date.now() - spare.madeAt > SPARE_USABLE_MS) return false;
+  let fd: number;
+  try {
+    // Non-blocking: ENXIO when the spare is not (or no longer) waiting on its FIFO.
+    fd = openSync(join(spare.dir, 'req'), constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch {
+    return false;
+  }
+  try {
+    writeSync(fd, line);
+    return true;
+  } catch {
+    return false; // it went away between the open and the write: it ran nothing
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Makes the spare's output files the operation's (`opDir`, made by the caller): each is linked in under its name,
+ * never over a file already there (a racing supervisor's), and its spare name dropped, so the operation's file has
+ * one name as the spool requires. False when any step fails: the spare then ends and removes its directory.
+ */
+function adopt(out: string, opDir: string): boolean {
+  try {
+    for (const name of ['stdout', 'stderr']) {
+      linkSync(join(out, name), join(opDir, name));
+      unlinkSync(join(out, name));
+    }
+    rmdirSync(out);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -229,6 +362,16 @@ export function superviseDetached(args: string[], env: Record<string, string>): 
 /** Runs a command under `supervisor.sh run`, detached, with exactly `env` (through the spare when one waits). */
 export function superviseRun(run: SupervisedRun, env: Record<string, string>): Launch {
   return launcher().supervise(run, env);
+}
+
+/** A contained run, through the key's spare sandbox when one waits (Launcher.superviseContained). */
+export function superviseContained(run: SupervisedRun, env: Record<string, string>, sandbox: SandboxRun): Launch {
+  return launcher().superviseContained(run, env, sandbox);
+}
+
+/** Ends the spare sandboxes made for the allocation whose spool directory is `outRoot`. */
+export function dropSandboxSpares(outRoot: string): void {
+  shared?.dropSandboxSpares(outRoot);
 }
 
 /**
