@@ -26,7 +26,6 @@ import { PtyRun } from './pty-run.ts';
 import { privilegeDropArgv, sandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
 import {
-  dropSandboxSpares,
   superviseContained,
   superviseDetached,
   superviseRun,
@@ -440,7 +439,6 @@ export class NativeExecutor implements Executor {
   /** Lets go of cached descriptors (the provider calls it when the allocation goes). Operations keep running. */
   close(): void {
     this.spool.close();
-    dropSandboxSpares(this.options.spoolDir);
   }
 
   async release(operationId: string): Promise<void> {

@@ -13,6 +13,7 @@ import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Exec
 import { isSpoolName } from '../spool.ts';
 import { AllocationLimits, limitsOf, type CommandLimits } from './allocation-limits.ts';
 import { NativeExecutor } from './native-executor.ts';
+import { dropSandboxSpares } from './supervisor-launcher.ts';
 import { sandboxIdentity, type SandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
 
@@ -92,6 +93,8 @@ export class NativeProvider implements Provider {
   async deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'> {
     this.executors.get(ref.allocationId)?.close();
     this.executors.delete(ref.allocationId);
+    // Its spare sandbox waits in its spool directory and its group: both go before they are removed.
+    await dropSandboxSpares(this.spoolDir(ref.allocationId));
     try {
       await rmdir(this.spoolDir(ref.allocationId));
     } catch {

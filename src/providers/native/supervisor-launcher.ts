@@ -82,6 +82,10 @@ export interface SandboxRun {
 
 /** Contained spares are kept for this many allocations at most (the ones that ran a contained command last). */
 const MAX_SANDBOX_SPARES = 4;
+/** The request that ends a spare unused. */
+const SPARE_EXIT = 'exit 0\n';
+/** How long a spare still starting is asked to end before it is sent TERM. */
+const SPARE_END_MS = 5_000;
 /** Names no operation id can take ([A-Za-z0-9_.-]), so a spare's output directory never meets an operation's. */
 const SANDBOX_OUT_PREFIX = 'spare+';
 
@@ -93,8 +97,8 @@ class Launcher {
   private spareRoot?: string;
   private spare?: Spare;
   private spareDue = false;
-  /** Contained spares by key (JSON of SandboxSpareKey), each with its output directory; most recently used last. */
-  private readonly sandboxSpares = new Map<string, (Spare & { out: string }) | 'due'>();
+  /** Contained spares by key (JSON of SandboxSpareKey), each with its output directory once made; most recently used last. */
+  private readonly sandboxSpares = new Map<string, { key: SandboxSpareKey; spare?: Spare & { out: string } }>();
 
   constructor(onGone: () => void) {
     // Its own session: a terminal's signals to the runtime's process group never reach what it starts.
@@ -191,16 +195,16 @@ class Launcher {
    */
   superviseContained(run: SupervisedRun, env: Record<string, string>, sandbox: SandboxRun): Launch {
     const id = JSON.stringify(sandbox.key);
-    const spare = this.sandboxSpares.get(id);
+    const spare = this.sandboxSpares.get(id)?.spare;
     let launch: Launch | undefined;
     // Only a spare that waits (`ready`: its sandbox holds its output files) is taken.
-    if (spare && spare !== 'due' && !run.stdin && plain(Object.keys(env)) && existsSync(join(spare.dir, 'ready'))) {
+    if (spare && !run.stdin && plain(Object.keys(env)) && existsSync(join(spare.dir, 'ready'))) {
       this.sandboxSpares.delete(id);
       // The request's argv stays the whole sandbox argv: the supervisor starts it itself if the spare's is gone.
       const line = spareRequest(runArgs(run), containedGoLine({ ...run, cwd: sandbox.cwd, argv: sandbox.command }, env, sandbox.makeDir));
       const fits = Buffer.byteLength(line) <= PIPE_BUF && Date.now() - spare.madeAt <= SPARE_USABLE_MS;
       if (fits && adopt(spare.out, run.dir) && request(spare, line)) launch = this.used(spare);
-      else request(spare, 'exit 0\n');
+      else request(spare, SPARE_EXIT);
     }
     launch ??= this.supervise(run, env);
     this.sandboxSpareAfter(launch, id, sandbox.key);
@@ -210,15 +214,16 @@ class Launcher {
   /** Makes the key's next spare sandbox once `launch` ended or after SPARE_AFTER_MS, keeping the most recent keys. */
   private sandboxSpareAfter(launch: Launch, id: string, key: SandboxSpareKey): void {
     if (this.sandboxSpares.has(id) || this.gone) return;
-    this.sandboxSpares.set(id, 'due');
-    for (const [oldest, spare] of this.sandboxSpares) {
+    const due = { key };
+    this.sandboxSpares.set(id, due);
+    for (const [oldest, { spare }] of this.sandboxSpares) {
       if (this.sandboxSpares.size <= MAX_SANDBOX_SPARES) break;
       this.sandboxSpares.delete(oldest);
-      if (spare !== 'due') request(spare, 'exit 0\n');
+      if (spare) void endSpare(spare);
     }
     const make = () => {
       clearTimeout(timer);
-      if (this.sandboxSpares.get(id) === 'due') this.makeSandboxSpare(id, key);
+      if (this.sandboxSpares.get(id) === due) this.makeSandboxSpare(id, key);
     };
     const timer = setTimeout(make, SPARE_AFTER_MS);
     timer.unref();
@@ -228,23 +233,30 @@ class Launcher {
   private makeSandboxSpare(id: string, key: SandboxSpareKey): void {
     const dir = this.spareDir();
     if (!dir) return void this.sandboxSpares.delete(id);
+    const entry = { key, spare: undefined as (Spare & { out: string }) | undefined };
     const out = join(key.outRoot, `${SANDBOX_OUT_PREFIX}${process.pid}-${this.seq + 1}`);
     const { seq, launch } = this.start(`_bsv_spare ${[dir, '-o', out, '--', ...key.prefix].map(word).join(' ')}`, false);
     const spare = { dir, seq, launch, madeAt: Date.now(), out };
-    this.sandboxSpares.set(id, spare);
+    entry.spare = spare;
+    this.sandboxSpares.set(id, entry);
     void launch.exited.then(() => {
-      if (this.sandboxSpares.get(id) === spare) this.sandboxSpares.delete(id);
+      if (this.sandboxSpares.get(id) === entry) this.sandboxSpares.delete(id);
       void rm(dir, { recursive: true, force: true });
     });
   }
 
-  /** Ends the spare sandboxes whose output directories are in `outRoot` (its allocation goes). */
-  dropSandboxSpares(outRoot: string): void {
-    for (const [id, spare] of this.sandboxSpares) {
-      if (spare === 'due' || spare.out.slice(0, outRoot.length + 1) !== `${outRoot}/`) continue;
+  /**
+   * Ends the spare sandboxes of the allocation whose spool directory is `outRoot`, made or due; resolves once each
+   * made one has ended (its sandbox killed, its output directory removed: the allocation's group and spool are free).
+   */
+  dropSandboxSpares(outRoot: string): Promise<unknown> {
+    const ended: Promise<unknown>[] = [];
+    for (const [id, { key, spare }] of this.sandboxSpares) {
+      if (key.outRoot !== outRoot) continue;
       this.sandboxSpares.delete(id);
-      request(spare, 'exit 0\n');
+      if (spare) ended.push(endSpare(spare));
     }
+    return Promise.all(ended);
   }
 
   /** Makes the next spare once `launch` ended or after SPARE_AFTER_MS: not while a short command runs. */
@@ -261,8 +273,9 @@ class Launcher {
 
   /** Resolves once no spare is due and the one made (if any) waits for its request. */
   async sparesSettled(): Promise<void> {
-    const waiting = (spare: Spare | 'due' | undefined) => spare === 'due' || (spare && !existsSync(join(spare.dir, 'ready')));
-    for (let i = 0; i < 1000 && (this.spareDue || waiting(this.spare) || [...this.sandboxSpares.values()].some(waiting)); i++) {
+    const waiting = (spare: Spare | undefined) => spare && !existsSync(join(spare.dir, 'ready'));
+    const sandboxWaiting = () => [...this.sandboxSpares.values()].some(({ spare }) => !spare || waiting(spare));
+    for (let i = 0; i < 1000 && (this.spareDue || waiting(this.spare) || sandboxWaiting()); i++) {
       await new Promise((r) => setTimeout(r, 1));
     }
   }
@@ -301,9 +314,13 @@ class Launcher {
   }
 }
 
-/** Writes `line` to the spare's request FIFO in one write; false when it is not (or no longer) waiting there. */
+/**
+ * Writes `line` to the spare's request FIFO in one write; false when it is not (or no longer) waiting there, or (for
+ * work, not an `exit 0`) too old to be handed any.
+ */
 function request(spare: Spare, line: string): boolean {
-  if (Buffer.byteLength(line) > PIPE_BUF || Date.now() - spare.madeAt > SPARE_USABLE_MS) return false;
+  const ending = line === SPARE_EXIT;
+  if (Buffer.byteLength(line) > PIPE_BUF || (!ending && Date.now() - spare.madeAt > SPARE_USABLE_MS)) return false;
   let fd: number;
   try {
     // Non-blocking: ENXIO when the spare is not (or no longer) waiting on its FIFO.
@@ -319,6 +336,28 @@ function request(spare: Spare, line: string): boolean {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Tells a spare to end, and resolves once it has: a spare still starting reads no request yet, so the request is
+ * tried again until it is read (or, after SPARE_END_MS, the supervisor is sent TERM, on which it ends the same way).
+ */
+async function endSpare(spare: Spare): Promise<void> {
+  let exited = false;
+  void spare.launch.exited.then(() => (exited = true));
+  for (const deadline = Date.now() + SPARE_END_MS; !exited && !request(spare, SPARE_EXIT); ) {
+    if (Date.now() > deadline) {
+      const pid = await spare.launch.pid;
+      try {
+        if (pid) process.kill(pid, 'SIGTERM');
+      } catch {
+        // gone meanwhile
+      }
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await spare.launch.exited;
 }
 
 /**
@@ -369,9 +408,9 @@ export function superviseContained(run: SupervisedRun, env: Record<string, strin
   return launcher().superviseContained(run, env, sandbox);
 }
 
-/** Ends the spare sandboxes made for the allocation whose spool directory is `outRoot`. */
-export function dropSandboxSpares(outRoot: string): void {
-  shared?.dropSandboxSpares(outRoot);
+/** Ends the spare sandboxes made for the allocation whose spool directory is `outRoot`; resolves once they ended. */
+export function dropSandboxSpares(outRoot: string): Promise<unknown> {
+  return shared ? shared.dropSandboxSpares(outRoot) : Promise.resolve();
 }
 
 /**
