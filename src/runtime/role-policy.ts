@@ -1,6 +1,6 @@
 /**
- * What a role may ask for (DESIGN §13), as pure decisions: a member's profile is contained on a borrowed host and
- * held under the admin's ceilings, and a member's scope under its quotas. Admin callers are trusted and exempt.
+ * What a role may ask for (DESIGN §13), as pure decisions: a member's profile is contained, without a network, on a
+ * borrowed host and held under the admin's ceilings, and a member's scope under its quotas. Admin callers are trusted and exempt.
  * Refusals are typed: `forbidden` for what the role may never do, `quota_exceeded` for a ceiling or quota.
  */
 import { BerthError } from '../../schemas/errors.ts';
@@ -59,14 +59,16 @@ export function effectiveProfile(caller: Caller, profile: Profile, provider: Pro
   const { ceilings } = policy;
   const stored: Profile = { ...profile };
   for (const limit of LIMITS) stored[limit] ??= ceilings[limit];
-  stored.network ??= ceilings.network;
+  // On a borrowed host a network is the host's own stack (its loopback services, its addresses): never a member's.
+  stored.network ??= provider.ownership === 'borrowed' ? 'none' : ceilings.network;
   if (provider.ownership === 'borrowed') stored.contain = true;
   return stored;
 }
 
 /**
  * Refuses a member's use of a profile it may not have: uncontained on a borrowed host (`contain: false`, or unset
- * where `containUnset` is 'refused': an environment stored before these rules), or a limit over its ceiling.
+ * where `containUnset` is 'refused': an environment stored before these rules) or with the host's network, or a
+ * limit over its ceiling.
  */
 export function assertWithinPolicy(
   caller: Caller,
@@ -81,6 +83,12 @@ export function assertWithinPolicy(
     throw new BerthError('forbidden', 'A member\'s commands on the host are always contained; only an admin may run them uncontained.', {
       role: caller.role,
       field: 'profile.contain',
+    });
+  }
+  if (provider.ownership === 'borrowed' && profile.network === 'bridge') {
+    throw new BerthError('forbidden', 'A member\'s commands on the host have no network: the host\'s would show its loopback services.', {
+      role: caller.role,
+      field: 'profile.network',
     });
   }
   const { ceilings } = policy;

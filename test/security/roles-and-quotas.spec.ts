@@ -27,6 +27,7 @@ const members = {
   grace: 'roles-grace-token-4f7a0c2e9d1b6853',
   heidi: 'roles-heidi-token-9b3e5a7c0d2f4168',
   ivan: 'roles-ivan-token-2c6e8a0f4b1d3975',
+  judy: 'roles-judy-token-6d1f3b8e0a5c7294',
 };
 
 let server: BerthServer;
@@ -68,6 +69,21 @@ describe('roles: a member never runs on the host uncontained', () => {
     const id = await createEnvironment(server);
     const updated = await server.call(`/v1/environments/${id}`, { method: 'PUT', body: { profile: { contain: false } } });
     expect(await errorOf(updated)).toMatchObject({ status: 403, error: { code: 'forbidden' } });
+  });
+
+  it('should give a member\'s host command no network: the server\'s own loopback port is out of reach, and asking for one is forbidden', async () => {
+    const judy = members.judy;
+    const asked = await server.call('/v1/environments', { body: createBody({ provider: 'native', network: 'bridge' }), token: judy });
+    expect(await errorOf(asked)).toMatchObject({ status: 403, error: { code: 'forbidden', detail: { field: 'profile.network' } } });
+    const id = await createEnvironment(server, judy);
+    expect((await server.json(`/v1/environments/${id}`, { token: judy })).profile).toMatchObject({ network: 'none' });
+    const port = new URL(server.url).port;
+    // The host's loopback (this very server, any database listening there) answers a command that shares its stack.
+    const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && echo reached || echo unreachable`;
+    const record = await finished(server, (await submit(server, id, ['/bin/bash', '-c', probe], {}, judy)).id, judy);
+    expect(record.status).toBe('exited');
+    const out = await server.call(`/v1/executions/${record.id}/output?stream=stdout`, { token: judy });
+    expect(await out.text()).toBe('unreachable\n');
   });
 
   it('should store a member\'s default native environment as contained, whose command cannot write to the host', async () => {

@@ -19,8 +19,17 @@ describe('role policy: profiles', () => {
       memoryMb: 2048,
       cpus: 2,
       pidsLimit: 512,
-      network: 'bridge',
+      network: 'none',
     });
+  });
+
+  it('should refuse a member the host\'s network (its loopback services), and leave it to an admin', () => {
+    expect(() => effectiveProfile(member, profile({ network: 'bridge' }), host, defaultRolePolicy)).toThrow(
+      expect.objectContaining({ code: 'forbidden', detail: expect.objectContaining({ field: 'profile.network' }) }),
+    );
+    expect(effectiveProfile(member, profile({ provider: 'docker', network: 'bridge' }), managed, defaultRolePolicy).network).toBe('bridge');
+    expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, defaultRolePolicy).network).toBe('bridge');
+    expect(effectiveProfile(admin, profile({ contain: true, network: 'bridge' }), host, defaultRolePolicy).network).toBe('bridge');
   });
 
   it('should refuse a member\'s uncontained host profile as forbidden, and leave an admin\'s as asked', () => {
@@ -47,10 +56,10 @@ describe('role policy: profiles', () => {
 
   it('should refuse a network when the ceiling allows none, and default to none', () => {
     const closed = { ...defaultRolePolicy, ceilings: { ...defaultRolePolicy.ceilings, network: 'none' as const } };
-    expect(() => effectiveProfile(member, profile({ network: 'bridge' }), host, closed)).toThrow(
+    expect(() => effectiveProfile(member, profile({ provider: 'docker', network: 'bridge' }), managed, closed)).toThrow(
       expect.objectContaining({ code: 'quota_exceeded', detail: { quota: 'network', limit: 'none', requested: 'bridge' } }),
     );
-    expect(effectiveProfile(member, profile({}), host, closed).network).toBe('none');
+    expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, closed).network).toBe('none');
   });
 
   it('should refuse running a member\'s command on a host profile stored without containment', () => {
