@@ -20,9 +20,15 @@ export interface OutputFrame {
 
 export function encodeOutputFrame(stream: OutputStreamName, cursor: number, data: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(OUTPUT_FRAME_HEADER_BYTES + data.length);
+  writeOutputFrameHeader(frame, stream, cursor);
+  frame.set(data, OUTPUT_FRAME_HEADER_BYTES);
+  return frame;
+}
+
+/** Writes the header into the first `OUTPUT_FRAME_HEADER_BYTES` of `frame` (whose data already follows it). */
+export function writeOutputFrameHeader(frame: Buffer, stream: OutputStreamName, cursor: number): Buffer {
   frame[0] = streamCodes[stream];
   frame.writeBigUInt64BE(BigInt(cursor), 1);
-  frame.set(data, OUTPUT_FRAME_HEADER_BYTES);
   return frame;
 }
 

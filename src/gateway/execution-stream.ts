@@ -14,7 +14,7 @@ import { followExecution } from './output-follower.ts';
 import { parseOrReject } from './parse-request.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-import { closeCodes, encodeOutputFrame } from '../../schemas/ws-frames.ts';
+import { closeCodes, encodeOutputFrame, OUTPUT_FRAME_HEADER_BYTES, writeOutputFrameHeader } from '../../schemas/ws-frames.ts';
 
 export interface ExecutionStreamOptions {
   deps: GatewayDeps;
@@ -26,6 +26,8 @@ export interface ExecutionStreamOptions {
 
 const ZERO_COPY_MIN_BYTES = 64 * 1024;
 const NO_BYTES = Buffer.alloc(0);
+/** Frame buffers a stream keeps for its next reads once the socket has written them (the rest go to the collector). */
+const SPARE_FRAMES = 2;
 
 export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOptions): Promise<void> {
   const { deps, caller, id, log } = options;
@@ -86,7 +88,37 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
     return true;
   };
 
+  // Reads of one chunk fill frame buffers, just past the room for the header: a frame goes out whole, one WebSocket
+  // frame without a copy (two fragments would cost the client a copy to join them). The socket holds the only
+  // reference to a frame it has not written; once written, it is kept for a later read (a few at most: a buffer
+  // reused costs no page faults, a fresh one does). The bytes held stay those the room allows: a spare frame holds
+  // none of them, and a stalled socket writes none, so it gives none back.
+  const header = OUTPUT_FRAME_HEADER_BYTES;
+  const frameBytes = header + deps.limits.chunkBytes;
+  const ours = new WeakSet<ArrayBufferLike>();
+  const spareFrames: Buffer[] = [];
+  const chunkBuffer = (maxBytes: number) => {
+    let frame = spareFrames.pop();
+    if (!frame) {
+      frame = Buffer.allocUnsafeSlow(frameBytes); // its own ArrayBuffer: the header's room is ours
+      ours.add(frame.buffer);
+    }
+    return frame.subarray(header, header + Math.min(maxBytes, deps.limits.chunkBytes));
+  };
+  const inFrame = (data: Buffer) => data.byteOffset === header && ours.has(data.buffer) && data.buffer.byteLength === frameBytes;
+
   const sendOutput = (stream: OutputStreamName, cursor: number, data: Buffer) => {
+    if (inFrame(data)) {
+      const frame = writeOutputFrameHeader(Buffer.from(data.buffer, 0, header + data.length), stream, cursor);
+      return ws.send(frame, { binary: true }, (error) => {
+        // Kept only while the socket holds little (a client that stops reading keeps none beyond its bound).
+        const held = ws.bufferedAmount + spareFrames.length * frameBytes;
+        if (!error && spareFrames.length < SPARE_FRAMES && held < deps.limits.streamBufferBytes) {
+          spareFrames.push(Buffer.from(data.buffer, 0, frameBytes));
+        }
+        onSent();
+      });
+    }
     // A small frame is copied whole. A large one goes as two fragments of one message, the 9-byte prefix and then the
     // read's own bytes: the socket holds the only copy of what the client has not taken yet (its reads are fresh
     // buffers, never reused, see `readBytes` below).
@@ -105,6 +137,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
       room,
       pollMs: deps.limits.pollMs,
       signal: abort.signal,
+      chunkBuffer,
     });
     for await (const item of follow) {
       if (ws.readyState !== WebSocket.OPEN) return;

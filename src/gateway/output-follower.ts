@@ -6,7 +6,7 @@
  */
 import { terminalStatuses, type OutputStreamName } from '../../schemas/api.ts';
 import type { Caller, ExecutionRecord, RuntimeApi } from '../runtime/runtime-api.ts';
-import { StreamReader, type ReadAt } from './stream-reader.ts';
+import { StreamReader, type ChunkBuffer, type ReadAt } from './stream-reader.ts';
 
 /** An output item's `data` is valid until the next item is asked for (its buffer is reused): copy it to keep it. */
 export type FollowItem =
@@ -25,6 +25,11 @@ export interface FollowOptions {
   room: () => number;
   pollMs: number;
   signal: AbortSignal;
+  /**
+   * The buffer a read of at most one chunk fills, if the consumer provides them: such an item's `data` is then the
+   * consumer's to keep (the follower never reuses it).
+   */
+  chunkBuffer?: ChunkBuffer;
 }
 
 /** How often a stream that had nothing is read again while another one is streaming. */
@@ -44,7 +49,7 @@ export async function* followExecution(
   const readers = new Map(
     streams.map((stream) => {
       const readAt: ReadAt = (cursor, maxBytes, into) => api.readOutput(caller, id, stream, cursor, maxBytes, into);
-      return [stream, new StreamReader(readAt, chunkBytes, readBytes)];
+      return [stream, new StreamReader(readAt, chunkBytes, readBytes, undefined, options.chunkBuffer)];
     }),
   );
   let record = await api.getExecution(caller, id);
@@ -63,6 +68,9 @@ export async function* followExecution(
       // While another stream streams, a quiet one is looked at again only now and then (reads cost a round trip).
       if (busy && quietSince.has(stream) && Date.now() - quietSince.get(stream)! < QUIET_RECHECK_MS) continue;
       const reader = readers.get(stream)!;
+      // A stream that fills its reads is read ahead again now that the consumer has sent what it held (in the room
+      // its socket has now: when the socket drains fast, the next reads overlap instead of following each other).
+      if (reader.streaming) reader.readAhead(cursors[stream], options.room());
       const got = await reader.next(cursors[stream], options.room());
       if (got.data.length > 0) {
         progressed = true;

@@ -12,6 +12,12 @@ import type { OutputRead } from '../runtime/runtime-api.ts';
 
 export type ReadAt = (cursor: number, maxBytes: number, into?: Buffer) => Promise<OutputRead>;
 
+/**
+ * Gives a read of at most one chunk the buffer it fills (at least `maxBytes` long), whose bytes then belong to the
+ * caller (the reader never reuses it): e.g. one a socket hands back once it has written it.
+ */
+export type ChunkBuffer = (maxBytes: number) => Buffer;
+
 interface Read {
   cursor: number;
   result: Promise<OutputRead>;
@@ -26,12 +32,15 @@ export class StreamReader {
   /** The buffer whose bytes the caller holds (the last result), and the free ones. */
   private held?: Buffer;
   private readonly spare: Buffer[] = [];
+  /** Whether the last read came back full (the stream has more bytes than it was asked for, likely). */
+  private full = false;
 
   constructor(
     private readonly readAt: ReadAt,
     private readonly chunkBytes: number,
     private readonly maxBytes: number,
     private readonly depth = 2,
+    private readonly chunkBuffer?: ChunkBuffer,
   ) {
     this.size = chunkBytes;
   }
@@ -51,7 +60,13 @@ export class StreamReader {
     if (got.data.length > 0) this.held = read.buffer;
     else this.release(read.buffer);
     if (got.data.length < read.maxBytes) this.ahead.length = 0; // they assumed a full read
+    this.full = got.data.length >= read.maxBytes;
     return got;
+  }
+
+  /** True after a read that came back full: reading ahead is likely worth it. */
+  get streaming(): boolean {
+    return this.full;
   }
 
   /**
@@ -71,8 +86,9 @@ export class StreamReader {
 
   private start(cursor: number, budget: number): Read {
     const maxBytes = Math.max(1, Math.min(this.size, budget));
+    // A read of one chunk at most fills a buffer the caller gives (never taken back), if it gives one.
     const buffer = maxBytes > this.chunkBytes ? this.take() : undefined;
-    const result = this.readAt(cursor, maxBytes, buffer);
+    const result = this.readAt(cursor, maxBytes, buffer ?? this.chunkBuffer?.(maxBytes));
     result.catch(() => undefined); // awaited by `next`, or dropped with the follower
     return { cursor, result, maxBytes, buffer };
   }

@@ -28,6 +28,8 @@ const UNSUBMITTED = new Set(['pristine', 'accepted']);
 /** Steps before the command runs: nothing to write stdin to or resize yet. */
 const NOT_STARTED = new Set(['pristine', 'accepted', 'dispatched']);
 const READ_MAX = 4 * 1024 * 1024;
+/** Executions whose saved output `readOutput` remembers (a follower reads one a chunk at a time). */
+const SAVED_OUTPUTS_KEPT = 256;
 /** How long stdin and resize wait for a just-submitted execution to start. */
 const START_WAIT_MS = 30_000;
 /** How long an admission waits for the activity model to reach the log's head before counting with what it has. */
@@ -72,6 +74,11 @@ export interface ExecutionServiceDeps {
 export class ExecutionService {
   /** Member admissions per scope that passed the quota and whose acceptance the activity model has not folded yet. */
   private readonly admitting = new Map<string, number>();
+  /**
+   * Where saved executions' output is (their scope and artifacts: recorded once, then never changed; artifacts are
+   * never removed), the oldest first out, so that reading it chunk by chunk does not load the actor for every chunk.
+   */
+  private readonly savedOutputs = new Map<string, { scope: string; artifacts: ExecutionContext['artifacts'] }>();
 
   constructor(private readonly deps: ExecutionServiceDeps) {}
 
@@ -236,21 +243,26 @@ export class ExecutionService {
   /** Bytes from `cursor`: from the saved artifact once saved, else live from the executor's spool. */
   async readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes = READ_MAX, into?: Buffer): Promise<OutputRead> {
     if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
+    const max = Math.min(Math.max(1, maxBytes), READ_MAX);
+    const known = this.savedOutputs.get(id);
+    if (known && inScope(caller, known.scope)) return this.readSaved(known.artifacts, stream, cursor, max, into);
     const view = await this.view(caller, id);
     const c = view.context;
-    const max = Math.min(Math.max(1, maxBytes), READ_MAX);
-    if (SETTLED.has(String(view.state)) || c.artifacts) {
-      const saved = c.artifacts?.[stream];
-      if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), closed: true, complete: true };
-      const data = await this.deps.artifacts.readRange(saved, cursor, max, into);
-      const complete = cursor + data.length >= saved.size;
-      return { data, next: cursor + data.length, closed: complete, complete };
-    }
+    if (c.artifacts) this.rememberSaved(id, c.scope, c.artifacts);
+    if (SETTLED.has(String(view.state)) || c.artifacts) return this.readSaved(c.artifacts, stream, cursor, max, into);
     // From dispatch on, the spool is read: the first bytes go out as they land, not once the start is recorded.
     if (UNSUBMITTED.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max, into);
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
+  }
+
+  private async readSaved(artifacts: ExecutionContext['artifacts'], stream: OutputStream, cursor: number, max: number, into?: Buffer): Promise<OutputRead> {
+    const saved = artifacts?.[stream];
+    if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), closed: true, complete: true };
+    const data = await this.deps.artifacts.readRange(saved, cursor, max, into);
+    const complete = cursor + data.length >= saved.size;
+    return { data, next: cursor + data.length, closed: complete, complete };
   }
 
   /**
@@ -349,6 +361,12 @@ export class ExecutionService {
       });
     }
     return { environmentId, allocationId: target.allocationId, generation: target.generation };
+  }
+
+  private rememberSaved(id: string, scope: string, artifacts: ExecutionContext['artifacts']): void {
+    if (this.savedOutputs.has(id)) return;
+    if (this.savedOutputs.size >= SAVED_OUTPUTS_KEPT) this.savedOutputs.delete(this.savedOutputs.keys().next().value!);
+    this.savedOutputs.set(id, { scope, artifacts });
   }
 
   private async view(caller: Caller, id: string): Promise<ActorView<ExecutionContext>> {
