@@ -28,7 +28,7 @@ const UNSUBMITTED = new Set(['pristine', 'accepted']);
 /** Steps before the command runs: nothing to write stdin to or resize yet. */
 const NOT_STARTED = new Set(['pristine', 'accepted', 'dispatched']);
 const READ_MAX = 4 * 1024 * 1024;
-/** Executions whose saved output `readOutput` remembers (a follower reads one a chunk at a time). */
+/** Executions whose saved (and, apart, spooled) output `readOutput` remembers (a follower reads a chunk at a time). */
 const SAVED_OUTPUTS_KEPT = 256;
 /** How long stdin and resize wait for a just-submitted execution to start. */
 const START_WAIT_MS = 30_000;
@@ -79,6 +79,11 @@ export class ExecutionService {
    * never removed), the oldest first out, so that reading it chunk by chunk does not load the actor for every chunk.
    */
   private readonly savedOutputs = new Map<string, { scope: string; artifacts: ExecutionContext['artifacts'] }>();
+  /**
+   * Where running executions' spooled output is (their scope and allocation: fixed from dispatch on), so that a
+   * follower's next chunk is read without loading the actor first; see `readOutput`.
+   */
+  private readonly spooledOutputs = new Map<string, { scope: string; allocationId: string }>();
 
   constructor(private readonly deps: ExecutionServiceDeps) {}
 
@@ -246,6 +251,13 @@ export class ExecutionService {
     const max = Math.min(Math.max(1, maxBytes), READ_MAX);
     const known = this.savedOutputs.get(id);
     if (known && inScope(caller, known.scope)) return this.readSaved(known.artifacts, stream, cursor, max, into);
+    const spooled = this.spooledOutputs.get(id);
+    if (spooled && inScope(caller, spooled.scope)) {
+      // Bytes in the spool before its end are the execution's output whatever its step (what is saved is that
+      // prefix): they go out as read. An empty or closed read is decided by the record below (saved, released...).
+      const chunk = await (await this.deps.services.executorFor(spooled.allocationId)).read(id, stream, cursor, max, into);
+      if (chunk.data.length > 0 && !chunk.closed) return { data: chunk.data, next: chunk.next, closed: false, complete: false };
+    }
     const view = await this.view(caller, id);
     const c = view.context;
     if (c.artifacts) this.rememberSaved(id, c.scope, c.artifacts);
@@ -254,6 +266,7 @@ export class ExecutionService {
     if (UNSUBMITTED.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max, into);
+    remember(this.spooledOutputs, id, { scope: c.scope, allocationId: c.target.allocationId });
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
   }
 
@@ -364,9 +377,8 @@ export class ExecutionService {
   }
 
   private rememberSaved(id: string, scope: string, artifacts: ExecutionContext['artifacts']): void {
-    if (this.savedOutputs.has(id)) return;
-    if (this.savedOutputs.size >= SAVED_OUTPUTS_KEPT) this.savedOutputs.delete(this.savedOutputs.keys().next().value!);
-    this.savedOutputs.set(id, { scope, artifacts });
+    this.spooledOutputs.delete(id);
+    remember(this.savedOutputs, id, { scope, artifacts });
   }
 
   private async view(caller: Caller, id: string): Promise<ActorView<ExecutionContext>> {
@@ -389,6 +401,13 @@ export class ExecutionService {
     }
     return this.deps.services.executorFor(view.context.target.allocationId);
   }
+}
+
+/** Adds `id` to a bounded map (the oldest first out). */
+function remember<T>(map: Map<string, T>, id: string, value: T): void {
+  if (map.has(id)) return;
+  if (map.size >= SAVED_OUTPUTS_KEPT) map.delete(map.keys().next().value!);
+  map.set(id, value);
 }
 
 const scopeOf = (caller: Caller): string | undefined => (caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope);
