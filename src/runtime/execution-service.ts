@@ -266,7 +266,8 @@ export class ExecutionService {
     if (UNSUBMITTED.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max, into);
-    remember(this.spooledOutputs, id, { scope: c.scope, allocationId: c.target.allocationId });
+    // Once its start is recorded: a reader that has bytes then also finds the record running, as before the shortcut.
+    if (!NOT_STARTED.has(String(view.state))) remember(this.spooledOutputs, id, { scope: c.scope, allocationId: c.target.allocationId });
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
   }
 

@@ -41,7 +41,12 @@ describe('waitForOutput with what the caller has seen', () => {
     const exec = await submit('printf first; sleep 1; printf second; sleep 1');
     const first = await readSome(exec.id, 0);
     expect(first.read.data.toString()).toBe('first');
-    const record = await berth.api.getExecution(caller, exec.id);
+    // The first bytes go out as they land, which may be before the start is recorded: wait for that step first.
+    let record = await berth.api.getExecution(caller, exec.id);
+    for (let i = 0; i < 100 && record.step === 'dispatched'; i++) {
+      await berth.api.waitForOutput(caller, exec.id, 100, { cursors: { stdout: 5 }, step: record.step });
+      record = await berth.api.getExecution(caller, exec.id);
+    }
     expect(record.step).toBe('running');
 
     const started = Date.now();
