@@ -9,6 +9,7 @@ import type { Profile } from '../../schemas/profile.ts';
 import { commandEnv } from '../../src/providers/command-env.ts';
 import { findBubblewrap } from '../../src/providers/native/bubblewrap.ts';
 import { NativeExecutor } from '../../src/providers/native/native-executor.ts';
+import { dropSandboxSpares } from '../../src/providers/native/supervisor-launcher.ts';
 import type { ExecSpec, Executor, OutputStream, Receipt } from '../../src/providers/provider.ts';
 
 export interface Fixture {
@@ -22,7 +23,13 @@ export function nativeFixture(profile: Profile = { provider: 'native' }, graceMs
   const root = mkdtempSync(join(tmpdir(), 'berth-native-'));
   const spoolDir = join(root, 'spool', 'alloc-1');
   const executor = new NativeExecutor({ spoolDir, profile, graceMs, hidden: [join(root, 'spool')] });
-  return { root, spoolDir, executor, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+  // A spare sandbox of the allocation may be making its output directory in the spool as it goes: it is told to end,
+  // and the removal retries what it makes meanwhile.
+  const cleanup = () => {
+    void dropSandboxSpares(spoolDir);
+    rmSync(root, { recursive: true, force: true, maxRetries: 5 });
+  };
+  return { root, spoolDir, executor, cleanup };
 }
 
 let counter = 0;

@@ -17,7 +17,8 @@
 #   x SEQ STATUS     it exited; STATUS as sh reports it: the exit code, 128+n when killed by signal n
 #
 # EOF on stdin (the runtime stopped or died) ends the launcher; what it started keeps running, and their waiting
-# subshells end when they do; a spare (a request `_bsv_spare DIR`, see supervisor.sh) still waiting is told to end. A request read after the runtime died is still started: a supervisor's claim decides
+# subshells end when they do; every spare (a request `_bsv_spare DIR ...`, see supervisor.sh) still waiting is told
+# to end. A request read after the runtime died is still started: a supervisor's claim decides
 # whether it may run (recovery may have fenced the operation meanwhile).
 
 _bsv_library=1
@@ -25,7 +26,8 @@ _bsv_library=1
 _l_nl='
 '
 while read -r _l_seq _l_cmd; do
-  case $_l_cmd in "_bsv_spare "*) _l_spare=${_l_cmd#_bsv_spare } ;; esac
+  # Spares' directories share one parent (the runtime's spare root): remembered to end those still waiting at EOF.
+  case $_l_cmd in "_bsv_spare "*) eval "set -- ${_l_cmd#_bsv_spare }"; _l_spares=${1%/*} ;; esac
   (
     ( eval "$_l_cmd" ) </dev/null >/dev/null 2>&1 &
     echo "s $_l_seq $!"
@@ -33,6 +35,9 @@ while read -r _l_seq _l_cmd; do
     echo "x $_l_seq $?"
   ) &
 done
-# The runtime is gone: the last spare made, if it still waits for a request, would wait forever.
-[ -z "${_l_spare:-}" ] || eval "_bsv_unspare $_l_spare"
+# The runtime is gone: spares still waiting for a request (a plain one, and contained ones with their sandboxes)
+# would wait until they expire.
+if [ -n "${_l_spares:-}" ]; then
+  for _l_d in "$_l_spares"/*; do _bsv_unspare "$_l_d"; done
+fi
 

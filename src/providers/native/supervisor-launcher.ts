@@ -302,8 +302,13 @@ class Launcher {
       if (!this.spareRoot) {
         sweepSpareRoots();
         const root = (this.spareRoot = mkdtempSync(join(tmpdir(), `${SPARE_ROOT_PREFIX}${process.pid}-`)));
-        // Its spares end with the launcher (at EOF); their directories go with this process.
-        process.once('exit', () => rmSync(root, { recursive: true, force: true, maxRetries: 2 }));
+        // Its spares end with this process: each still waiting is told so (a contained one's sandbox and output
+        // directory go with it), then their directories go. A spare that had not reached its FIFO yet finds it gone
+        // and ends as well.
+        process.once('exit', () => {
+          endWaitingSpares(root);
+          rmSync(root, { recursive: true, force: true, maxRetries: 2 });
+        });
       }
       const dir = join(this.spareRoot, String(this.seq + 1));
       mkdirSync(dir);
@@ -335,6 +340,25 @@ function request(spare: Spare, line: string): boolean {
     return false; // it went away between the open and the write: it ran nothing
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Writes an exit request into every spare's FIFO under `root`, whether or not the spare reads it yet (opened
+ * read-write, a FIFO never blocks): at process exit, nothing can wait for them.
+ */
+function endWaitingSpares(root: string): void {
+  for (const name of readdirSync(root)) {
+    try {
+      const fd = openSync(join(root, name, 'req'), constants.O_RDWR | constants.O_NONBLOCK);
+      try {
+        writeSync(fd, SPARE_EXIT);
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      // no FIFO there (yet, or any more)
+    }
   }
 }
 
