@@ -234,6 +234,11 @@ export interface SpoolOptions {
 export class Spool {
   private readonly receipts = new Map<string, FinalReceipt>();
   private readonly fds = new Map<string, number>();
+  /**
+   * Reads under way per output descriptor: one dropped from `fds` meanwhile (replaced, evicted, released) is closed
+   * when its last read ends, so a read never meets a closed descriptor, nor one whose number was reused.
+   */
+  private readonly reading = new Map<number, number>();
   private readonly dirs = new Map<string, number>();
   private rootFd?: number;
 
@@ -511,10 +516,20 @@ export class Spool {
     }
     const data = into ? into.subarray(0, want) : Buffer.allocUnsafe(want);
     let got = 0;
-    while (got < want) {
-      const bytesRead = await readAt(fd, data, got, want - got, cursor + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
+    this.reading.set(fd, (this.reading.get(fd) ?? 0) + 1);
+    try {
+      while (got < want) {
+        const bytesRead = await readAt(fd, data, got, want - got, cursor + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+    } finally {
+      const left = this.reading.get(fd)! - 1;
+      if (left > 0) this.reading.set(fd, left);
+      else {
+        this.reading.delete(fd);
+        if (![...this.fds.values()].includes(fd)) closeSync(fd);
+      }
     }
     const next = cursor + got;
     return { data: got === want ? data : data.subarray(0, got), next, closed: final && next >= size, size, final };
@@ -537,15 +552,15 @@ export class Spool {
       return current && openEntry(dir, stream, READ_FLAGS, 'file', (kind) => refusedEntry(operationId, stream, kind));
     });
     if (cached !== undefined && fd !== cached) {
-      closeSync(cached);
       this.fds.delete(key);
+      this.dropFd(cached);
     }
     if (fd === undefined || fd === cached) return fd;
     this.fds.set(key, fd);
     for (const [oldest, oldFd] of this.fds) {
       if (this.fds.size <= MAX_OPEN_OUTPUTS) break;
-      closeSync(oldFd);
       this.fds.delete(oldest);
+      this.dropFd(oldFd);
     }
     return fd;
   }
@@ -554,9 +569,14 @@ export class Spool {
     for (const stream of OUTPUT_STREAMS) {
       const key = `${operationId}/${stream}`;
       const fd = this.fds.get(key);
-      if (fd !== undefined) closeSync(fd);
       this.fds.delete(key);
+      if (fd !== undefined) this.dropFd(fd);
     }
+  }
+
+  /** Closes an output descriptor no longer kept, now or when the reads under way on it end. */
+  private dropFd(fd: number): void {
+    if (!this.reading.has(fd)) closeSync(fd);
   }
 
   /**
@@ -629,8 +649,9 @@ export class Spool {
 
   /** Closes the descriptors kept open for reading; the spool stays usable (they reopen on demand). */
   close(): void {
-    for (const fd of this.fds.values()) closeSync(fd);
+    const kept = [...this.fds.values()];
     this.fds.clear();
+    for (const fd of kept) this.dropFd(fd);
     for (const fd of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
     if (this.rootFd !== undefined) closeSync(this.rootFd);
