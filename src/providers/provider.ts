@@ -59,6 +59,19 @@ export interface Provider {
   deallocate(ref: AllocationRef): Promise<'terminated' | 'unknown'>;
   executor(ref: AllocationRef, profile: Profile): Executor;
   /**
+   * Whose base environment a command gets under the caller's variables: the host's minimal one (PATH, HOME, USER,
+   * LANG: command-env.ts), or the image's own (the exec adds its PATH and HOME).
+   */
+  readonly commandBase: 'host' | 'image';
+  /**
+   * Builds inside the Environment's own image: a one-off container binding the version directory writable, whose
+   * steps write it as `buildUid`. A provider without it has its builds run on the host's toolchain.
+   */
+  startBuildContainer?(options: BuildContainerOptions): Promise<BuildContainerHandle>;
+  readonly buildUid?: number;
+  /** Removes what an interrupted build left behind (its container): idempotent. */
+  removeBuild?(buildId: string): Promise<void>;
+  /**
    * Checks an execution before it is accepted: throws the typed refusal (invalid_request with detail.reason) for
    * what this provider will not run as asked (a contained command's cwd outside what its sandbox shows). Providers
    * without the capability accept everything the executor's own validation does.
@@ -171,4 +184,35 @@ export interface Executor {
   cancel(operationId: string): Promise<Receipt>;
   /** Drops the spool once output is saved elsewhere. */
   release(operationId: string): Promise<void>;
+}
+
+export interface BuildContainerOptions {
+  buildId: string;
+  environmentId: string;
+  profile: Profile;
+  /** Host directories bound WRITABLE (the version being built, at the path executions will see it). */
+  binds: Array<{ source: string; target: string }>;
+}
+
+export interface BuildStep {
+  argv: string[];
+  /** A path inside the container. */
+  cwd: string;
+  env: Record<string, string>;
+  onOutput: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
+  timeoutMs?: number;
+}
+
+export interface BuildStepExit {
+  exitCode: number | null;
+  /** Why the step never ran (its program is not in the image, the container is gone). */
+  error?: string;
+  timedOut?: boolean;
+}
+
+/** A running build container: its image's PATH, its steps, and its removal. */
+export interface BuildContainerHandle {
+  readonly path: string;
+  run(step: BuildStep): Promise<BuildStepExit>;
+  remove(): Promise<void>;
 }

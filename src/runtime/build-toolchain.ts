@@ -25,10 +25,9 @@ import { BerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import type { ToolchainRunner } from '../content/toolchain.ts';
 import { commandEnv } from '../providers/command-env.ts';
-import { COMMAND_UID } from '../providers/docker/container-spec.ts';
-import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { AllocationLimits, limitsOf } from '../providers/native/allocation-limits.ts';
 import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
+import type { Provider } from '../providers/provider.ts';
 import { privilegeDropArgv, sandboxIdentity } from '../providers/native/sandbox-identity.ts';
 import { SandboxView } from '../providers/native/sandbox-view.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
@@ -59,7 +58,8 @@ export interface BuildToolchainOptions {
 
 export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToolchain> {
   const passed = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => PASSED_THROUGH.test(k) && v !== undefined)) as Record<string, string>;
-  if (o.profile.provider === 'docker') return containerToolchain(o, passed);
+  const provider = o.providers.get(o.profile.provider);
+  if (provider.startBuildContainer) return containerToolchain(o, provider, passed);
   const bwrap = findBubblewrap();
   if (bwrap) {
     const workdir = `/env/${o.slug}`;
@@ -107,13 +107,12 @@ export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToo
 }
 
 /** The installers run in a one-off container of the Environment's image; only the version is bound, writable. */
-async function containerToolchain(o: BuildToolchainOptions, passed: Record<string, string>): Promise<BuildToolchain> {
-  const provider = o.providers.get('docker');
-  if (!(provider instanceof DockerProvider)) throw new BerthError('provider_missing', 'The docker provider of this runtime cannot run builds.', {});
+async function containerToolchain(o: BuildToolchainOptions, provider: Provider, passed: Record<string, string>): Promise<BuildToolchain> {
   const workdir = `/env/${o.slug}`;
-  const owner = await handOver(o.versionDir, COMMAND_UID, COMMAND_UID);
+  const uid = provider.buildUid ?? 0;
+  const owner = await handOver(o.versionDir, uid, uid);
   const container = await provider
-    .startBuildContainer({ buildId: o.buildId, environmentId: o.environmentId, profile: o.profile, binds: [{ source: o.versionDir, target: workdir }] })
+    .startBuildContainer!({ buildId: o.buildId, environmentId: o.environmentId, profile: o.profile, binds: [{ source: o.versionDir, target: workdir }] })
     .catch(async (e: unknown) => {
       await owner.takeBack();
       throw e;

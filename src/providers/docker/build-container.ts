@@ -9,37 +9,16 @@
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
+import type { BuildContainerHandle, BuildContainerOptions, BuildStep, BuildStepExit } from '../provider.ts';
 import { buildContainerSpec, COMMAND_USER, networkSpec } from './container-spec.ts';
 import { DEFAULT_PATH } from '../command-env.ts';
 import { describeError, engineStatus, ignoreMissing } from './docker-client.ts';
 import { runStreaming, runToEnd } from './docker-exec.ts';
 import { buildLabels, LABEL, ownedBy, resourceNames, type Labels } from './labels.ts';
 
-export interface BuildContainerOptions {
-  buildId: string;
-  environmentId: string;
-  profile: Profile;
-  /** Host directories bound WRITABLE (the version being built, at the path executions will see it). */
-  binds: Array<{ source: string; target: string }>;
-}
+export type { BuildContainerOptions, BuildStep, BuildStepExit } from '../provider.ts';
 
-export interface BuildStep {
-  argv: string[];
-  /** A path inside the container. */
-  cwd: string;
-  env: Record<string, string>;
-  onOutput: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
-  timeoutMs?: number;
-}
-
-export interface BuildStepExit {
-  exitCode: number | null;
-  /** Why the step never ran (its program is not in the image, the container is gone). */
-  error?: string;
-  timedOut?: boolean;
-}
-
-export class BuildContainer {
+export class BuildContainer implements BuildContainerHandle {
   private removed?: Promise<void>;
 
   private constructor(

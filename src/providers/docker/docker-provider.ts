@@ -23,7 +23,7 @@ import type { Profile } from '../../../schemas/profile.ts';
 import { crashAt } from '../crash-point.ts';
 import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
 import { BuildContainer, removeBuild, type BuildContainerOptions } from './build-container.ts';
-import { containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
+import { COMMAND_UID, containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
 import {
   createDockerClient,
   describeError,
@@ -57,6 +57,9 @@ const NEVER_STARTED = '0001-01-01T00:00:00Z';
 export class DockerProvider implements Provider {
   readonly kind = 'docker' as const;
   readonly ownership = 'managed' as const;
+  readonly commandBase = 'image' as const;
+  /** Build steps run as the command user, as executions do. */
+  readonly buildUid = COMMAND_UID;
   readonly endpoint: DockerEndpoint;
   private readonly docker: Docker;
   private readonly streams: Docker;

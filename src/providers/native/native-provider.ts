@@ -32,6 +32,7 @@ export interface NativeProviderOptions {
 export class NativeProvider implements Provider {
   readonly kind = 'native' as const;
   readonly ownership = 'borrowed' as const;
+  readonly commandBase = 'host' as const;
 
   private readonly dataDir: string;
   private readonly executors = new Map<string, NativeExecutor>();

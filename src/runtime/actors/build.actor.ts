@@ -25,7 +25,6 @@ import {
   type BuildReportParams,
   type BuildRunParams,
 } from '../../machines/build.machine.ts';
-import { DockerProvider } from '../../providers/docker/docker-provider.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
 import { buildToolchain } from '../build-toolchain.ts';
 import type { Services } from '../services.ts';
@@ -123,11 +122,9 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
     'build.discard': async (p: BuildDiscardParams, ctx) => {
       const content = ctx.services.content;
       if (!content) return;
-      // An interrupted Docker build's container may still run: removed first, so nothing writes the directory after.
-      if ((await content.build(ctx.actorId))?.context.profile.provider === 'docker') {
-        const docker = ctx.services.providers.get('docker');
-        if (docker instanceof DockerProvider) await docker.removeBuild(ctx.actorId);
-      }
+      // An interrupted build's container may still run: removed first, so nothing writes the directory after.
+      const profile = (await content.build(ctx.actorId))?.context.profile;
+      if (profile) await ctx.services.providers.get(profile.provider).removeBuild?.(ctx.actorId);
       await removeTree(EnvironmentContent.of(content.dataDir, p.environmentId).versionDir(p.version));
     },
     'environment.report': async (p: BuildReportParams, ctx) => {

@@ -17,9 +17,8 @@ import {
   type UseParams,
   type WatchParams,
 } from '../../machines/execution.machine.ts';
-import type { Profile } from '../../../schemas/profile.ts';
 import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
-import type { Executor, OutputStream, Receipt } from '../../providers/provider.ts';
+import type { Executor, OutputStream, Provider, Receipt } from '../../providers/provider.ts';
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { Services } from '../services.ts';
@@ -180,10 +179,10 @@ async function inspectReceipt(executor: Executor, operationId: string, shutdown:
 
 /**
  * The command's whole environment: the caller's variables over the target's base, nothing of the runtime's own.
- * Native: the host's minimal base (command-env.ts). Docker: the exec adds the container's own (image PATH, HOME).
+ * The host's minimal base (command-env.ts), or none where the exec adds the image's own (its PATH, HOME).
  */
-function commandEnvFor(provider: Profile['provider'], p: SubmitParams): Record<string, string> {
-  if (provider === 'native') return commandEnv({ env: p.env, pty: p.pty !== undefined });
+function commandEnvFor(base: Provider['commandBase'], p: SubmitParams): Record<string, string> {
+  if (base === 'host') return commandEnv({ env: p.env, pty: p.pty !== undefined });
   return { ...(p.pty ? { TERM: DEFAULT_TERM } : {}), ...p.env };
 }
 
@@ -292,7 +291,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       try {
         executor = await ctx.services.executorFor(p.target.allocationId);
         const { profile } = held.allocation;
-        env = commandEnvFor(profile.provider, p);
+        env = commandEnvFor(ctx.services.providers.get(profile.provider).commandBase, p);
         // The content version it reads: mounted read-only at /env/<slug>, with its PATH (version-exec.ts).
         if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env);
       } catch (e) {
