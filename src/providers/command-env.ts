@@ -3,7 +3,9 @@
  * explicit variables. Nothing else of Berth's own process environment (tokens, BERTH_*, store URLs, DOCKER_*,
  * cloud credentials) ever reaches a command.
  */
+import { accessSync, constants } from 'node:fs';
 import { userInfo } from 'node:os';
+import { join } from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
 
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -65,4 +67,17 @@ export function commandEnv(options: CommandEnvOptions = {}): Record<string, stri
   const env = { ...base, ...options.env };
   assertCommandEnv(env);
   return env;
+}
+
+/** The first executable `name` on `path` (a PATH-style list), or undefined when none is installed there. */
+export function findProgram(name: string, path: string = DEFAULT_PATH): string | undefined {
+  for (const dir of path.split(':').filter(Boolean)) {
+    try {
+      accessSync(join(dir, name), constants.X_OK);
+      return join(dir, name);
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
 }

@@ -5,10 +5,10 @@
  * only); without a writable hierarchy, each command gets per-process rlimits instead (see README "Resource limits").
  */
 import { createHash } from 'node:crypto';
-import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Profile } from '../../../schemas/profile.ts';
-import { DEFAULT_PATH } from '../command-env.ts';
+import { findProgram } from '../command-env.ts';
 import { isSpoolName } from '../spool.ts';
 
 /** The profile's limits that bound a command (Docker's `Memory` + `MemorySwap`, `NanoCpus`, `PidsLimit`). */
@@ -75,18 +75,6 @@ function readText(path: string): string {
   }
 }
 
-function findPrlimit(): string | undefined {
-  for (const dir of DEFAULT_PATH.split(':')) {
-    try {
-      accessSync(join(dir, 'prlimit'), constants.X_OK);
-      return join(dir, 'prlimit');
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
 /** Joins each group (the files before `--`) and execs the rest: the shell's pid is the command's from then on. */
 const JOIN_SCRIPT =
   'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "berth: cannot join the control group of this allocation" >&2; exit 125; }; shift; done; shift; exec "$@"';
@@ -114,8 +102,8 @@ export class AllocationLimits {
       }
     }
     const usable = Object.keys(this.parents).length > 0;
-    this.mode = usable && hierarchy !== 'none' ? (hierarchy.version === 1 ? 'cgroup-v1' : 'cgroup-v2') : findPrlimit() ? 'rlimit' : 'none';
-    this.prlimit = this.mode === 'rlimit' ? findPrlimit() : undefined;
+    this.mode = usable && hierarchy !== 'none' ? (hierarchy.version === 1 ? 'cgroup-v1' : 'cgroup-v2') : findProgram('prlimit') ? 'rlimit' : 'none';
+    this.prlimit = this.mode === 'rlimit' ? findProgram('prlimit') : undefined;
   }
 
   /** The group directories of `name`, one per distinct hierarchy (v2: one). */

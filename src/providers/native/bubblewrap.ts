@@ -6,10 +6,9 @@
  * supervisor, never to the Berth runtime.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import type { ReadOnlyMount } from '../provider.ts';
-import { DEFAULT_PATH } from '../command-env.ts';
+import { DEFAULT_PATH, findProgram } from '../command-env.ts';
 
 export interface Containment {
   mounts?: ReadOnlyMount[];
@@ -39,18 +38,7 @@ export interface Containment {
 export const CONTROL_SOCKETS = ['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock'];
 
 /** The bwrap binary on PATH, or undefined when bubblewrap is not installed. */
-export function findBubblewrap(path = process.env.PATH || DEFAULT_PATH): string | undefined {
-  for (const dir of path.split(':').filter(Boolean)) {
-    const candidate = join(dir, 'bwrap');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+export const findBubblewrap = (path = process.env.PATH || DEFAULT_PATH): string | undefined => findProgram('bwrap', path);
 
 const exists = (path: string): boolean => {
   try {

@@ -7,7 +7,7 @@
 import { accessSync, constants, lstatSync, readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
-import { DEFAULT_PATH } from '../command-env.ts';
+import { findProgram } from '../command-env.ts';
 
 export const DEFAULT_SANDBOX_ID = 65534;
 
@@ -53,30 +53,13 @@ export function sandboxIdentity(env: NodeJS.ProcessEnv = process.env): SandboxId
   return { uid, gid, name: passwdName(uid) ?? 'sandbox', drops: true };
 }
 
-let setprivPath: string | null | undefined;
-function findSetpriv(): string | undefined {
-  if (setprivPath === undefined) {
-    setprivPath = null;
-    for (const dir of DEFAULT_PATH.split(':')) {
-      try {
-        accessSync(join(dir, 'setpriv'), constants.X_OK);
-        setprivPath = join(dir, 'setpriv');
-        break;
-      } catch {
-        // not here
-      }
-    }
-  }
-  return setprivPath ?? undefined;
-}
-
 /**
  * The argv prefix that becomes the identity before bwrap: setpriv (util-linux) sets real, effective and saved ids
  * and clears the supplementary groups; leaving uid 0 clears every capability. Empty when nothing is dropped.
  */
 export function privilegeDropArgv(identity: SandboxIdentity): string[] {
   if (!identity.drops) return [];
-  const setpriv = findSetpriv();
+  const setpriv = findProgram('setpriv');
   if (!setpriv) throw new BerthError('unavailable', 'Contained commands of a root server need setpriv (util-linux), which is not installed.', {});
   return [setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, '--clear-groups', '--'];
 }
