@@ -206,6 +206,16 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
 
 const EMPTY = Buffer.alloc(0);
 const MAX_OPEN_OUTPUTS = 64;
+
+/** Keeps `fd` under `key` in a map of at most `max` descriptors, the oldest dropped (with `drop`) first. */
+function keepBounded(map: Map<string, number>, key: string, fd: number, max: number, drop: (fd: number) => void): void {
+  map.set(key, fd);
+  for (const [oldest, oldFd] of map) {
+    if (map.size <= max) break;
+    map.delete(oldest);
+    drop(oldFd);
+  }
+}
 const MAX_OPEN_DIRS = 16;
 export const DEFAULT_READ_BYTES = 1024 * 1024;
 /** A file larger than this is unlinked off the event loop (see release). */
@@ -332,12 +342,7 @@ export class Spool {
     }
     const fd = this.openOp(operationId);
     if (fd === undefined) return undefined;
-    this.dirs.set(operationId, fd);
-    for (const [oldest, oldFd] of this.dirs) {
-      if (this.dirs.size <= MAX_OPEN_DIRS) break;
-      closeSync(oldFd);
-      this.dirs.delete(oldest);
-    }
+    keepBounded(this.dirs, operationId, fd, MAX_OPEN_DIRS, closeSync);
     return fd;
   }
 
@@ -556,12 +561,7 @@ export class Spool {
       this.dropFd(cached);
     }
     if (fd === undefined || fd === cached) return fd;
-    this.fds.set(key, fd);
-    for (const [oldest, oldFd] of this.fds) {
-      if (this.fds.size <= MAX_OPEN_OUTPUTS) break;
-      this.fds.delete(oldest);
-      this.dropFd(oldFd);
-    }
+    keepBounded(this.fds, key, fd, MAX_OPEN_OUTPUTS, (old) => this.dropFd(old));
     return fd;
   }
 
