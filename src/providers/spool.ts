@@ -207,14 +207,21 @@ const readAt = (fd: number, buffer: Buffer, offset: number, length: number, posi
 const EMPTY = Buffer.alloc(0);
 const MAX_OPEN_OUTPUTS = 64;
 
-/** Keeps `fd` under `key` in a map of at most `max` descriptors, the oldest dropped (with `drop`) first. */
-function keepBounded(map: Map<string, number>, key: string, fd: number, max: number, drop: (fd: number) => void): void {
-  map.set(key, fd);
-  for (const [oldest, oldFd] of map) {
+/** Keeps `kept` (a descriptor) under `key` in a map of at most `max`, the oldest dropped (with `drop`) first. */
+function keepBounded<V>(map: Map<string, V>, key: string, kept: V, max: number, drop: (old: V) => void): void {
+  map.set(key, kept);
+  for (const [oldest, old] of map) {
     if (map.size <= max) break;
     map.delete(oldest);
-    drop(oldFd);
+    drop(old);
   }
+}
+
+/** An output descriptor kept open for reads, with the file it holds (to tell whether the entry still names it). */
+interface KeptOutput {
+  fd: number;
+  dev: number;
+  ino: number;
 }
 const MAX_OPEN_DIRS = 16;
 export const DEFAULT_READ_BYTES = 1024 * 1024;
@@ -243,7 +250,7 @@ export interface SpoolOptions {
  */
 export class Spool {
   private readonly receipts = new Map<string, FinalReceipt>();
-  private readonly fds = new Map<string, number>();
+  private readonly fds = new Map<string, KeptOutput>();
   /**
    * Reads under way per output descriptor: one dropped from `fds` meanwhile (replaced, evicted, released) is closed
    * when its last read ends, so a read never meets a closed descriptor, nor one whose number was reused.
@@ -511,10 +518,18 @@ export class Spool {
     if (!Number.isSafeInteger(cursor) || cursor < 0) {
       throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
     }
-    const receipt = await this.readReceipt(operationId);
+    // One look at the directory answers both the receipt and the stream's descriptor and size (asked per chunk).
+    let receipt = this.receipts.get(operationId);
+    let output: { fd: number; size: number } | undefined;
+    if (!receipt || receipt.sizes[stream] > cursor) {
+      this.inOp(operationId, (dir) => {
+        receipt ??= this.receiptAt(operationId, dir);
+        if (!receipt || receipt.sizes[stream] > cursor) output = this.outputAt(operationId, stream, dir);
+      });
+    }
     const final = receipt !== undefined;
-    const fd = final && receipt.sizes[stream] <= cursor ? undefined : this.outputFd(operationId, stream);
-    const size = receipt ? receipt.sizes[stream] : fd === undefined ? 0 : fstatSync(fd).size;
+    const fd = output?.fd;
+    const size = receipt ? receipt.sizes[stream] : (output?.size ?? 0);
     const want = Math.max(0, Math.min(maxBytes, into?.length ?? maxBytes, size - cursor));
     if (fd === undefined || want === 0) {
       return { data: EMPTY, next: cursor, closed: final && cursor >= size, size, final };
@@ -533,7 +548,7 @@ export class Spool {
       if (left > 0) this.reading.set(fd, left);
       else {
         this.reading.delete(fd);
-        if (![...this.fds.values()].includes(fd)) closeSync(fd);
+        if (![...this.fds.values()].some((kept) => kept.fd === fd)) closeSync(fd);
       }
     }
     const next = cursor + got;
@@ -541,36 +556,32 @@ export class Spool {
   }
 
   /**
-   * Output descriptors stay open between reads (a follower reads many chunks) while the entry is still the file
-   * they hold (another instance may have released the operation and it may have run anew); the oldest close past a
-   * bound.
+   * The stream's descriptor and size now. Descriptors stay open between reads (a follower reads many chunks) while
+   * the entry still names the file they hold (another instance may have released the operation and it may have run
+   * anew); the oldest close past a bound. One lstat per read: the entry's size is the held file's.
    */
-  private outputFd(operationId: string, stream: OutputStream): number | undefined {
+  private outputAt(operationId: string, stream: OutputStream, dir: number): { fd: number; size: number } | undefined {
     const key = `${operationId}/${stream}`;
     const cached = this.fds.get(key);
-    const fd = this.inOp(operationId, (dir) => {
-      const current = lstatAt(dir, stream);
-      if (cached !== undefined) {
-        const held = fstatSync(cached);
-        if (current && held.ino === current.ino && held.dev === current.dev) return cached;
-      }
-      return current && openEntry(dir, stream, READ_FLAGS, 'file', (kind) => refusedEntry(operationId, stream, kind));
-    });
-    if (cached !== undefined && fd !== cached) {
+    const current = lstatAt(dir, stream);
+    if (cached) {
+      if (current && current.ino === cached.ino && current.dev === cached.dev) return { fd: cached.fd, size: current.size };
       this.fds.delete(key);
-      this.dropFd(cached);
+      this.dropFd(cached.fd);
     }
-    if (fd === undefined || fd === cached) return fd;
-    keepBounded(this.fds, key, fd, MAX_OPEN_OUTPUTS, (old) => this.dropFd(old));
-    return fd;
+    const fd = current && openEntry(dir, stream, READ_FLAGS, 'file', (kind) => refusedEntry(operationId, stream, kind));
+    if (fd === undefined) return undefined;
+    const held = fstatSync(fd);
+    keepBounded(this.fds, key, { fd, dev: held.dev, ino: held.ino }, MAX_OPEN_OUTPUTS, (old) => this.dropFd(old.fd));
+    return { fd, size: held.size };
   }
 
   private closeOutputs(operationId: string): void {
     for (const stream of OUTPUT_STREAMS) {
       const key = `${operationId}/${stream}`;
-      const fd = this.fds.get(key);
+      const kept = this.fds.get(key);
       this.fds.delete(key);
-      if (fd !== undefined) this.dropFd(fd);
+      if (kept) this.dropFd(kept.fd);
     }
   }
 
@@ -582,13 +593,18 @@ export class Spool {
   /**
    * Resolves with the first defined result of `check`, re-run after every change in the operation's directory (or
    * the spool root while the directory does not exist), every `wake` call, and at least every 250 ms; resolves
-   * undefined after `timeoutMs`. The watcher is set up before the first check, so no change is missed.
+   * undefined after `timeoutMs`. The watcher is set up before the first check, so no change is missed. Writes to
+   * the output streams not in `streams` (all of them when it is absent) do not count as changes: a waiter for the
+   * receipt alone is not woken by every write of a command that streams (tens of thousands per 256 MiB, each one a
+   * check, which took the main thread from the followers reading those bytes). With `streams` false the directory
+   * is not watched at all: `wake` is called on every change that matters.
    */
   async waitUntil<T>(
     operationId: string,
     check: () => Promise<T | undefined>,
     timeoutMs: number,
     subscribe?: (wake: () => void) => () => void,
+    streams?: readonly OutputStream[] | false,
   ): Promise<T | undefined> {
     const deadline = Date.now() + timeoutMs;
     let dirty = false;
@@ -597,7 +613,9 @@ export class Spool {
       dirty = true;
       wake?.();
     };
-    const watcher = this.watch(operationId, poke);
+    const ignored = streams && new Set<string>(OUTPUT_STREAMS.filter((s) => !streams.includes(s)));
+    const onChange = ignored ? (type: string, name: string | null) => (type === 'change' && ignored.has(name!) ? undefined : poke()) : poke;
+    const watcher = streams === false ? undefined : this.watch(operationId, onChange);
     const unsubscribe = subscribe?.(poke);
     try {
       for (;;) {
@@ -623,7 +641,7 @@ export class Spool {
   }
 
   /** Watches the directory the operation's descriptor holds (never a link's target), else the root. */
-  private watch(operationId: string, onChange: () => void): FSWatcher | undefined {
+  private watch(operationId: string, onChange: (type: string, name: string | null) => void): FSWatcher | undefined {
     let opFd: number | undefined;
     try {
       opFd = this.openOp(operationId);
@@ -635,7 +653,7 @@ export class Spool {
         if (path === undefined) continue;
         try {
           const watcher = watch(path, { persistent: false }, onChange);
-          watcher.on('error', onChange);
+          watcher.on('error', () => onChange('error', null));
           return watcher;
         } catch (e) {
           if (!isMissing(e)) throw e;
@@ -651,7 +669,7 @@ export class Spool {
   close(): void {
     const kept = [...this.fds.values()];
     this.fds.clear();
-    for (const fd of kept) this.dropFd(fd);
+    for (const { fd } of kept) this.dropFd(fd);
     for (const fd of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
     if (this.rootFd !== undefined) closeSync(this.rootFd);

@@ -329,7 +329,21 @@ export class NativeExecutor implements Executor {
       },
       timeoutMs,
       (wake) => this.listen(dir, wake),
+      this.watchedStreams(dir, since),
     );
+  }
+
+  /**
+   * What waitForChange watches the operation's directory for. With `since`, writes to streams it does not name
+   * decide nothing and wake nothing. The receipt alone, of a command whose supervisor this process runs, needs no
+   * watch at all: that supervisor's exit (right after its receipt) wakes the wait; a command that streams writes its
+   * directory tens of thousands of times, and each write to a watched directory is an event for this process and a
+   * slower write for the command.
+   */
+  private watchedStreams(dir: string, since?: Partial<Record<OutputStream, number>>): OutputStream[] | false | undefined {
+    if (!since) return undefined;
+    const streams = OUTPUT_STREAMS.filter((s) => since[s] !== undefined);
+    return streams.length === 0 && live.get(dir)?.supervisor ? false : streams;
   }
 
   private observation(operationId: string): Partial<Record<OutputStream, StreamSeen>> {
