@@ -22,6 +22,7 @@ import type { ContentRuntime } from './content-runtime.ts';
 import { contentSettings, type ContentSettings } from './content-settings.ts';
 import type { BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
+import { LiveReaders } from './live-readers.ts';
 import type { Services } from './services.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {
@@ -69,6 +70,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     artifacts: new ArtifactStore(join(dataDir, 'artifacts')),
     now: () => Date.now(),
     shutdown: shutdown.signal,
+    liveReaders: new LiveReaders(),
     async executorFor(allocationId) {
       const cached = executors.get(allocationId);
       if (cached) return cached;

@@ -256,6 +256,7 @@ export class ExecutionService {
       // Bytes in the spool before its end are the execution's output whatever its step (what is saved is that
       // prefix): they go out as read. An empty or closed read is decided by the record below (saved, released...).
       const chunk = await (await this.deps.services.executorFor(spooled.allocationId)).read(id, stream, cursor, max, into);
+      this.deps.services.liveReaders.noteRead(id, stream, chunk.next);
       if (chunk.data.length > 0 && !chunk.closed) return { data: chunk.data, next: chunk.next, closed: false, complete: false };
     }
     const view = await this.view(caller, id);
@@ -266,6 +267,7 @@ export class ExecutionService {
     if (UNSUBMITTED.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
     const chunk = await executor.read(id, stream, cursor, max, into);
+    this.deps.services.liveReaders.noteRead(id, stream, chunk.next);
     // Once its start is recorded: a reader that has bytes then also finds the record running, as before the shortcut.
     if (!NOT_STARTED.has(String(view.state))) remember(this.spooledOutputs, id, { scope: c.scope, allocationId: c.target.allocationId });
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };

@@ -7,6 +7,7 @@ import type { ArtifactStore } from '../store/artifact-store.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
 import type { Executor } from '../providers/provider.ts';
 import type { ContentRuntime } from './content-runtime.ts';
+import type { LiveReaders } from './live-readers.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
 
 export interface Services {
@@ -18,6 +19,8 @@ export interface Services {
   allocation(allocationId: string): Promise<AllocationContext>;
   now(): number;
   shutdown: AbortSignal;
+  /** Who follows which execution's spool live: a large save waits (briefly) for them to catch up. */
+  liveReaders: LiveReaders;
   /** Environment content (seed 001): absent when the chapter is switched off. */
   content?: ContentRuntime;
 }

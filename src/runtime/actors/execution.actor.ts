@@ -64,14 +64,8 @@ const FAST_EXIT_MS = 15;
  * the command could not start. A run that wrote no byte at all has nothing to copy: its streams are the empty
  * artifact, so it is saved in the same append.
  */
-async function submitted(
-  executor: Executor,
-  artifacts: ArtifactStore,
-  p: SubmitParams,
-  receipt: Receipt,
-  now: () => number,
-  settled: boolean,
-): Promise<DomainEvent[]> {
+async function submitted(executor: Executor, services: Services, p: SubmitParams, receipt: Receipt, settled: boolean): Promise<DomainEvent[]> {
+  const { now } = services;
   // An executor that honoured settleMs has waited already; one that answered at once gets the wait here.
   if (receipt.state === 'running' && !p.stdin && !p.pty && !settled) {
     // Empty cursors: woken by the receipt only, not by output.
@@ -87,7 +81,7 @@ async function submitted(
   const run = [...(receipt.startedAt ? [startedEvent(receipt, at)] : []), exitedEvent(receipt, at), drainedEvent(receipt, at)];
   const { sizes } = receipt;
   const silent = sizes !== undefined && Object.values(sizes).every((n) => n === 0);
-  return silent ? [...run, await savedEvent(executor, artifacts, p.executionId, sizes, now)] : run;
+  return silent ? [...run, await savedEvent(executor, services, p.executionId, sizes)] : run;
 }
 
 /** One promise per shutdown signal (a single listener), however many effects wait on it. */
@@ -210,7 +204,10 @@ async function* spooled(executor: Executor, operationId: string, stream: OutputS
  */
 const OFF_THREAD_BYTES = 1024 * 1024;
 
-async function savedStream(executor: Executor, artifacts: ArtifactStore, operationId: string, stream: OutputStream, size: number) {
+async function savedStream(executor: Executor, services: Services, operationId: string, stream: OutputStream, size: number) {
+  const { artifacts } = services;
+  // A large copy waits for live followers still behind to catch up (they would share a core with it).
+  if (size >= OFF_THREAD_BYTES) await services.liveReaders.caughtUp(operationId, stream, size, services.shutdown);
   const file = size >= OFF_THREAD_BYTES ? await executor.spoolFile?.(operationId, stream) : undefined;
   if (!file) return artifacts.putChunks(spooled(executor, operationId, stream, size));
   try {
@@ -232,14 +229,14 @@ async function emptyArtifact(artifacts: ArtifactStore): Promise<ArtifactRef> {
 }
 
 /** Copies each stream's spool (up to its drained size) into the artifact store; a terminal that said nothing is left out. */
-async function savedEvent(executor: Executor, artifacts: ArtifactStore, executionId: string, sizes: SaveParams['sizes'], at: () => number) {
+async function savedEvent(executor: Executor, services: Services, executionId: string, sizes: SaveParams['sizes']) {
   const saved: Partial<Record<OutputStream, ArtifactRef>> = {};
   for (const stream of STREAMS) {
     const size = sizes[stream];
     if (size === undefined || (size === 0 && stream === 'pty')) continue;
-    saved[stream] = size === 0 ? await emptyArtifact(artifacts) : await savedStream(executor, artifacts, executionId, stream, size);
+    saved[stream] = size === 0 ? await emptyArtifact(services.artifacts) : await savedStream(executor, services, executionId, stream, size);
   }
-  return { type: 'execution.saved', artifacts: saved, at: at() };
+  return { type: 'execution.saved', artifacts: saved, at: services.now() };
 }
 
 /**
@@ -318,7 +315,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         if (!inspected) return undefined;
         receipt = inspected;
       }
-      return submitted(executor, ctx.services.artifacts, p, receipt, ctx.services.now, executor.settles === true);
+      return submitted(executor, ctx.services, p, receipt, executor.settles === true);
     },
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
@@ -351,7 +348,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
     'output.save': async (p: SaveParams, ctx) => {
       if (ctx.cause.followedBy?.includes('execution.saved')) return undefined;
       const executor = await ctx.services.executorFor(p.target.allocationId);
-      return savedEvent(executor, ctx.services.artifacts, p.executionId, p.sizes, ctx.services.now);
+      return savedEvent(executor, ctx.services, p.executionId, p.sizes);
     },
     'executor.release': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
