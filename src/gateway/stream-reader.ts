@@ -39,7 +39,8 @@ export class StreamReader {
     private readonly readAt: ReadAt,
     private readonly chunkBytes: number,
     private readonly maxBytes: number,
-    private readonly depth = 2,
+    /** Three: with two, a follower of a command still writing (the writer and the reads share the cores) was slower. */
+    private readonly depth = 3,
     private readonly chunkBuffer?: ChunkBuffer,
   ) {
     this.size = chunkBytes;

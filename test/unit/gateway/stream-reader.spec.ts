@@ -71,7 +71,7 @@ describe('StreamReader', () => {
 
   it('takes the reads made ahead, and rotates depth + 1 buffers that are never filled while handed out', async () => {
     const src = source(256 * KiB);
-    const reader = new StreamReader(src.readAt, 4 * KiB, 16 * KiB);
+    const reader = new StreamReader(src.readAt, 4 * KiB, 16 * KiB, 2);
     const buffers = new Set<ArrayBufferLike>();
     let cursor = 0;
     while (cursor < 256 * KiB) {
