@@ -33,4 +33,4 @@ export { decodeRecorded, runtimeRecoveredSchema } from './event-codec.ts';
 export { RUNTIME_STARTED, runtimeStreamOf } from './epoch-fence.ts';
 export { replayStream, type ReplayedEvent } from './replay.ts';
 export { SNAPSHOT_PREFIX, snapshotStreamOf } from './snapshot-stream.ts';
-export { actorSpec, restartCheck, type SpecExpectation, type SpecOutcome } from './testing.ts';
+export { actorSpec, restartCheck, snapshotAfter, type SpecExpectation, type SpecOutcome } from './testing.ts';

@@ -8,7 +8,7 @@
  *     .then({ state: 'open', actions: [{ type: 'announce', params: { count: 5 } }] });
  */
 import { deepStrictEqual, equal, fail } from 'node:assert/strict';
-import type { StateValue } from 'xstate';
+import type { AnyStateMachine, SnapshotFrom, StateValue } from 'xstate';
 import { isBerthError, type BerthError, type ErrorCode } from '../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from './actor-runtime.ts';
 import type { ActorType, DomainEvent } from './actor-type.ts';
@@ -47,14 +47,23 @@ export function actorSpec<C = any>(actorType: ActorType, opts: { actorId?: strin
   return { given, when: (event: DomainEvent) => given([]).when(event) };
 }
 
-function whenStep<C>(actorType: ActorType, actorId: string, history: DomainEvent[], event: DomainEvent): WhenStep<C> {
-  // History is folded like a stream: validated, and required to be acceptable (a typo in `given` must not pass).
+/**
+ * The snapshot after `history`, folded as `given` folds it: each event validated by its zod schema and required to be
+ * acceptable (`can`), so a typo in a history fails instead of folding into a state the runtime never reaches. For
+ * specs that read a machine helper or a rejection's detail.
+ */
+export function snapshotAfter<M extends AnyStateMachine>(actorType: ActorType<M>, actorId: string, history: DomainEvent[]): SnapshotFrom<M> {
   let { snapshot } = freshActor(actorType, actorId);
   history.forEach((raw, i) => {
     const e = validateIncoming(actorType, raw);
     if (!snapshot.can(e)) fail(`given event #${i} (${e.type}) is not accepted in state ${JSON.stringify(snapshot.value)}`);
     [snapshot] = step(actorType.machine, snapshot, e);
   });
+  return snapshot as SnapshotFrom<M>;
+}
+
+function whenStep<C>(actorType: ActorType, actorId: string, history: DomainEvent[], event: DomainEvent): WhenStep<C> {
+  const snapshot = snapshotAfter(actorType, actorId, history);
   const run = () => decide(actorType, snapshot, validateIncoming(actorType, event));
   return {
     then(expected) {

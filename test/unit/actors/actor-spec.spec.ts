@@ -1,6 +1,6 @@
 import { AssertionError } from 'node:assert';
 import { describe, expect, it } from 'vitest';
-import { actorSpec } from '../../../src/actors/testing.ts';
+import { actorSpec, snapshotAfter } from '../../../src/actors/testing.ts';
 import { counterActor } from '../../fixtures/actors/counter.actor.ts';
 
 const inc = (by: number) => ({ type: 'counter.incremented', by });
@@ -43,6 +43,12 @@ describe('actorSpec (given / when / then)', () => {
     expect(() =>
       actorSpec(counterActor).given([{ type: 'counter.closed' }, inc(1)]).when(inc(1)).then({}),
     ).toThrow(/given event #1/);
+  });
+
+  it('folds a history for a machine helper with the same checks as given: zod and can', () => {
+    expect(snapshotAfter(counterActor, 'x', [inc(2), inc(3)]).context).toMatchObject({ count: 5 });
+    expect(() => snapshotAfter(counterActor, 'x', [inc(1), { type: 'counter.incremented', by: -1 }])).toThrow(/invalid|by/i);
+    expect(() => snapshotAfter(counterActor, 'x', [{ type: 'counter.closed' }, inc(1)])).toThrow(/given event #1/);
   });
 
   it('offers runtime.recovered to every actor type', () => {

@@ -31,7 +31,7 @@ describe('allocation machine: the content version bound at allocation', () => {
       expect(context.contentVersion).toBe(2);
       expect(actions[0]).toMatchObject({ type: 'provider.inspect', params: { contentVersion: 2, mounts, identity } });
     });
-    const restored = persistedRoundTrip(allocationMachine, snapshotAfter(allocationMachine, ID, [intended, ready]));
+    const restored = persistedRoundTrip(allocationMachine, snapshotAfter(allocationActor, ID, [intended, ready]));
     expect(restored.context).toMatchObject({ contentVersion: 2, mounts });
   });
 

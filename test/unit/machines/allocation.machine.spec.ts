@@ -40,12 +40,12 @@ describe('allocation machine: intent and provider reports', () => {
 
   it('should refuse a second intent and tell the sender what the environment may have missed', () => {
     spec.given([intended]).when(intended).thenRejects('invalid_state');
-    const whileRequested = reject(snapshotAfter(allocationMachine, ID, [intended]), { ...intended, at: 9_000 });
+    const whileRequested = reject(snapshotAfter(allocationActor, ID, [intended]), { ...intended, at: 9_000 });
     expect(whileRequested.detail).toMatchObject({ reason: 'already_intended', requestId: 'req-1' });
     expect(whileRequested.detail).not.toHaveProperty('environmentEvent');
-    const whileReady = reject(snapshotAfter(allocationMachine, ID, [intended, ready]), { ...intended, at: 9_000 });
+    const whileReady = reject(snapshotAfter(allocationActor, ID, [intended, ready]), { ...intended, at: 9_000 });
     expect(whileReady.detail?.environmentEvent).toEqual({ type: 'environment.allocated', allocationId: ID, generation: 3, at: 9_000 });
-    const afterFailure = reject(snapshotAfter(allocationMachine, ID, [intended, absent()]), { ...intended, at: 9_000 });
+    const afterFailure = reject(snapshotAfter(allocationActor, ID, [intended, absent()]), { ...intended, at: 9_000 });
     expect(afterFailure.detail?.environmentEvent).toEqual({
       type: 'environment.allocation_failed',
       allocationId: ID,
@@ -67,7 +67,7 @@ describe('allocation machine: intent and provider reports', () => {
       state: 'failed',
       actions: [notify({ type: 'environment.allocation_failed', allocationId: ID, reason: 'no such image', at: 2_000 })],
     });
-    expect(finished(snapshotAfter(allocationMachine, ID, [intended, absent()]))).toBe(true);
+    expect(finished(snapshotAfter(allocationActor, ID, [intended, absent()]))).toBe(true);
   });
 
   it('should inspect an unknown allocation by its original request id, never allocate it again', () => {
@@ -178,13 +178,13 @@ describe('allocation machine: release', () => {
 describe('allocation machine: idle reclamation', () => {
   it('should never reclaim a borrowed allocation for idleness', () => {
     spec.given([nativeIntended, ready]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
-    expect(reclaimableAt(snapshotAfter(allocationMachine, ID, [nativeIntended, ready]))).toBeNull();
+    expect(reclaimableAt(snapshotAfter(allocationActor, ID, [nativeIntended, ready]))).toBeNull();
     spec.given([nativeIntended, ready]).when(release('explicit')).then({ state: 'releasing' });
   });
 
   it('should reclaim a managed allocation only after its idle interval since the last activity', () => {
     const history = [intended, ready, use('exec-1', 'execution', {}, 3_000), unuse('exec-1', 4_000)];
-    expect(reclaimableAt(snapshotAfter(allocationMachine, ID, history))).toBe(64_000);
+    expect(reclaimableAt(snapshotAfter(allocationActor, ID, history))).toBe(64_000);
     spec.given(history).when(release('idle', 63_999)).thenRejects('invalid_state');
     spec.given(history).when(release('idle', 64_000)).then({ state: 'releasing' });
   });
@@ -192,18 +192,18 @@ describe('allocation machine: idle reclamation', () => {
   it('should release a partial or unknown allocation only explicitly, never for idleness', () => {
     spec.given([intended, pending]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
     spec.given([intended, unknownReport]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
-    expect(reclaimableAt(snapshotAfter(allocationMachine, ID, [intended, pending]))).toBeNull();
+    expect(reclaimableAt(snapshotAfter(allocationActor, ID, [intended, pending]))).toBeNull();
   });
 
   it('should refuse releasing a finished allocation', () => {
     spec.given([intended, absent()]).when(release('explicit')).thenRejects('invalid_state');
-    const r = reject(snapshotAfter(allocationMachine, ID, [intended, absent()]), release('explicit'));
+    const r = reject(snapshotAfter(allocationActor, ID, [intended, absent()]), release('explicit'));
     expect(r.detail).toMatchObject({ reason: 'finished' });
   });
 
   it('should not offer reclamation while uses are held', () => {
     const history = [intended, ready, use('exec-1')];
-    expect(reclaimableAt(snapshotAfter(allocationMachine, ID, history))).toBeNull();
+    expect(reclaimableAt(snapshotAfter(allocationActor, ID, history))).toBeNull();
     spec.given(history).when(release('idle', 1_000_000)).thenRejects('environment_busy');
   });
 });
@@ -259,7 +259,7 @@ describe('allocation machine: recovery and loss', () => {
 
 describe('allocation machine: snapshots', () => {
   it('should restore a persisted snapshot to the same state and context', () => {
-    const s = snapshotAfter(allocationMachine, ID, [intended, ready, use('adm-1', 'admission', { runtimeId: 'rt-1', epoch: 1 }), use('exec-1')]);
+    const s = snapshotAfter(allocationActor, ID, [intended, ready, use('adm-1', 'admission', { runtimeId: 'rt-1', epoch: 1 }), use('exec-1')]);
     const r = persistedRoundTrip(allocationMachine, s);
     expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
   });

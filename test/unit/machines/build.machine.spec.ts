@@ -78,12 +78,12 @@ describe('build machine', () => {
 
   it('should be finished once ready or failed, and refuse everything after', () => {
     for (const outcome of [succeeded, failed]) {
-      const done = snapshotAfter(build.buildMachine, ID, [requested, outcome]);
+      const done = snapshotAfter(buildActor, ID, [requested, outcome]);
       expect(build.finished(done)).toBe(true);
       spec.given([requested, outcome]).when(recovered(9)).thenRejects('invalid_state');
       spec.given([requested, outcome]).when(failed).thenRejects('invalid_state');
     }
-    expect(build.finished(snapshotAfter(build.buildMachine, ID, [requested]))).toBe(false);
+    expect(build.finished(snapshotAfter(buildActor, ID, [requested]))).toBe(false);
   });
 
   it('should refuse a second request as already requested, and any outcome before a request as not found', () => {
@@ -98,9 +98,9 @@ describe('build machine', () => {
   });
 
   it('should give the build status of a snapshot, and survive the snapshot stream', () => {
-    const building = snapshotAfter(build.buildMachine, ID, [requested]);
+    const building = snapshotAfter(buildActor, ID, [requested]);
     expect(build.buildStatus(building)).toBe('building');
-    expect(build.buildStatus(snapshotAfter(build.buildMachine, ID, [requested, succeeded]))).toBe('ready');
+    expect(build.buildStatus(snapshotAfter(buildActor, ID, [requested, succeeded]))).toBe('ready');
     const restored = persistedRoundTrip(build.buildMachine, building);
     expect(restored.value).toBe('building');
     expect(restored.context).toEqual(building.context);

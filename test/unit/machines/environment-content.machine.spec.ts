@@ -76,8 +76,8 @@ describe('environment machine: content versions', () => {
   });
 
   it('should count an idle environment with a build under way as unfinished and reconcile the build on recovery', () => {
-    expect(finished(snapshotAfter(environmentMachine, ENV, [created, build(1)]))).toBe(false);
-    expect(finished(snapshotAfter(environmentMachine, ENV, [created, build(1), outcome(1, 'ready')]))).toBe(true);
+    expect(finished(snapshotAfter(environmentActor, ENV, [created, build(1)]))).toBe(false);
+    expect(finished(snapshotAfter(environmentActor, ENV, [created, build(1), outcome(1, 'ready')]))).toBe(true);
     spec.given([created, build(1)]).when(recovered).then({ state: 'idle', actions: [{ type: 'build.reconcile', params: { environmentId: ENV, version: 1 } }] });
     spec.given([created]).when(recovered).thenRejects('invalid_state');
   });

@@ -71,7 +71,7 @@ describe('environment machine: coalesced acquisition', () => {
 
   it('should refuse a second acquisition while one is under way, naming the one to wait for', () => {
     spec.given([created, acquire(1)]).when(acquire(2)).thenRejects('environment_busy');
-    const r = reject(snapshotAfter(environmentMachine, ENV, [created, acquire(1)]), acquire(2));
+    const r = reject(snapshotAfter(environmentActor, ENV, [created, acquire(1)]), acquire(2));
     expect(r).toMatchObject({ code: 'environment_busy', detail: { state: 'acquiring', allocationId: 'alloc-1', generation: 1 } });
   });
 
@@ -88,8 +88,8 @@ describe('environment machine: coalesced acquisition', () => {
 
   it('should expose the target only once the allocation is ready', () => {
     spec.given([created, acquire(1)]).when(allocated(1)).then({ state: 'allocated', actions: [] });
-    expect(currentTarget(snapshotAfter(environmentMachine, ENV, [created, acquire(1)]))).toBeNull();
-    expect(currentTarget(snapshotAfter(environmentMachine, ENV, [created, acquire(1), allocated(1)]))).toEqual({
+    expect(currentTarget(snapshotAfter(environmentActor, ENV, [created, acquire(1)]))).toBeNull();
+    expect(currentTarget(snapshotAfter(environmentActor, ENV, [created, acquire(1), allocated(1)]))).toEqual({
       environmentId: ENV,
       allocationId: 'alloc-1',
       generation: 1,
@@ -136,7 +136,7 @@ describe('environment machine: deletion', () => {
     spec.given([created]).when(del).then({ state: 'deleted', actions: [] });
     spec.given([created, acquire(1), lost(1)]).when(del).then({ state: 'deleted' });
     spec.given([created, del]).when(acquire(1)).thenRejects('environment_not_found');
-    expect(finished(snapshotAfter(environmentMachine, ENV, [created, del]))).toBe(true);
+    expect(finished(snapshotAfter(environmentActor, ENV, [created, del]))).toBe(true);
   });
 });
 
@@ -150,14 +150,14 @@ describe('environment machine: recovery', () => {
 
   it('should need no reconciliation when idle', () => {
     spec.given([created]).when(recovered).thenRejects('invalid_state');
-    expect(finished(snapshotAfter(environmentMachine, ENV, [created]))).toBe(true);
-    expect(finished(snapshotAfter(environmentMachine, ENV, [created, acquire(1)]))).toBe(false);
+    expect(finished(snapshotAfter(environmentActor, ENV, [created]))).toBe(true);
+    expect(finished(snapshotAfter(environmentActor, ENV, [created, acquire(1)]))).toBe(false);
   });
 });
 
 describe('environment machine: snapshots', () => {
   it('should restore a persisted snapshot to the same state and context', () => {
-    const s = snapshotAfter(environmentMachine, ENV, [created, acquire(1), allocated(1)]);
+    const s = snapshotAfter(environmentActor, ENV, [created, acquire(1), allocated(1)]);
     const r = persistedRoundTrip(environmentMachine, s);
     expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
     expect(currentTarget(r)).toEqual(currentTarget(s));

@@ -38,7 +38,7 @@ const op = { executionId: ID, operationId: 'op-1', target };
 const useParams = { allocationId: 'alloc-1', useId: ID, kind: 'execution' };
 const act = (type: string, params: object = op) => ({ type, params });
 
-const statusAfter = (history: object[]) => executionStatus(snapshotAfter(executionMachine, ID, history as never));
+const statusAfter = (history: object[]) => executionStatus(snapshotAfter(executionActor, ID, history as never));
 
 describe('execution machine: the happy path', () => {
   it('should persist the operation and take an allocation use before anything is sent', () => {
@@ -80,7 +80,7 @@ describe('execution machine: the happy path', () => {
       actions: [act('executor.release'), act('allocation.unuse', useParams)],
     });
     spec.given([...history, drained, saved]).when(released).then({ state: 'released', actions: [] });
-    const done = snapshotAfter(executionMachine, ID, [...history, drained, saved, released] as never);
+    const done = snapshotAfter(executionActor, ID, [...history, drained, saved, released] as never);
     expect(finished(done)).toBe(true);
     expect(executionStatus(done)).toBe('exited');
     expect(done.context).toMatchObject({ exit: { exitCode: 0, signal: null }, artifacts: { stdout: { size: 3 } }, pid: 4242 });
@@ -90,7 +90,7 @@ describe('execution machine: the happy path', () => {
 describe('execution machine: one stream per operation', () => {
   it('should refuse a second acceptance: existing for the same input, operation_conflict for another', () => {
     spec.given([accepted]).when({ ...accepted, at: 2_000 }).thenRejects('invalid_state');
-    const same = reject(snapshotAfter(executionMachine, ID, [accepted] as never), { ...accepted, at: 2_000 });
+    const same = reject(snapshotAfter(executionActor, ID, [accepted] as never), { ...accepted, at: 2_000 });
     expect(same.detail).toMatchObject({ reason: 'already_accepted', operationId: 'op-1', status: 'accepted' });
     spec.given([accepted, dispatched]).when({ ...accepted, inputDigest: 'sha256:zzz' }).thenRejects('operation_conflict');
   });
@@ -168,7 +168,7 @@ describe('execution machine: outcomes without an exit', () => {
   it('should fail before any receipt and give the use back', () => {
     const failed = at('failed', 1_050, { code: 'stale_target', message: 'generation 2 is no longer current' });
     spec.given([accepted]).when(failed).then({ state: 'closing', actions: [act('allocation.unuse', useParams)] });
-    const s = snapshotAfter(executionMachine, ID, [accepted, failed] as never);
+    const s = snapshotAfter(executionActor, ID, [accepted, failed] as never);
     expect(executionStatus(s)).toBe('failed');
     expect(s.context.failure).toEqual({ code: 'stale_target', message: 'generation 2 is no longer current' });
   });
@@ -212,7 +212,7 @@ describe('execution machine: recovery reconciles, never resubmits', () => {
 describe('execution machine: snapshots', () => {
   it('should restore a persisted snapshot to the same state, context and status', () => {
     for (const history of [[accepted, dispatched, started, cancelRequested], [accepted, dispatched, started, exited, drained, saved, released]]) {
-      const s = snapshotAfter(executionMachine, ID, history as never);
+      const s = snapshotAfter(executionActor, ID, history as never);
       const r = persistedRoundTrip(executionMachine, s);
       expect([r.value, r.context, r.status, executionStatus(r)]).toStrictEqual([s.value, s.context, s.status, executionStatus(s)]);
     }

@@ -1,19 +1,23 @@
 /**
- * The four machines wrapped as actor types for the test kit (`actorSpec`), with no effect handlers: specs check the
- * actions a transition names, never run them. `snapshotAfter` folds a history for specs that read a rejection's
- * detail, which the kit does not expose; `persistedRoundTrip` checks a snapshot survives the snapshot stream.
+ * The machines wrapped as actor types for the test kit (`actorSpec`, `snapshotAfter`), with no effect handlers: specs
+ * check the actions a transition names, never run them. `persistedRoundTrip` checks a snapshot survives the snapshot
+ * stream.
  */
-import { initialTransition, transition, type AnyStateMachine, type SnapshotFrom } from 'xstate';
+import type { AnyStateMachine, SnapshotFrom } from 'xstate';
 import { allocationEvents } from '../../../schemas/events/allocation.ts';
 import { environmentEvents } from '../../../schemas/events/environment.ts';
 import { executionEvents } from '../../../schemas/events/execution.ts';
+import { harnessEvents } from '../../../schemas/events/harness.ts';
 import { sessionEvents } from '../../../schemas/events/session.ts';
-import { defineActor, type DomainEvent } from '../../../src/actors/index.ts';
+import { defineActor } from '../../../src/actors/index.ts';
 import { persist, restore } from '../../../src/actors/machine-step.ts';
 import * as allocation from '../../../src/machines/allocation.machine.ts';
 import * as environment from '../../../src/machines/environment.machine.ts';
 import * as execution from '../../../src/machines/execution.machine.ts';
+import * as harness from '../../../src/machines/harness.machine.ts';
 import * as session from '../../../src/machines/session.machine.ts';
+
+export { snapshotAfter } from '../../../src/actors/index.ts';
 
 const input = (id: string) => ({ id });
 
@@ -57,12 +61,14 @@ export const executionActor = defineActor({
   finished: execution.finished,
 });
 
-/** The snapshot after folding `events` (assumed valid and accepted) into a fresh `machine` named `id`. */
-export function snapshotAfter<M extends AnyStateMachine>(machine: M, id: string, events: DomainEvent[]): SnapshotFrom<M> {
-  let [snapshot] = initialTransition(machine as AnyStateMachine, { id });
-  for (const e of events) [snapshot] = transition(machine as AnyStateMachine, snapshot, e);
-  return snapshot as SnapshotFrom<M>;
-}
+export const harnessActor = defineActor({
+  type: 'harness',
+  machine: harness.harnessMachine,
+  input,
+  events: harnessEvents,
+  effects: {},
+  reject: harness.reject,
+});
 
 /** The snapshot as a snapshot stream would give it back: persisted, through JSON, restored. */
 export function persistedRoundTrip<M extends AnyStateMachine>(machine: M, snapshot: SnapshotFrom<M>): SnapshotFrom<M> {

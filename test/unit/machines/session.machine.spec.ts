@@ -82,7 +82,7 @@ describe('session machine: changing the Environment', () => {
 
   it('should refuse a change based on a stale observation', () => {
     spec.given([create({ environmentId: ENV_A })]).when(change(ENV_B, null)).thenRejects('invalid_state');
-    const r = reject(snapshotAfter(sessionMachine, 'ses-1', [create({ environmentId: ENV_A })]), change(ENV_B, null));
+    const r = reject(snapshotAfter(sessionActor, 'ses-1', [create({ environmentId: ENV_A })]), change(ENV_B, null));
     expect(r.detail).toMatchObject({ reason: 'previous_mismatch', environmentId: ENV_A });
     spec.given([create({ environmentId: ENV_A })]).when(change(ENV_A, ENV_A)).thenRejects('invalid_state');
   });
@@ -102,7 +102,7 @@ describe('session machine: changing the Environment', () => {
 
 describe('session machine: snapshots', () => {
   it('should restore a persisted snapshot to the same state and context', () => {
-    const s = snapshotAfter(sessionMachine, 'ses-1', [create({ ...parent('fork', ENV_A) }), turn('started', 't-1')]);
+    const s = snapshotAfter(sessionActor, 'ses-1', [create({ ...parent('fork', ENV_A) }), turn('started', 't-1')]);
     const r = persistedRoundTrip(sessionMachine, s);
     expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
   });
