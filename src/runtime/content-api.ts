@@ -7,7 +7,7 @@
 import type { Readable } from 'node:stream';
 import type { Body } from '../content/import/byte-reader.ts';
 import type { ImportResult } from '../content/import/import-result.ts';
-import type { Caller } from './runtime-api.ts';
+import type { Caller } from './caller.ts';
 
 export interface FileTree {
   files: { count: number; bytes: number };

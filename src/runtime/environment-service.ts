@@ -19,6 +19,7 @@ import type { ProviderRegistry } from './provider-registry.ts';
 import { assertQuota, assertWithinPolicy, effectiveProfile, type RolePolicy } from './role-policy.ts';
 import { environmentView, type EnvironmentContentFields } from './environment-view.ts';
 import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from './runtime-api.ts';
+import { inScope } from './caller.ts';
 import { waitUntil } from './wait-until.ts';
 
 /** How long an acquire waits for an allocation under way before answering `unavailable`. */
@@ -491,5 +492,3 @@ const NUDGES: Record<string, string> = {
   unknown: 'allocation.reconcile_requested',
   releasing: 'allocation.reconcile_requested',
 };
-
-export const inScope = (caller: Caller, scope: string): boolean => caller.scope === scope || (caller.role === 'admin' && caller.scope === '*');

@@ -11,7 +11,8 @@ import type { HarnessContext } from '../machines/harness.machine.ts';
 import type { HarnessEntry } from '../projections/harnesses.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { HarnessInput, HarnessView } from './content-api.ts';
-import { inScope, type EnvironmentService } from './environment-service.ts';
+import { inScope } from './caller.ts';
+import type { EnvironmentService } from './environment-service.ts';
 import type { Caller } from './runtime-api.ts';
 
 const HARNESS_ID = /^hhrn_[0-9a-f]{32}$/;

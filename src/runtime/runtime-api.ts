@@ -6,12 +6,10 @@
 import type { Profile } from '../../schemas/profile.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { OutputStream } from '../providers/provider.ts';
+import type { Caller } from './caller.ts';
 import type { ContentApi } from './content-api.ts';
 
-export interface Caller {
-  scope: string;
-  role: 'admin' | 'member';
-}
+export type { Caller } from './caller.ts';
 
 export interface Target {
   environmentId: string;
