@@ -9,13 +9,15 @@ import { outputEventDataSchema } from '../../schemas/api.ts';
 import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from './berth-server.ts';
 import { emitScript, expectedOutput } from '../fixtures/emit-bytes.mjs';
 import { rawConnect } from '../fixtures/raw-ws-client.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { outputBytes, readSse } from '../fixtures/sse-reader.ts';
 
 let server: BerthServer;
 let env: string;
 
 beforeAll(async () => {
-  server = await startServer();
+  // At info the gateway logs when it closes a client that stopped reading: the 1013 spec waits for that line.
+  server = await startServer([], { BERTH_LOG_LEVEL: 'info' });
   env = await createEnvironment(server);
 });
 afterAll(() => server?.close());
@@ -24,6 +26,9 @@ afterAll(() => server?.close());
 const emit = (bytes: number, durationMs: number) => [process.execPath, emitScript, String(bytes), String(durationMs)];
 const auth = (token = tokens.alice) => ({ authorization: `Bearer ${token}` });
 const wsUrl = (id: string, query = '') => `${server.url.replace('http', 'ws')}/v1/executions/${id}/stream${query}`;
+
+/** How many clients that stopped reading the gateway has closed so far (its info log). */
+const stallCloses = () => server.process.stderr().split('closing a websocket client that stopped reading').length - 1;
 
 /** The execution's stream events: a disconnect must never have asked for a cancel. */
 async function cancelRequests(id: string): Promise<number> {
@@ -84,8 +89,9 @@ describe('execution WebSocket (client from DESIGN §8 alone)', () => {
     await s.opened;
     // Stop reading: the socket, then the gateway's send buffer (512 KiB) fill up; the gateway gives up after 10 s
     // above that bound. Its close frame sits behind the unread data, so read again to see it.
+    const closesBefore = stallCloses();
     s.ws.pause();
-    await new Promise((resolve) => setTimeout(resolve, 14_000));
+    await waitFor(stallCloses, { until: (n) => n > closesBefore, timeoutMs: 30_000, intervalMs: 200, what: 'the gateway to close the stalled client' });
     s.ws.resume();
     expect(await s.closed).toBe(1013);
     expect(s.cursors.stdout ?? 0).toBeLessThan(size);
