@@ -5,7 +5,7 @@
 import type { RecordedEvent } from '../store/event-store.ts';
 import { matchesFilter } from '../store/event-store.ts';
 import { resolveSettings } from '../runtime/config.ts';
-import { openConfiguredStore } from '../runtime/open-configured-store.ts';
+import { openConfiguredStore } from '../runtime/core/open-configured-store.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
 import { writeLine } from './stdout-lines.ts';

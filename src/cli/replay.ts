@@ -4,8 +4,8 @@
  */
 import type { StateValue } from 'xstate';
 import { resolveSettings } from '../runtime/config.ts';
-import { openConfiguredStore } from '../runtime/open-configured-store.ts';
-import { replayStoredStream, type ReplayedStep } from '../runtime/stream-replay.ts';
+import { openConfiguredStore } from '../runtime/core/open-configured-store.ts';
+import { replayStoredStream, type ReplayedStep } from '../runtime/core/stream-replay.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
 import { writeLine } from './stdout-lines.ts';

@@ -7,7 +7,7 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { BerthError } from '../../schemas/errors.ts';
-import type { ContentApi } from '../runtime/content-api.ts';
+import type { ContentApi } from '../runtime/builds/content-api.ts';
 import { resourcePlugin, type GatewayDeps, type ResourcePlugin, type RouteDef } from './route.ts';
 
 export interface ContentRouteGroup {

@@ -11,13 +11,13 @@ import type { ActivityEntry } from '../projections/activity.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { OutputStream } from '../providers/provider.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
-import type { BerthRuntime } from './berth-runtime.ts';
-import { ContentService } from './content-service.ts';
-import { HarnessService } from './harness-service.ts';
+import type { BerthRuntime } from './core/berth-runtime.ts';
+import { ContentService } from './builds/content-service.ts';
+import { HarnessService } from './builds/harness-service.ts';
 import { inScope } from './caller.ts';
-import { EnvironmentService } from './environment-service.ts';
-import { ExecutionService } from './execution-service.ts';
-import { metricsText } from './metrics.ts';
+import { EnvironmentService } from './environments/environment-service.ts';
+import { ExecutionService } from './executions/execution-service.ts';
+import { metricsText } from './core/metrics.ts';
 import { defaultRolePolicy, isMember, type RolePolicy } from './role-policy.ts';
 import type {
   AllocationView,
@@ -34,8 +34,8 @@ import type {
   SubmitExecutionInput,
 } from './runtime-api.ts';
 import type { Services } from './services.ts';
-import { replayStoredStream } from './stream-replay.ts';
-import { ScopeIndex } from './scope-index.ts';
+import { replayStoredStream } from './core/stream-replay.ts';
+import { ScopeIndex } from './core/scope-index.ts';
 
 export interface BerthApiOptions {
   /** The environment new sessions select when they name none (seed 000: explicit null disables it). */

@@ -13,16 +13,16 @@ import type { AllocationContext } from '../machines/allocation.machine.ts';
 import { ArtifactStore } from '../store/artifact-store.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { BerthApi, type BerthApiOptions } from './berth-api.ts';
-import { BerthRuntime } from './berth-runtime.ts';
+import { BerthRuntime } from './core/berth-runtime.ts';
 import type { Settings } from './config.ts';
-import { maintenanceTasks, settleActiveAllocations } from './maintenance-tasks.ts';
-import { DataDirLock } from './data-dir-lock.ts';
+import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
+import { DataDirLock } from './core/data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
-import type { ContentRuntime } from './content-runtime.ts';
-import { contentSettings, type ContentSettings } from './content-settings.ts';
+import type { ContentRuntime } from './builds/content-runtime.ts';
+import { contentSettings, type ContentSettings } from './builds/content-settings.ts';
 import type { BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
-import { LiveReaders } from './live-readers.ts';
+import { LiveReaders } from './executions/live-readers.ts';
 import type { Services } from './services.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {

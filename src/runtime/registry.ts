@@ -8,12 +8,12 @@ import { activityProjection } from '../projections/activity.projection.ts';
 import { catalogProjection } from '../projections/catalog.projection.ts';
 import { harnessesProjection } from '../projections/harnesses.projection.ts';
 import type { Projection } from '../projections/projection.ts';
-import { allocationActor } from './actors/allocation.actor.ts';
-import { buildActor } from './actors/build.actor.ts';
-import { environmentActor } from './actors/environment.actor.ts';
-import { executionActor } from './actors/execution.actor.ts';
-import { harnessActor } from './actors/harness.actor.ts';
-import { sessionActor } from './actors/session.actor.ts';
+import { allocationActor } from './environments/allocation.actor.ts';
+import { buildActor } from './builds/build.actor.ts';
+import { environmentActor } from './environments/environment.actor.ts';
+import { executionActor } from './executions/execution.actor.ts';
+import { harnessActor } from './builds/harness.actor.ts';
+import { sessionActor } from './executions/session.actor.ts';
 
 export const actorTypes: ActorType[] = [environmentActor, allocationActor, sessionActor, executionActor, buildActor, harnessActor];
 

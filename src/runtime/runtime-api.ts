@@ -7,7 +7,7 @@ import type { Profile } from '../../schemas/profile.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { OutputStream } from '../providers/provider.ts';
 import type { Caller } from './caller.ts';
-import type { ContentApi } from './content-api.ts';
+import type { ContentApi } from './builds/content-api.ts';
 
 export type { Caller } from './caller.ts';
 

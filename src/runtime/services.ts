@@ -6,8 +6,8 @@
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
 import type { Executor } from '../providers/provider.ts';
-import type { ContentRuntime } from './content-runtime.ts';
-import type { LiveReaders } from './live-readers.ts';
+import type { ContentRuntime } from './builds/content-runtime.ts';
+import type { LiveReaders } from './executions/live-readers.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
 
 export interface Services {

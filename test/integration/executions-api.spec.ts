@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { ExecutionContext } from '../../src/machines/execution.machine.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
-import { executionIdOf } from '../../src/runtime/execution-service.ts';
+import { executionIdOf } from '../../src/runtime/executions/execution-service.ts';
 import type { ExecutionRecord } from '../../src/runtime/runtime-api.ts';
 import { dockerAvailable, execIn, newTestRun, removeTestResources } from './docker-env.ts';
 import { caller, environmentFor, readAll, run, settled, startTestBerth, tempDir, type ProviderKind } from './executions-harness.ts';

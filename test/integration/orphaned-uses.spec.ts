@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AllocationContext } from '../../src/machines/allocation.machine.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
-import { executionIdOf, inputDigestOf } from '../../src/runtime/execution-service.ts';
+import { executionIdOf, inputDigestOf } from '../../src/runtime/executions/execution-service.ts';
 import { caller, environmentFor, run, settled, startTestBerth, tempDir } from './executions-harness.ts';
 
 describe('release-orphaned-uses', () => {

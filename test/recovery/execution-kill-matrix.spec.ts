@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executionIdOf } from '../../src/runtime/execution-service.ts';
+import { executionIdOf } from '../../src/runtime/executions/execution-service.ts';
 import type { RuntimeApi } from '../../src/runtime/runtime-api.ts';
 import { dockerAvailable, newTestRun, removeTestResources } from '../integration/docker-env.ts';
 import {

@@ -21,16 +21,16 @@ import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
 import { copyFile, lchown, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { BerthError } from '../../schemas/errors.ts';
-import type { Profile } from '../../schemas/profile.ts';
-import type { ToolchainRunner } from '../content/toolchain.ts';
-import { commandEnv } from '../providers/command-env.ts';
-import { AllocationLimits, limitsOf } from '../providers/native/allocation-limits.ts';
-import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
-import type { Provider } from '../providers/provider.ts';
-import { privilegeDropArgv, sandboxIdentity } from '../providers/native/sandbox-identity.ts';
-import { SandboxView } from '../providers/native/sandbox-view.ts';
-import type { ProviderRegistry } from './provider-registry.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { Profile } from '../../../schemas/profile.ts';
+import type { ToolchainRunner } from '../../content/toolchain.ts';
+import { commandEnv } from '../../providers/command-env.ts';
+import { AllocationLimits, limitsOf } from '../../providers/native/allocation-limits.ts';
+import { bubblewrapArgv, findBubblewrap } from '../../providers/native/bubblewrap.ts';
+import type { Provider } from '../../providers/provider.ts';
+import { privilegeDropArgv, sandboxIdentity } from '../../providers/native/sandbox-identity.ts';
+import { SandboxView } from '../../providers/native/sandbox-view.ts';
+import type { ProviderRegistry } from '../provider-registry.ts';
 
 export interface BuildToolchain {
   run: ToolchainRunner;

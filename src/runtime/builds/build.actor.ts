@@ -26,7 +26,7 @@ import {
   type BuildRunParams,
 } from '../../machines/build.machine.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
-import { buildToolchain } from '../build-toolchain.ts';
+import { buildToolchain } from './build-toolchain.ts';
 import type { Services } from '../services.ts';
 
 const clip = (text: string): string => (text.length > BUILD_ERROR_MAX ? `${text.slice(0, BUILD_ERROR_MAX - 1)}…` : text);

@@ -5,9 +5,9 @@
  * milliseconds, as everywhere else in Berth.
  */
 import type { Readable } from 'node:stream';
-import type { Body } from '../content/import/byte-reader.ts';
-import type { ImportResult } from '../content/import/import-result.ts';
-import type { Caller } from './caller.ts';
+import type { Body } from '../../content/import/byte-reader.ts';
+import type { ImportResult } from '../../content/import/import-result.ts';
+import type { Caller } from '../caller.ts';
 
 export interface FileTree {
   files: { count: number; bytes: number };

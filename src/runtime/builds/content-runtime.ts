@@ -5,9 +5,9 @@
  */
 import type { Logger } from 'pino';
 import type { ContentSettings } from './content-settings.ts';
-import type { BuildContext } from '../machines/build.machine.ts';
-import type { EnvironmentContext } from '../machines/environment.machine.ts';
-import type { BuildLog } from '../content/build-log.ts';
+import type { BuildContext } from '../../machines/build.machine.ts';
+import type { EnvironmentContext } from '../../machines/environment.machine.ts';
+import type { BuildLog } from '../../content/build-log.ts';
 
 export interface ContentRuntime {
   dataDir: string;

@@ -5,16 +5,16 @@
  * startup and deletion. Every call first checks the environment is in the caller's scope (environment_not_found).
  */
 import path from 'node:path';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import type { ActorRuntime } from '../actors/actor-runtime.ts';
-import { EnvironmentContent } from '../content/environment-content.ts';
-import type { Body } from '../content/import/byte-reader.ts';
-import type { ImportResult } from '../content/import/import-result.ts';
-import { hasEntries, readdirOrEmpty, recoverContent } from '../content/content-layout.ts';
-import { removeTree } from '../content/remove-tree.ts';
-import { buildStatus, type BuildContext } from '../machines/build.machine.ts';
-import type { EnvironmentContext, VersionSummary } from '../machines/environment.machine.ts';
-import type { ArtifactStore } from '../store/artifact-store.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
+import type { ActorRuntime } from '../../actors/actor-runtime.ts';
+import { EnvironmentContent } from '../../content/environment-content.ts';
+import type { Body } from '../../content/import/byte-reader.ts';
+import type { ImportResult } from '../../content/import/import-result.ts';
+import { hasEntries, readdirOrEmpty, recoverContent } from '../../content/content-layout.ts';
+import { removeTree } from '../../content/remove-tree.ts';
+import { buildStatus, type BuildContext } from '../../machines/build.machine.ts';
+import type { EnvironmentContext, VersionSummary } from '../../machines/environment.machine.ts';
+import type { ArtifactStore } from '../../store/artifact-store.ts';
 import type {
   BuildRecord,
   ContentApi,
@@ -27,10 +27,10 @@ import type {
 } from './content-api.ts';
 import { buildIdOf, type ContentRuntime } from './content-runtime.ts';
 import { ContentSummaries } from './content-summaries.ts';
-import type { EnvironmentContentFields } from './environment-view.ts';
-import type { EnvironmentService } from './environment-service.ts';
+import type { EnvironmentContentFields } from '../environments/environment-view.ts';
+import type { EnvironmentService } from '../environments/environment-service.ts';
 import type { HarnessService } from './harness-service.ts';
-import type { Caller } from './runtime-api.ts';
+import type { Caller } from '../runtime-api.ts';
 
 export interface ContentServiceDeps {
   actors: ActorRuntime<any>;

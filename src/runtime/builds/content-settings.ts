@@ -4,9 +4,9 @@
  * answers 404), the size limit of one file, whether git imports may name local paths, which internal hosts they may
  * reach, and the build step timeout.
  */
-import { BerthError } from '../../schemas/errors.ts';
-import { defaultContentLimits } from '../content/content-limits.ts';
-import { gitHostAllowance } from '../content/import/git-host-policy.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import { defaultContentLimits } from '../../content/content-limits.ts';
+import { gitHostAllowance } from '../../content/import/git-host-policy.ts';
 
 export interface ContentSettings {
   enabled: boolean;

@@ -6,7 +6,7 @@
  * delete, crash recovery); the runtime is the only writer of its data directory (data-dir-lock.ts). A ready build's
  * packages never change, so they are kept by version.
  */
-import type { InstalledPackageJson } from '../../schemas/events/build.ts';
+import type { InstalledPackageJson } from '../../../schemas/events/build.ts';
 
 export interface FileSummary {
   count: number;

@@ -5,15 +5,15 @@
  * deleted is refused when it starts (`environmentOf`).
  */
 import { randomBytes } from 'node:crypto';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
-import type { HarnessContext } from '../machines/harness.machine.ts';
-import type { HarnessEntry } from '../projections/harnesses.projection.ts';
-import type { ReadModel } from '../projections/read-model.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
+import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
+import type { HarnessContext } from '../../machines/harness.machine.ts';
+import type { HarnessEntry } from '../../projections/harnesses.projection.ts';
+import type { ReadModel } from '../../projections/read-model.ts';
 import type { HarnessInput, HarnessView } from './content-api.ts';
-import { inScope } from './caller.ts';
-import type { EnvironmentService } from './environment-service.ts';
-import type { Caller } from './runtime-api.ts';
+import { inScope } from '../caller.ts';
+import type { EnvironmentService } from '../environments/environment-service.ts';
+import type { Caller } from '../runtime-api.ts';
 
 const HARNESS_ID = /^hhrn_[0-9a-f]{32}$/;
 

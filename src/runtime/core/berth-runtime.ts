@@ -5,18 +5,18 @@
  */
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import { ActorRuntime, type RecoveryReport } from '../actors/index.ts';
-import type { ActorType, RuntimeIdentity } from '../actors/actor-type.ts';
-import { CheckpointStore } from '../projections/checkpoint-store.ts';
-import type { Projection } from '../projections/projection.ts';
-import { ProjectionEngine } from '../projections/projection-engine.ts';
-import type { EventStore } from '../store/event-store.ts';
-import type { Settings } from './config.ts';
-import { MaintenanceLoop, type MaintenanceTask } from './maintenance-loop.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
+import { ActorRuntime, type RecoveryReport } from '../../actors/index.ts';
+import type { ActorType, RuntimeIdentity } from '../../actors/actor-type.ts';
+import { CheckpointStore } from '../../projections/checkpoint-store.ts';
+import type { Projection } from '../../projections/projection.ts';
+import { ProjectionEngine } from '../../projections/projection-engine.ts';
+import type { EventStore } from '../../store/event-store.ts';
+import type { Settings } from '../config.ts';
+import { MaintenanceLoop, type MaintenanceTask } from '../maintenance/maintenance-loop.ts';
 import { openConfiguredStore } from './open-configured-store.ts';
 import { TimedEventStore } from './timed-event-store.ts';
-import * as registry from './registry.ts';
+import * as registry from '../registry.ts';
 
 export interface BerthRuntimeOptions<S = unknown> {
   settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;

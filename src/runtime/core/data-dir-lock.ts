@@ -5,8 +5,8 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BerthError } from '../../schemas/errors.ts';
-import { isProcessAlive, processStartTime } from '../providers/native/host-process.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import { isProcessAlive, processStartTime } from '../../providers/native/host-process.ts';
 
 interface Holder {
   pid: number;

@@ -1,6 +1,6 @@
 /** Prometheus text for `/metrics`: allocations by state, executions by status, append latency, projection lag. */
-import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
-import type { ReadModel } from '../projections/read-model.ts';
+import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
+import type { ReadModel } from '../../projections/read-model.ts';
 import type { BerthRuntime } from './berth-runtime.ts';
 import type { TimedEventStore } from './timed-event-store.ts';
 

@@ -5,9 +5,9 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import type { EventStore } from '../store/event-store.ts';
-import { openStore } from '../store/open-store.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
+import type { EventStore } from '../../store/event-store.ts';
+import { openStore } from '../../store/open-store.ts';
 
 /** The SQLite store's file in a data directory (as open-store.ts places it). */
 export const sqliteStoreFile = (dataDir: string): string => join(dataDir, 'events.sqlite3');

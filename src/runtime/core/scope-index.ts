@@ -2,8 +2,8 @@
  * Which scope (tenant) a stream belongs to, for the audit feed and stream replay: read from the actor that owns the
  * stream (allocations belong to their environment's scope). Runtime and snapshot streams are the admin's only.
  */
-import type { ActorRuntime } from '../actors/actor-runtime.ts';
-import type { Caller } from './runtime-api.ts';
+import type { ActorRuntime } from '../../actors/actor-runtime.ts';
+import type { Caller } from '../runtime-api.ts';
 
 const SCOPED = ['environment', 'execution', 'session', 'build', 'harness'] as const;
 

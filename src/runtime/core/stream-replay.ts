@@ -4,10 +4,10 @@
  * A stream whose category has no registered actor type is returned as events without states (`actorType` null).
  */
 import type { StateValue } from 'xstate';
-import type { ActorType } from '../actors/actor-type.ts';
-import { replayStream } from '../actors/replay.ts';
-import type { EventStore, RecordedEvent } from '../store/event-store.ts';
-import { actorTypeOfStream, actorTypes } from './registry.ts';
+import type { ActorType } from '../../actors/actor-type.ts';
+import { replayStream } from '../../actors/replay.ts';
+import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
+import { actorTypeOfStream, actorTypes } from '../registry.ts';
 
 export interface ReplayedStep {
   event: RecordedEvent;

@@ -2,8 +2,8 @@
  * An EventStore decorator that measures append latency for `/metrics` and hosts the tests' crash points;
  * everything else passes through.
  */
-import type { AppendOptions, EventData } from '../store/event-store.ts';
-import { ForwardingEventStore } from '../store/forwarding-event-store.ts';
+import type { AppendOptions, EventData } from '../../store/event-store.ts';
+import { ForwardingEventStore } from '../../store/forwarding-event-store.ts';
 import { crashAfterAppend } from './crash-point.ts';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];

@@ -2,7 +2,9 @@
  * The allocation actor type: provider calls as effects. Each call's outcome comes back as an event; a call that
  * throws or times out reports `unknown` (never treated as absence), so recovery inspects by the original request id.
  * The one exception is a provider's definite refusal of the profile (`environment_invalid`: the image is missing,
- * the engine rejects the limits): it created nothing, so that is confirmed absence with its reason.
+ * the engine rejects the limits): it created nothing, so that is confirmed absence with its reason. So is a
+ * provider that was not reached at all (`provider_unavailable`) on the intent's first call: nothing of the request
+ * can exist before it. On a later call (a resume after parts were made) that stays `unknown`.
  */
 import { allocationEvents, type AllocationReportData } from '../../../schemas/events/allocation.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
@@ -34,11 +36,12 @@ const refOf = (p: ProviderCallParams): AllocationRef => ({
   ...(p.identity ? { identity: p.identity } : {}),
 });
 
-const reportOf = async (call: () => Promise<AllocationReportData>): Promise<AllocationReportData> => {
+const reportOf = async (call: () => Promise<AllocationReportData>, firstCall = false): Promise<AllocationReportData> => {
   try {
     return await withTimeout(call(), PROVIDER_CALL_TIMEOUT_MS);
   } catch (e) {
     if (isBerthError(e, 'environment_invalid')) return { status: 'absent', reason: e.message };
+    if (firstCall && isBerthError(e, 'provider_unavailable')) return { status: 'absent', reason: e.message, unreachable: true };
     return { status: 'unknown', reason: e instanceof Error ? e.message : String(e) };
   }
 };
@@ -52,7 +55,9 @@ export const allocationActor = defineActor<typeof allocationMachine, Services>({
   reject,
   effects: {
     'provider.allocate': async (p: ProviderCallParams, ctx) => {
-      const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).allocate(p) as Promise<AllocationReportData>);
+      // Caused by the intent itself: the first call (recovery and resumes never send it from there).
+      const firstCall = ctx.cause.type === 'allocation.intended';
+      const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).allocate(p) as Promise<AllocationReportData>, firstCall);
       crashAt('allocation.provider-answered'); // recovery tests: the resource exists, its report is not yet durable
       return { type: 'allocation.reported', report, at: ctx.services.now() };
     },

@@ -5,21 +5,21 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import { profileSchema, type Profile } from '../../schemas/profile.ts';
-import type { UseKind } from '../../schemas/events/allocation.ts';
-import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
-import type { AllocationContext } from '../machines/allocation.machine.ts';
-import type { EnvironmentContext } from '../machines/environment.machine.ts';
-import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../machines/execution.machine.ts';
-import type { ReadModel } from '../projections/read-model.ts';
-import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
-import type { CatalogEntry } from '../projections/catalog.projection.ts';
-import type { ProviderRegistry } from './provider-registry.ts';
-import { assertQuota, assertWithinPolicy, effectiveProfile, type RolePolicy } from './role-policy.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
+import { profileSchema, type Profile } from '../../../schemas/profile.ts';
+import type { UseKind } from '../../../schemas/events/allocation.ts';
+import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
+import type { AllocationContext } from '../../machines/allocation.machine.ts';
+import type { EnvironmentContext } from '../../machines/environment.machine.ts';
+import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../../machines/execution.machine.ts';
+import type { ReadModel } from '../../projections/read-model.ts';
+import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
+import type { CatalogEntry } from '../../projections/catalog.projection.ts';
+import type { ProviderRegistry } from '../provider-registry.ts';
+import { assertQuota, assertWithinPolicy, effectiveProfile, type RolePolicy } from '../role-policy.ts';
 import { environmentView, type EnvironmentContentFields } from './environment-view.ts';
-import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from './runtime-api.ts';
-import { inScope } from './caller.ts';
+import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from '../runtime-api.ts';
+import { inScope } from '../caller.ts';
 import { waitUntil } from './wait-until.ts';
 
 /** How long an acquire waits for an allocation under way before answering `unavailable`. */
@@ -30,6 +30,8 @@ const ACQUIRE_POLL_MAX_MS = 8;
 const FINISHING_USES_WAIT_MS = 10_000;
 /** How long a release waits for the provider to confirm termination. */
 const RELEASE_TIMEOUT_MS = 120_000;
+/** How many times a delete releases an allocation that concurrent acquires keep making before it gives up (busy). */
+const DELETE_ATTEMPTS = 3;
 const ENVIRONMENT_ID = /^henv_[0-9a-f]{32}$/;
 /** How long a read waits for the read models to reach the log's head before answering `unavailable`. */
 const READ_WAIT_MS = 10_000;
@@ -193,10 +195,39 @@ export class EnvironmentService {
     return this.get(caller, id);
   }
 
+  /**
+   * Deletes the environment (seed 001 §DELETE): refused with `environment_busy` while a build runs or a use holds its
+   * allocation. An idle allocation is released first by the same path as `release` (physically removed and
+   * confirmed), and an acquisition or release under way is waited for; a release the provider cannot confirm keeps
+   * the environment (`unavailable`), so nothing it made is left without an owner.
+   */
   async delete(caller: Caller, id: string): Promise<void> {
-    await this.context(caller, id);
-    const sent = await this.deps.actors.send('environment', id, { type: 'environment.deleted', at: this.deps.now() });
-    await this.deps.catalog.waitFor(sent.position, 10_000);
+    const deadline = Date.now() + RELEASE_TIMEOUT_MS;
+    for (let attempt = 1; ; attempt++) {
+      const { state, context: env } = await this.view(caller, id);
+      const a = env.acquisition;
+      // During a build the environment refuses the delete itself, allocation or not: nothing is released for it.
+      if (a && env.building === null && attempt <= DELETE_ATTEMPTS) {
+        if (state === 'acquiring' || state === 'releasing') {
+          await this.waitForAllocation(id, state, a.allocationId, deadline);
+          continue;
+        }
+        if (state === 'allocated') {
+          const released = await this.release(caller, id, a.allocationId);
+          if (released.state !== 'released') {
+            throw new BerthError('unavailable', 'The provider has not confirmed the release of the allocation; the environment is kept until it does.', {
+              environmentId: id,
+              allocationId: a.allocationId,
+              state: released.state,
+            });
+          }
+          continue;
+        }
+      }
+      const sent = await this.deps.actors.send('environment', id, { type: 'environment.deleted', at: this.deps.now() });
+      await this.deps.catalog.waitFor(sent.position, 10_000);
+      return;
+    }
   }
 
   /**
@@ -472,6 +503,9 @@ export class EnvironmentService {
     if (envState === 'acquiring' && env?.state === 'idle') {
       const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
       const report = a?.context.lastReport;
+      if (report?.status === 'absent' && report.unreachable) {
+        return new BerthError('provider_unavailable', report.reason ?? 'The provider does not answer; nothing was sent.', { environmentId, allocationId });
+      }
       if (report?.status === 'absent' && report.reason) {
         return new BerthError('environment_invalid', `The provider refused the allocation: ${report.reason}`, { environmentId, allocationId });
       }

@@ -2,11 +2,11 @@
  * The environment object callers see (DESIGN §8, seed 001 §2), rendered from the environment's catalog entry: one
  * shape for `GET /v1/environments`, `GET /v1/catalog` and `GET /v1/environments/{id}`.
  */
-import type { InstalledPackageJson } from '../../schemas/events/build.ts';
-import type { CatalogEntry } from '../projections/catalog.projection.ts';
-import type { VersionEntry } from './content-api.ts';
-import type { FileSummary } from './content-summaries.ts';
-import type { EnvironmentView } from './runtime-api.ts';
+import type { InstalledPackageJson } from '../../../schemas/events/build.ts';
+import type { CatalogEntry } from '../../projections/catalog.projection.ts';
+import type { VersionEntry } from '../builds/content-api.ts';
+import type { FileSummary } from '../builds/content-summaries.ts';
+import type { EnvironmentView } from '../runtime-api.ts';
 
 /** The content fields of the environment object (seed 001 §2), when the content chapter is on. */
 export interface EnvironmentContentFields {

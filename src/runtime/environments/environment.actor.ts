@@ -14,9 +14,9 @@ import {
 import { INTERRUPTED } from '../../machines/build.machine.ts';
 import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
-import { buildIdOf } from '../content-runtime.ts';
+import { buildIdOf } from '../builds/content-runtime.ts';
 import type { Services } from '../services.ts';
-import { allocationContent } from '../version-exec.ts';
+import { allocationContent } from '../executions/version-exec.ts';
 
 export const environmentActor = defineActor<typeof environmentMachine, Services>({
   type: 'environment',

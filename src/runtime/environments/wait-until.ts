@@ -3,7 +3,7 @@
  * `unavailable`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BerthError } from '../../schemas/errors.ts';
+import { BerthError } from '../../../schemas/errors.ts';
 
 export async function waitUntil(check: () => Promise<boolean>, deadline: number, maxDelayMs = 50): Promise<void> {
   let delay = 2;

@@ -6,20 +6,20 @@
  * polling of the actor, and a waiter costs nothing between events.
  */
 import { createHash } from 'node:crypto';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import type { ActorRuntime, ActorView } from '../actors/actor-runtime.ts';
-import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../machines/execution.machine.ts';
-import type { ActivityEntry, ActivityItem } from '../projections/activity.projection.ts';
-import { assertCommandEnv } from '../providers/command-env.ts';
-import type { Executor, OutputStream } from '../providers/provider.ts';
-import type { ReadModel } from '../projections/read-model.ts';
-import type { ArtifactStore } from '../store/artifact-store.ts';
-import { inScope } from './caller.ts';
-import type { EnvironmentService } from './environment-service.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
+import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
+import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../../machines/execution.machine.ts';
+import type { ActivityEntry, ActivityItem } from '../../projections/activity.projection.ts';
+import { assertCommandEnv } from '../../providers/command-env.ts';
+import type { Executor, OutputStream } from '../../providers/provider.ts';
+import type { ReadModel } from '../../projections/read-model.ts';
+import type { ArtifactStore } from '../../store/artifact-store.ts';
+import { inScope } from '../caller.ts';
+import type { EnvironmentService } from '../environments/environment-service.ts';
 import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
-import { assertQuota, isMember, outputLimitOf, type RolePolicy } from './role-policy.ts';
-import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from './runtime-api.ts';
-import type { Services } from './services.ts';
+import { assertQuota, isMember, outputLimitOf, type RolePolicy } from '../role-policy.ts';
+import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
+import type { Services } from '../services.ts';
 import { versionMount } from './version-exec.ts';
 
 /** Lifecycle steps after which the record and its output no longer change. */

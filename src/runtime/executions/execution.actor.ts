@@ -22,7 +22,7 @@ import type { Executor, OutputStream, Provider, Receipt } from '../../providers/
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { Services } from '../services.ts';
-import { versionedExec, type VersionedExec } from '../version-exec.ts';
+import { versionedExec, type VersionedExec } from './version-exec.ts';
 
 const ms = (iso: string | undefined, fallback: number): number => (iso ? Date.parse(iso) : fallback);
 

@@ -4,8 +4,8 @@
  * between events; a follower that read step S is woken by the first step after S and by nothing else (other
  * executions' events, or the model catching up to S itself after lagging behind the actor), so it never spins.
  */
-import type { ActivityEntry } from '../projections/activity.projection.ts';
-import type { ReadModel } from '../projections/read-model.ts';
+import type { ActivityEntry } from '../../projections/activity.projection.ts';
+import type { ReadModel } from '../../projections/read-model.ts';
 
 /** The steps in the order an execution goes through them while its output can still change. */
 const UNSETTLED_ORDER = ['pristine', 'accepted', 'dispatched', 'running', 'exited', 'drained'];

@@ -16,13 +16,13 @@
  * is activated meanwhile; the next execution reads the new one.
  */
 import { existsSync } from 'node:fs';
-import { BerthError } from '../../schemas/errors.ts';
-import type { Profile } from '../../schemas/profile.ts';
-import { EnvironmentContent } from '../content/environment-content.ts';
-import { DEFAULT_PATH } from '../providers/command-env.ts';
-import { bubblewrapArgv, findBubblewrap } from '../providers/native/bubblewrap.ts';
-import type { ReadOnlyMount } from '../providers/provider.ts';
-import type { Services } from './services.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { Profile } from '../../../schemas/profile.ts';
+import { EnvironmentContent } from '../../content/environment-content.ts';
+import { DEFAULT_PATH } from '../../providers/command-env.ts';
+import { bubblewrapArgv, findBubblewrap } from '../../providers/native/bubblewrap.ts';
+import type { ReadOnlyMount } from '../../providers/provider.ts';
+import type { Services } from '../services.ts';
 
 export interface VersionedExec {
   command: string[];

@@ -7,15 +7,15 @@
  * read; a refusal only means the actor moved on meanwhile. Also the startup step that settles the active-allocation index before the runtime admits work.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isBerthError } from '../../schemas/errors.ts';
-import type { ActorRuntime } from '../actors/actor-runtime.ts';
-import { reclaimableAt, type AllocationContext, type AllocationSnapshot } from '../machines/allocation.machine.ts';
-import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
-import type { ActivityEntry } from '../projections/activity.projection.ts';
-import type { CatalogEntry } from '../projections/catalog.projection.ts';
-import type { ProjectionEngine } from '../projections/projection-engine.ts';
+import { isBerthError } from '../../../schemas/errors.ts';
+import type { ActorRuntime } from '../../actors/actor-runtime.ts';
+import { reclaimableAt, type AllocationContext, type AllocationSnapshot } from '../../machines/allocation.machine.ts';
+import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
+import type { ActivityEntry } from '../../projections/activity.projection.ts';
+import type { CatalogEntry } from '../../projections/catalog.projection.ts';
+import type { ProjectionEngine } from '../../projections/projection-engine.ts';
 import type { MaintenanceTask } from './maintenance-loop.ts';
-import type { ProviderRegistry } from './provider-registry.ts';
+import type { ProviderRegistry } from '../provider-registry.ts';
 
 export interface MaintenanceParts {
   actors: () => ActorRuntime<any>;

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defineActor } from '../../../src/actors/actor-type.ts';
 import { defineProjection } from '../../../src/projections/projection.ts';
-import { BerthRuntime } from '../../../src/runtime/berth-runtime.ts';
+import { BerthRuntime } from '../../../src/runtime/core/berth-runtime.ts';
 
 const jobMachine = setup({
   types: {} as { events: { type: 'job.requested' } | { type: 'job.done' } | { type: 'runtime.recovered' } },

@@ -15,7 +15,7 @@ import type { AllocationContext } from '../../../src/machines/allocation.machine
 import type { EnvironmentContext } from '../../../src/machines/environment.machine.ts';
 import { NativeProvider } from '../../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../../src/runtime/berth.ts';
-import { sqliteStoreFile } from '../../../src/runtime/open-configured-store.ts';
+import { sqliteStoreFile } from '../../../src/runtime/core/open-configured-store.ts';
 import { SqliteEventStore } from '../../../src/store/sqlite-event-store.ts';
 import type { Caller } from '../../../src/runtime/runtime-api.ts';
 

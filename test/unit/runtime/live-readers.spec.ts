@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { LiveReaders } from '../../../src/runtime/live-readers.ts';
+import { LiveReaders } from '../../../src/runtime/executions/live-readers.ts';
 
 const MiB = 1024 * 1024;
 
