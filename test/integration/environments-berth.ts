@@ -3,7 +3,6 @@
  * the test engine's DockerProvider labelled with the test run) on a data directory, and counts what the Docker
  * engine holds for a label, looking behind Berth's back.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { DockerProviderOptions } from '../../src/providers/docker/docker-provider.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
@@ -50,15 +49,4 @@ export async function countLabelled(key: string, value: string): Promise<EngineC
     rawDocker.listVolumes({ filters }),
   ]);
   return { containers: containers.length, networks: networks.length, volumes: (volumes.Volumes ?? []).length };
-}
-
-/** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
 }

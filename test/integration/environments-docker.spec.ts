@@ -14,7 +14,8 @@ import { LABEL } from '../../src/providers/docker/labels.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
 import type { AllocationView } from '../../src/runtime/runtime-api.ts';
 import { dockerAvailable, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
-import { admin, countLabelled, eventually, startTestBerth, type TestBerthOptions } from './environments-berth.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
+import { admin, countLabelled, startTestBerth, type TestBerthOptions } from './environments-berth.ts';
 
 const run = newTestRun();
 let dir: string;
@@ -43,11 +44,18 @@ const allocationState = async (berth: Berth, allocationId: string) => (await ber
 
 /** Resolves once the environment is in `state` (it hears of its allocation's changes just after them). */
 const environmentReaches = (berth: Berth, environmentId: string, state: string) =>
-  eventually(async () => ((await berth.api.getEnvironment(admin, environmentId)).state === state ? true : undefined), 5_000, `environment ${state}`);
+  waitFor(async () => (await berth.api.getEnvironment(admin, environmentId)).state, { until: (s) => s === state, timeoutMs: 5_000, what: `environment ${state}` });
 
 /** Resolves once the allocation is in `state` (polling the actor). */
 const reaches = (berth: Berth, allocationId: string, state: string, timeoutMs = 20_000) =>
-  eventually(async () => ((await allocationState(berth, allocationId)) === state ? true : undefined), timeoutMs, `allocation ${state}`);
+  waitFor(() => allocationState(berth, allocationId), { until: (s) => s === state, timeoutMs, what: `allocation ${state}` });
+
+/** Resolves once `n` more maintenance ticks have completed: what a tick would change, it has had the chance to. */
+async function ticksPass(berth: Berth, n: number): Promise<void> {
+  const { stats } = berth.runtime.maintenance;
+  const target = stats.ticks + n;
+  await waitFor(() => stats.ticks >= target, { timeoutMs: 20_000, what: `${n} maintenance ticks` });
+}
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'berth-envs-docker-'));
@@ -133,13 +141,13 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     // Maintenance looks at a healthy allocation without writing: ticks go by, its stream does not grow.
     const revision = async () => (await berth.runtime.actors.get('allocation', a.allocationId))!.revision;
     const before = await revision();
-    await sleep(500);
+    await ticksPass(berth, 3);
     expect(await revision()).toBe(before);
 
     await rawDocker.getContainer(a.identity!.resourceId).remove({ force: true });
     await reaches(berth, a.allocationId, 'lost');
     await environmentReaches(berth, env.id, 'lost');
-    await sleep(600); // several more maintenance ticks
+    await ticksPass(berth, 3);
     expect((await countLabelled(LABEL.environmentId, env.id)).containers).toBe(0);
     const lost = await berth.api.environments.allocationView(a.allocationId);
     expect(lost.state).toBe('lost');
@@ -165,7 +173,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     expect(`${now.Id}@${now.State.StartedAt}`).not.toBe(a.identity?.incarnation);
     await reaches(berth, a.allocationId, 'fenced');
     await environmentReaches(berth, env.id, 'lost');
-    await sleep(450); // more maintenance ticks: the running new incarnation is still not adopted
+    await ticksPass(berth, 3); // the running new incarnation is still not adopted
     expect(await allocationState(berth, a.allocationId)).toBe('fenced');
     // Admission refuses the fenced incarnation: a use cannot be taken on it.
     const refused = await berth.api.environments.acquireUse(admin, env.id, a.allocationId, 'physical').catch((e) => e);
@@ -201,7 +209,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     const env = await createDocker(berth);
     const session = await berth.api.createSession(admin, { environmentId: env.id });
     expect(session.environmentId).toBe(env.id);
-    await sleep(300);
+    await sleep(300); // the scenario: a while with no work, in which nothing may be allocated
     expect((await countLabelled(LABEL.environmentId, env.id)).containers).toBe(0);
     expect((await berth.api.getEnvironment(admin, env.id)).state).toBe('idle');
 
