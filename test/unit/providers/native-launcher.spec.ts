@@ -11,9 +11,19 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { launchDetached, superviseDetached, superviseRun } from '../../../src/providers/native/supervisor-launcher.ts';
+import { waitFor } from '../../fixtures/wait-for.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-launcher-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const livePids = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+const cmdline = (pid: string): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+};
 
 const sessionOf = (pid: number | string): number => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -73,8 +83,10 @@ describe('launchDetached', () => {
     await launchDetached(['/bin/true'], {}).exited;
     const first = launcherPid();
     expect(first).toBeDefined();
-    const pending = launchDetached(['/bin/sleep', '1'], {}).exited;
-    await new Promise((r) => setTimeout(r, 100));
+    const marker = `pending-${process.pid}-${Date.now()}`;
+    const pending = launchDetached(['/bin/sh', '-c', 'sleep 1; :', marker], {}).exited;
+    // The launcher has started it (its program runs): the request is in flight when the launcher goes.
+    await waitFor(() => livePids().some((p) => cmdline(p).includes(marker)), { timeoutMs: 5_000, what: 'the launcher to start the pending program' });
     process.kill(first!, 'SIGKILL');
     expect(await pending).toMatchObject({ error: expect.any(Error) });
     expect(await launchDetached(['/bin/sh', '-c', 'exit 4'], {}).exited).toEqual({ code: 4 });
@@ -95,7 +107,7 @@ describe('superviseDetached', () => {
     const env = { PATH: '/usr/bin:/bin', GREETING: "it's" };
     const launch = superviseDetached(['run', op, '--', '/bin/sh', '-c', 'cat /proc/$$/environ >"$1"; sleep 0.3', 'sh', out], env);
     const pid = (await launch.pid)!;
-    while (!existsSync(join(op, 'started'))) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => existsSync(join(op, 'started')), { intervalMs: 5, what: 'the supervisor to record the start' });
     expect(readFileSync(join(op, 'claim'), 'utf8')).toBe(`supervisor ${pid} ${startTimeOf(pid)}\n`);
     expect(JSON.parse(readFileSync(join(op, 'started'), 'utf8')).supervisor).toBe(pid);
     expect(await launch.exited).toEqual({ code: 0 });
@@ -125,13 +137,9 @@ describe('spare supervisors', () => {
     const first = join(dir, 'op-first');
     mkdirSync(first);
     expect(await superviseRun({ dir: first, cwd: '/', graceMs: 100, stdin: false, argv: ['/bin/true'] }, { PATH: '/usr/bin:/bin' }).exited).toEqual({ code: 0 });
-    let spares: string[] = [];
-    for (let i = 0; i < 200 && spares.length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      spares = spareDirs();
-    }
+    const spares = await waitFor(spareDirs, { until: (d) => d.length > 0, what: 'a spare made after the run' });
     expect(spares).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 100)); // the spare reaches its wait for a request
+    await waitFor(() => existsSync(join(spares[0], 'ready')), { what: 'the spare to wait for a request' });
 
     const op = join(dir, 'op-spare');
     mkdirSync(op);
@@ -147,8 +155,7 @@ describe('spare supervisors', () => {
     expect(cwd).toBe('/tmp');
     expect(readFileSync(join(op, 'stderr'), 'utf8')).toBe('oops\n');
     // It was the spare: its directory goes once it ends.
-    for (let i = 0; i < 100 && existsSync(spares[0]); i++) await new Promise((r) => setTimeout(r, 10));
-    expect(existsSync(spares[0])).toBe(false);
+    await waitFor(() => !existsSync(spares[0]), { timeoutMs: 5_000, what: 'the used spare\'s directory to go' });
   });
 
   it('a spare that gets no request in its time, or an exit request, ends and takes its command process with it', async () => {
@@ -158,15 +165,9 @@ describe('spare supervisors', () => {
       const supervisor = fileURLToPath(new URL('../../../src/providers/supervisor.sh', import.meta.url));
       const shell = spawn('/bin/sh', ['-c', `_bsv_library=1; . "$1"; _bsv_spare_seconds=1; _bsv_spare "$2"`, 'sh', supervisor, spare], { stdio: 'ignore' });
       const ended = new Promise((r) => shell.on('exit', r));
-      while (!existsSync(join(spare, 'go'))) await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, 100));
-      const commandProcess = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).find((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`${spare}\0`);
-        } catch {
-          return false;
-        }
-      });
+      // Ready: its command process was started before it began to wait for a request.
+      await waitFor(() => existsSync(join(spare, 'ready')), { what: `the ${how} spare to wait for a request` });
+      const commandProcess = livePids().find((p) => cmdline(p).includes(`${spare}\0`));
       expect(commandProcess).toBeDefined();
       if (how === 'told') {
         const unspare = spawn('/bin/sh', ['-c', `_bsv_library=1; . "$1"; _bsv_unspare "$2"`, 'sh', supervisor, spare], { stdio: 'ignore' });
@@ -176,8 +177,7 @@ describe('spare supervisors', () => {
       const code = await ended;
       expect(code).toBe(0);
       if (how === 'told') expect(Date.now() - started).toBeLessThan(900);
-      for (let i = 0; i < 50 && existsSync(`/proc/${commandProcess}`); i++) await new Promise((r) => setTimeout(r, 10));
-      expect(existsSync(`/proc/${commandProcess}`)).toBe(false);
+      await waitFor(() => !existsSync(`/proc/${commandProcess}`), { timeoutMs: 5_000, what: `the ${how} spare's command process to end` });
     }
   });
 });
