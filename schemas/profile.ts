@@ -1,17 +1,39 @@
 /** An Environment's profile (DESIGN §8 fixed shape): which provider runs it and with what limits. */
 import { z } from 'zod';
 
+/** The provider kinds a runtime registers (src/runtime/provider-registry.ts): the one place that names them. */
+export const providerKindSchema = z.enum(['native', 'docker']);
+export type ProviderKind = z.infer<typeof providerKindSchema>;
+
+/** Who owns an allocation's resource: borrowed (never destroyed, never idle-reclaimed) or managed (made and reclaimed). */
+export const ownershipSchema = z.enum(['borrowed', 'managed']);
+export type Ownership = z.infer<typeof ownershipSchema>;
+
+/** How widely an Environment's allocation is shared (seed 000). */
+export const reusePolicySchema = z.enum(['session', 'workspace', 'scope']);
+export type ReusePolicy = z.infer<typeof reusePolicySchema>;
+
 export const profileSchema = z.strictObject({
-  provider: z.enum(['native', 'docker']).default('native'),
+  provider: providerKindSchema.default('native'),
   image: z.string().min(1).max(512).optional(),
   memoryMb: z.number().int().min(16).max(1_048_576).optional(),
   cpus: z.number().positive().max(1024).optional(),
   pidsLimit: z.number().int().min(8).max(1_000_000).optional(),
   network: z.enum(['none', 'bridge']).optional(),
   idleSeconds: z.number().int().min(0).max(31_536_000).optional(),
-  reuse: z.enum(['session', 'workspace', 'scope']).optional(),
+  reuse: reusePolicySchema.optional(),
   /** native only: run commands under bubblewrap (read-only root, private /tmp, workspace writable). */
   contain: z.boolean().optional(),
 });
 
 export type Profile = z.infer<typeof profileSchema>;
+
+/**
+ * What events written before providers recorded their defaults imply: `environment.created`/`updated` without `reuse`
+ * and `allocation.intended` without `ownership` were given these by their provider kind, so old streams replay as
+ * they did. New events carry the provider's own answer (Provider.defaultReuse, Provider.ownership).
+ */
+export const defaultsBeforeRecorded = {
+  native: { ownership: 'borrowed', reuse: 'scope' },
+  docker: { ownership: 'managed', reuse: 'session' },
+} as const satisfies Record<ProviderKind, { ownership: Ownership; reuse: ReusePolicy }>;
