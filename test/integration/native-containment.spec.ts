@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Profile } from '../../schemas/profile.ts';
 import { NativeExecutor } from '../../src/providers/native/native-executor.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { bwrapOrSkip, collect, isLive, nativeFixture, run, spec, type Fixture } from './native-harness.ts';
 
 const bwrap = bwrapOrSkip();
@@ -108,7 +109,8 @@ describe.skipIf(!bwrap)('bubblewrap containment', () => {
     const s = sh('sleep 1000 & sleep 1000; wait');
     await fx.executor.submit(s);
     const { pid } = await fx.executor.status(s.operationId);
-    await new Promise((r) => setTimeout(r, 200));
+    const sleeps = () => groupMembers(pid!).filter((m) => readFileSync(`/proc/${m}/cmdline`, 'utf8').startsWith('sleep\0')).length;
+    await waitFor(sleeps, { until: (n) => n === 2, timeoutMs: 5_000, what: 'both sleeps of the contained tree' });
     const receipt = await fx.executor.cancel(s.operationId);
     expect(receipt).toMatchObject({ state: 'exited', cancelled: true });
     expect(isLive(pid!)).toBe(false);

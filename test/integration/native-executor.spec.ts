@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import { commandEnv } from '../../src/providers/command-env.ts';
 import { NativeExecutor } from '../../src/providers/native/native-executor.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { collect, isLive, liveProcessesWith, nativeFixture, run, spec, untilExited, type Fixture } from './native-harness.ts';
 
 let fx: Fixture;
@@ -63,7 +64,7 @@ describe('native executor', () => {
     const s = spec(['/bin/sh', '-c', `sleep 1000 & sleep 1000; wait`, tag]);
     expect(await fx.executor.submit(s)).toMatchObject({ state: 'running' });
     const { pid } = await fx.executor.status(s.operationId);
-    await waitFor(() => descendants(pid!).length >= 2);
+    await waitFor(() => descendants(pid!).length >= 2, { timeoutMs: 5_000, what: 'the shell and its two sleeps' });
     const tree = [pid!, ...descendants(pid!)];
     const receipt = await fx.executor.cancel(s.operationId);
     expect(receipt).toMatchObject({ state: 'exited', cancelled: true, signal: 'SIGTERM' });
@@ -84,7 +85,7 @@ describe('native executor', () => {
     const s = spec(['/bin/sh', '-c', `trap '' TERM; sleep 1000 & sleep 1000; wait`]);
     await fx.executor.submit(s);
     const { pid } = await fx.executor.status(s.operationId);
-    await waitFor(() => descendants(pid!).length >= 2);
+    await waitFor(() => descendants(pid!).length >= 2, { timeoutMs: 5_000, what: 'the shell and its two sleeps' });
     const tree = [pid!, ...descendants(pid!)];
     const receipt = await fx.executor.cancel(s.operationId);
     expect(receipt).toMatchObject({ state: 'exited', cancelled: true, signal: 'SIGKILL' });
@@ -203,12 +204,4 @@ function descendants(pid: number): number[] {
     return [];
   }
   return children.flatMap((c) => [c, ...descendants(c)]);
-}
-
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
