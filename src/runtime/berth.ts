@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/actor-runtime.ts';
+import type { ActorType } from '../actors/actor-type.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
 import { sandboxIdentity } from '../providers/native/sandbox-identity.ts';
@@ -18,6 +19,7 @@ import type { Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
 import { DataDirLock } from './core/data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
+import * as registry from './registry.ts';
 import type { ContentRuntime } from './builds/content-runtime.ts';
 import { contentSettings, type ContentSettings } from './builds/content-settings.ts';
 import type { BuildContext } from '../machines/build.machine.ts';
@@ -109,6 +111,8 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       ...(opts.logger ? { logger: opts.logger } : {}),
       services,
       shutdown,
+      actorTypes: registry.actorTypes as ActorType<any, Services>[],
+      projections: registry.projections,
       onActors: (a) => {
         actors = a;
       },

@@ -1,7 +1,8 @@
 /**
- * The composition root (DESIGN §11): opens the event store, starts the actor runtime (fencing a new epoch), catches
- * the projections up, rehydrates and reconciles every unfinished actor, and starts the maintenance loop. Only then
- * is the runtime ready to admit work. `stop` drains the maintenance loop and in-flight effects before closing.
+ * The runtime's lifecycle (DESIGN §11), for the actor types and read models it is given (berth.ts, the composition
+ * root, gives Berth's from registry.ts): opens the event store, starts the actor runtime (fencing a new epoch),
+ * catches the projections up, rehydrates and reconciles every unfinished actor, and starts the maintenance loop. Only
+ * then is the runtime ready to admit work. `stop` drains the maintenance loop and in-flight effects before closing.
  */
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -16,15 +17,13 @@ import type { Settings } from '../config.ts';
 import { MaintenanceLoop, type MaintenanceTask } from '../maintenance/maintenance-loop.ts';
 import { openConfiguredStore } from './open-configured-store.ts';
 import { TimedEventStore } from './timed-event-store.ts';
-import * as registry from '../registry.ts';
 
 export interface BerthRuntimeOptions<S = unknown> {
   settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
   runtimeId: string;
   logger?: Logger;
-  /** Default: the registry's. */
-  actorTypes?: ActorType<any, S>[];
-  projections?: Projection[];
+  actorTypes: ActorType<any, S>[];
+  projections: Projection[];
   maintenanceTasks?: MaintenanceTask[];
   /** Handed to effects (providers, artifact store, ...). */
   services?: S;
@@ -76,7 +75,7 @@ export class BerthRuntime<S = unknown> {
     const undo: (() => Promise<unknown> | unknown)[] = [() => store.close()];
     try {
       const actors = new ActorRuntime<S>({ store, runtimeId: opts.runtimeId, services: opts.services, logger: log });
-      for (const t of opts.actorTypes ?? (registry.actorTypes as ActorType<any, S>[])) actors.register(t);
+      for (const t of opts.actorTypes) actors.register(t);
       opts.onActors?.(actors);
       const identity = await fence(actors);
       log.info({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }, 'epoch fenced');
@@ -84,7 +83,7 @@ export class BerthRuntime<S = unknown> {
       const checkpoints = CheckpointStore.open(join(settings.dataDir, 'projections.sqlite3'));
       undo.unshift(() => checkpoints.close());
       const projections = new ProjectionEngine({ store, checkpoints, logger: log });
-      for (const p of opts.projections ?? registry.projections) projections.register(p);
+      for (const p of opts.projections) projections.register(p);
       await projections.start();
       undo.unshift(() => projections.stop());
       await projections.catchUp();
