@@ -6,13 +6,13 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { ExecutionContext } from '../../src/machines/execution.machine.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
 import { executionIdOf } from '../../src/runtime/executions/execution-service.ts';
 import type { ExecutionRecord } from '../../src/runtime/runtime-api.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { dockerAvailable, execIn, newTestRun, removeTestResources } from './docker-env.ts';
 import { caller, environmentFor, readAll, run, settled, startTestBerth, tempDir, type ProviderKind } from './executions-harness.ts';
 
@@ -32,16 +32,6 @@ function groupMembers(pgid: number): number[] {
     }
   }
   return members;
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 const providers: ProviderKind[] = ['native', 'docker'];
@@ -117,9 +107,10 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
       stdin: true,
       pty: { cols: 100, rows: 30 },
     });
-    await until('the first stty size', async () => {
-      const text = (await api.readOutput(caller, submitted.id, 'pty', 0)).data.toString();
-      return text.includes('30 100') ? true : undefined;
+    await waitFor(async () => (await api.readOutput(caller, submitted.id, 'pty', 0)).data.toString(), {
+      until: (text) => text.includes('30 100'),
+      timeoutMs: 20_000,
+      what: 'the first stty size',
     });
     await api.resize(caller, submitted.id, 132, 43);
     await api.writeStdin(caller, submitted.id, Buffer.from('abc\n'));
@@ -135,10 +126,10 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
   it.skipIf(skip)("should cancel `sh -c 'sleep 1000 & sleep 1000; wait'` and leave none of it alive", async () => {
     const { api } = berth;
     const submitted = await api.submitExecution(caller, { operationId: `cancel-${uid()}`, environment, command: ['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'] });
-    await until('running', async () => ((await api.getExecution(caller, submitted.id)).status === 'running' ? true : undefined));
+    await waitFor(async () => (await api.getExecution(caller, submitted.id)).status, { until: (s) => s === 'running', timeoutMs: 20_000, what: 'running' });
     // `started` is written as the command is launched, a moment before it has made its own process group.
     const expected = kind === 'native' ? 3 : 2;
-    await until('the whole tree', async () => ((kind === 'native' ? await nativeTree(submitted.id) : await containerSleeps()).length >= expected ? true : undefined));
+    await waitFor(async () => (kind === 'native' ? await nativeTree(submitted.id) : await containerSleeps()), { until: (tree) => tree.length >= expected, timeoutMs: 20_000, what: 'the whole tree' });
 
     await api.cancelExecution(caller, submitted.id);
     const record = await settled(api, submitted.id);
@@ -166,9 +157,10 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
     const marker = `${scratch}/stale-${uid()}`;
     const command = ['/bin/sh', '-c', `echo ran > ${marker}`];
     const old = await api.acquire(caller, environment);
-    await until('the earlier executions to give their uses back', async () => {
-      const [allocation] = await api.listAllocations(caller, environment);
-      return allocation.uses.length === 0 ? true : undefined;
+    await waitFor(async () => (await api.listAllocations(caller, environment))[0].uses, {
+      until: (uses) => uses.length === 0,
+      timeoutMs: 20_000,
+      what: 'the earlier executions to give their uses back',
     });
     await api.release(caller, environment, old.allocationId);
     const current = await api.acquire(caller, environment);
@@ -237,14 +229,14 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
     const secretWord = `payload-${uid()}`;
     const done = await run(api, environment, ['/bin/sh', '-c', `echo ${secretWord}; echo ${secretWord} >&2; exit 4`], { env: { WORD: secretWord } });
     const long = await api.submitExecution(caller, { operationId: `long-${uid()}`, environment, command: ['sleep', '1000'] });
-    await until('running', async () => ((await api.getExecution(caller, long.id)).status === 'running' ? true : undefined));
+    await waitFor(async () => (await api.getExecution(caller, long.id)).status, { until: (s) => s === 'running', timeoutMs: 20_000, what: 'running' });
 
     const activity = (await api.activity(caller)) as Record<string, unknown>[];
     const byId = new Map(activity.map((x) => [x.id, x]));
     for (const r of [...records, done]) {
       expect(byId.get(r.id), r.id).toMatchObject({ status: r.status, operationId: r.operationId, ...(r.failure ? { failure: r.failure } : {}) });
     }
-    await until('released', async () => ((await api.getExecution(caller, done.id)).step === 'released' ? true : undefined));
+    await waitFor(async () => (await api.getExecution(caller, done.id)).step, { until: (step) => step === 'released', timeoutMs: 20_000, what: 'released' });
     const finished = ((await api.activity(caller)) as Record<string, unknown>[]).find((x) => x.id === done.id);
     expect(finished).toMatchObject({ status: 'exited', exitCode: 4, step: 'released', unfinished: false });
     expect(byId.get(long.id)).toMatchObject({ status: 'running', step: 'running', unfinished: true });
