@@ -24,6 +24,7 @@ export const errorCodes = {
   corrupt_event: { status: 500, retryable: false, meaning: 'A stored event cannot be decoded; detail names its stream and revision.' },
   internal: { status: 500, retryable: false, meaning: 'An unexpected fault; the server keeps serving.' },
   unavailable: { status: 503, retryable: true, meaning: 'A dependency (Docker daemon, event store) cannot be reached.' },
+  provider_unavailable: { status: 503, retryable: true, meaning: 'The environment\'s provider (e.g. the Docker engine) does not answer; nothing was started.' },
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

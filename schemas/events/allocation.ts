@@ -16,11 +16,14 @@ export const physicalIdentitySchema = z.strictObject({
   volume: z.string().optional(),
 });
 
-/** A provider's AllocationReport. `absent` may say why (e.g. the image is missing) but is still confirmed absence. */
+/**
+ * A provider's AllocationReport. `absent` may say why (e.g. the image is missing) but is still confirmed absence;
+ * `unreachable` marks the absence of an intent whose first call never reached the provider (nothing was sent).
+ */
 export const allocationReportSchema = z.discriminatedUnion('status', [
   z.strictObject({ status: z.literal('ready'), identity: physicalIdentitySchema }),
   z.strictObject({ status: z.literal('pending'), identity: physicalIdentitySchema.optional(), reason: z.string() }),
-  z.strictObject({ status: z.literal('absent'), reason: z.string().optional() }),
+  z.strictObject({ status: z.literal('absent'), reason: z.string().optional(), unreachable: z.literal(true).optional() }),
   z.strictObject({ status: z.literal('unknown'), reason: z.string() }),
   z.strictObject({ status: z.literal('fenced'), identity: physicalIdentitySchema, reason: z.string() }),
 ]);

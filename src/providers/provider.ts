@@ -52,7 +52,11 @@ export interface Provider {
   readonly kind: 'native' | 'docker';
   /** Never destroyed by Berth (the host) vs created and reclaimed by Berth (containers). */
   readonly ownership: 'borrowed' | 'managed';
-  /** Create (or adopt/resume what already carries `intent.requestId`) and start. */
+  /**
+   * Create (or adopt/resume what already carries `intent.requestId`) and start. Throws `environment_invalid` when
+   * the provider refuses the profile (nothing made), and `provider_unavailable` when it does not answer before
+   * anything was sent (so this call made nothing).
+   */
   allocate(intent: AllocationIntent): Promise<AllocationReport>;
   inspect(ref: AllocationRef): Promise<AllocationReport>;
   /** Remove every physical part (container, network, volume) and confirm absence. */

@@ -244,20 +244,19 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     expect((await countLabelled(LABEL.environmentId, env.id)).containers).toBe(0);
   });
 
-  it('should answer unavailable while the engine is unreachable, lose nothing, and reconcile once it is back', async () => {
+  it('should answer provider_unavailable while the engine is unreachable, create nothing, and allocate once it is back', async () => {
     const cut = await start({ docker: { extraLabels: run, endpoint: { socketPath: join(dir, 'no-engine.sock') } } });
     const env = await createDocker(cut);
     expect((await cut.api.getEnvironment(admin, env.id)).availability).toBe('unavailable');
     const refused = await cut.api.acquire(admin, env.id).catch((e) => e);
-    expect(isBerthError(refused, 'unavailable')).toBe(true);
-    const intent = (await cut.api.getEnvironment(admin, env.id)).allocation!;
-    expect(intent.state).toBe('unknown');
-    expect((await cut.api.activeAllocations(admin)).map((a) => a.allocationId)).toEqual([intent.allocationId]);
+    expect(isBerthError(refused, 'provider_unavailable')).toBe(true);
+    // Nothing was sent to the engine: the intent is confirmed absent at once, the environment idle again.
+    expect(await allocationState(cut, String(refused.detail.allocationId))).toBe('failed');
+    expect((await cut.api.getEnvironment(admin, env.id)).allocation).toBeNull();
+    expect(await cut.api.activeAllocations(admin)).toEqual([]);
     await stop(cut);
 
     const back = await start();
-    // Recovery inspected the intent by its request id before admitting work: nothing was created, so it failed.
-    expect(await allocationState(back, intent.allocationId)).toBe('failed');
     expect(await back.api.activeAllocations(admin)).toEqual([]);
     const a = await back.api.acquire(admin, env.id);
     expect(a.generation).toBe(2);

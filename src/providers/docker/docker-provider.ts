@@ -16,6 +16,8 @@
  * - started again behind Berth's back (another StartedAt), exited, paused, restarting, dead: `fenced`. An exited
  *   container of ours was stopped or killed by someone else; Berth never restarts an allocation that may have uses.
  * - engine unreachable or timing out: `unknown`, never absent.
+ * An allocate whose opening ping gets no answer (nothing listens, or the engine hangs) sends nothing and throws
+ * `provider_unavailable` within the ping timeout, instead of waiting out each call's idle timeout.
  */
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
@@ -46,6 +48,7 @@ export interface DockerProviderOptions {
   extraLabels?: Labels;
   /** Idle timeout of each engine call (ms). */
   timeoutMs?: number;
+  /** How long the engine has to answer a ping (availability, and before an allocate sends anything). */
   pingTimeoutMs?: number;
   /** How executors reach the spool: `auto` (the volume's mountpoint when writable, else exec) or always `exec`. */
   spoolAccess?: 'auto' | 'exec';
@@ -75,7 +78,7 @@ export class DockerProvider implements Provider {
     this.streams = createDockerClient(this.endpoint);
     this.defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
     this.extraLabels = options.extraLabels ?? {};
-    this.pingTimeoutMs = options.pingTimeoutMs ?? 2_000;
+    this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
     this.spoolAccess = options.spoolAccess ?? 'auto';
   }
 
@@ -91,6 +94,12 @@ export class DockerProvider implements Provider {
   }
 
   async allocate(intent: AllocationIntent): Promise<AllocationReport> {
+    if (!(await this.available())) {
+      throw new BerthError('provider_unavailable', `The Docker engine at ${describeEndpoint(this.endpoint)} does not answer; nothing was sent.`, {
+        provider: this.kind,
+        requestId: intent.requestId,
+      });
+    }
     try {
       const found = await this.containersOf(LABEL.requestId, intent.requestId);
       if (found.length > 1) return ambiguous(intent.requestId, found.length);
@@ -291,6 +300,8 @@ export class DockerProvider implements Provider {
     return { status: 'unknown', reason: `Docker engine: ${describeError(error)}` };
   }
 }
+
+const describeEndpoint = (e: DockerEndpoint): string => ('socketPath' in e ? `unix://${e.socketPath}` : `tcp://${e.host}:${e.port ?? ''}`);
 
 function identityOf(info: Docker.ContainerInspectInfo): PhysicalIdentity {
   // NetworkMode 'none' is the engine's built-in network, not one of the allocation's.
