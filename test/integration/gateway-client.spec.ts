@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Berth } from '../../src/client/berth-client.ts';
 import { BerthApiError } from '../../src/client/berth-api-error.ts';
 import { expectedOutput } from '../fixtures/emit-bytes.mjs';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { emit, startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
 
 let gw: RunningGateway;
@@ -63,7 +64,7 @@ describe('Berth client', () => {
     await gw.stop();
     const stdout: Buffer[] = [];
     const run = berth.executions.run(env.id, emit(5000, 20), { operationId: 'down-op', onStdout: (c) => stdout.push(c) });
-    await sleep(300);
+    await sleep(300); // the scenario: the server stays down a while, the client retries meanwhile
     await gw.restart();
     const record = await run;
     expect(record.status).toBe('exited');
@@ -75,7 +76,7 @@ describe('Berth client', () => {
     const env = await berth.environments.create({ name: 'stdin' });
     async function* input() {
       yield 'line one\n';
-      await sleep(20);
+      await sleep(20); // paces the input: two writes, not one
       yield Buffer.from('line two\n');
     }
     const stdout: Buffer[] = [];
@@ -92,7 +93,7 @@ describe('Berth client', () => {
       signal: controller.signal,
       onSubmitted: (r) => (id = r.id),
     });
-    while (!id || (await berth.executions.get(id)).status !== 'running') await sleep(20);
+    await waitFor(async () => id && (await berth.executions.get(id)).status === 'running', { what: 'the execution running' });
     controller.abort(new Error('user gave up'));
     await expect(run).rejects.toThrow('user gave up');
     expect((await berth.executions.get(id, { waitMs: 10_000 })).status).toBe('cancelled');
@@ -111,9 +112,9 @@ describe('Berth client', () => {
     })();
     await berth.environments.create({ name: 'feed one' });
     await berth.environments.create({ name: 'feed two' });
-    while (names.length < 2) await sleep(5);
+    await waitFor(() => names.length >= 2, { intervalMs: 5, what: 'the first two creations in the feed' });
     await gw.stop();
-    await sleep(200);
+    await sleep(200); // the scenario: the follower meets a server that is down for a while
     await gw.restart();
     await berth.environments.create({ name: 'feed three' });
     await berth.environments.create({ name: 'feed four' });
