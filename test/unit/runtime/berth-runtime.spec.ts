@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defineActor } from '../../../src/actors/actor-type.ts';
 import { defineProjection } from '../../../src/projections/projection.ts';
 import { BerthRuntime } from '../../../src/runtime/core/berth-runtime.ts';
+import { waitFor } from '../../fixtures/wait-for.ts';
 
 const jobMachine = setup({
   types: {} as { events: { type: 'job.requested' } | { type: 'job.done' } | { type: 'runtime.recovered' } },
@@ -104,7 +105,7 @@ describe('berth runtime', () => {
           name: 'slow',
           run: async () => {
             trace.push('tick started');
-            await sleep(300);
+            await sleep(300); // the scenario: a slow task, still running when stop is called
             await runtime.store.headPosition(); // would throw if the store were already closed
             trace.push('tick finished');
           },
@@ -112,7 +113,7 @@ describe('berth runtime', () => {
       ],
     });
     const tick = runtime.maintenance.tick();
-    await sleep(20);
+    await waitFor(() => trace.includes('tick started'), { intervalMs: 1, what: 'the tick under way' });
     await runtime.stop();
     trace.push('stopped');
     await tick;
@@ -126,7 +127,7 @@ describe('berth runtime', () => {
       settings: { dataDir: dir, store: 'sqlite', maintenanceMs: 30 },
       maintenanceTasks: [{ name: 'count', run: async () => void runs++ }],
     });
-    await sleep(200);
+    await waitFor(() => runs >= 2, { timeoutMs: 5_000, what: 'two runs of the 30 ms loop' });
     await runtime.stop();
     expect(runs).toBeGreaterThanOrEqual(2);
   });

@@ -18,6 +18,7 @@ import { startBerth, type Berth } from '../../../src/runtime/berth.ts';
 import { sqliteStoreFile } from '../../../src/runtime/core/open-configured-store.ts';
 import { SqliteEventStore } from '../../../src/store/sqlite-event-store.ts';
 import type { Caller } from '../../../src/runtime/runtime-api.ts';
+import { waitFor } from '../../fixtures/wait-for.ts';
 
 const admin: Caller = { scope: 'default', role: 'admin' };
 let dir: string;
@@ -38,16 +39,12 @@ const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 100
 
 async function built(b: Berth, id: string): Promise<number> {
   const { version } = await content(b).startBuild(admin, id);
-  for (let i = 0; i < 600; i++) {
-    const record = await content(b).getBuild(admin, id, version);
-    if (record.status !== 'building') {
-      expect(record).toMatchObject({ status: 'ready', error: '' });
-      return version;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`build ${version} of ${id} did not finish`);
+  expect(await buildEnds(b, id, version)).toMatchObject({ status: 'ready', error: '' });
+  return version;
 }
+
+const buildEnds = (b: Berth, id: string, version: number) =>
+  waitFor(() => content(b).getBuild(admin, id, version), { until: (r) => r.status !== 'building', timeoutMs: 30_000, intervalMs: 50, what: `build ${version} of ${id} to end` });
 
 /** Every listed object (and each one by id) says what the environment's actor and its allocation's actor hold. */
 async function expectAsTheActors(b: Berth, ids: string[]): Promise<void> {
@@ -141,10 +138,7 @@ describe('environment listing from the read models', () => {
     await expectAsTheActors(b, ids);
     await write(b, project.id, 'setup.sh', 'exit 3\n');
     const failed = await content(b).startBuild(admin, project.id);
-    for (let i = 0; (await content(b).getBuild(admin, project.id, failed.version)).status === 'building'; i++) {
-      if (i > 600) throw new Error('build 2 did not finish');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await buildEnds(b, project.id, failed.version);
     await expectAsTheActors(b, ids);
     await content(b).removePath(admin, project.id, 'setup.sh');
     expect(await built(b, project.id)).toBe(3);
