@@ -10,7 +10,16 @@ import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
 import type { Caller } from '../runtime/runtime-api.ts';
 import { rawQueryParameter } from './raw-query.ts';
-import type { RouteConfig } from './route.ts';
+
+/** How a route authenticates (fastify route config, read by the auth hook). */
+export interface RouteConfig {
+  /** Default true: a bearer token is required. */
+  auth?: boolean;
+  /** Accept `?token=` when there is no Authorization header (EventSource and browser WebSocket cannot set one). */
+  queryToken?: boolean;
+  /** The route answers WebSocket upgrades. */
+  websocket?: boolean;
+}
 
 export const tokenEntrySchema = z.strictObject({
   token: z.string().min(16).max(512),

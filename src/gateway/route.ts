@@ -8,6 +8,7 @@ import type { WebSocketServer } from 'ws';
 import type { z } from 'zod';
 import { emptyQuery } from '../../schemas/api.ts';
 import type { Caller, RuntimeApi } from '../runtime/runtime-api.ts';
+import type { RouteConfig } from './auth.ts';
 import type { GatewayLimits } from './limits.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { StreamSlots } from './stream-slots.ts';
@@ -33,15 +34,6 @@ export interface ResponseSpec {
 }
 
 /** Route options read by the gateway's hooks. */
-export interface RouteConfig {
-  /** Default true: a bearer token is required. */
-  auth?: boolean;
-  /** Accept `?token=` when there is no Authorization header (EventSource and browser WebSocket cannot set one). */
-  queryToken?: boolean;
-  /** The route answers WebSocket upgrades. */
-  websocket?: boolean;
-}
-
 export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> extends RouteConfig {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** OpenAPI template, e.g. `/v1/executions/{id}`. */
