@@ -4,7 +4,7 @@
  * client takes its types from them. Bigints (event revisions and positions) travel as decimal strings.
  */
 import { z } from 'zod';
-import { profileSchema } from './profile.ts';
+import { ownershipSchema, profileSchema, providerKindSchema } from './profile.ts';
 
 // ---------------------------------------------------------------------------------------------------------- common
 
@@ -93,8 +93,8 @@ export const allocationSchema = z.looseObject({
   environmentId: z.string(),
   generation: z.number(),
   state: z.string(),
-  provider: z.enum(['native', 'docker']),
-  ownership: z.enum(['borrowed', 'managed']),
+  provider: providerKindSchema,
+  ownership: ownershipSchema,
   identity: z.looseObject({ resourceId: z.string(), incarnation: z.string().optional() }).optional(),
   uses: z.array(z.looseObject({ useId: z.string(), kind: z.string() })),
   createdAt: z.number(),

@@ -28,6 +28,9 @@ export const profileSchema = z.strictObject({
 
 export type Profile = z.infer<typeof profileSchema>;
 
+/** A profile that asks for nothing, every field at its default: what a machine holds before its resource exists. */
+export const emptyProfile: Profile = Object.freeze(profileSchema.parse({}));
+
 /**
  * What events written before providers recorded their defaults imply: `environment.created`/`updated` without `reuse`
  * and `allocation.intended` without `ownership` were given these by their provider kind, so old streams replay as

@@ -3,13 +3,13 @@
  * that pin the allocation, and its release. Shapes mirror the provider port (src/providers/provider.ts).
  */
 import { z } from 'zod';
-import { profileSchema } from '../profile.ts';
+import { ownershipSchema, profileSchema, providerKindSchema } from '../profile.ts';
 import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
 
 export const physicalIdentitySchema = z.strictObject({
-  provider: z.enum(['native', 'docker']),
+  provider: providerKindSchema,
   resourceId: z.string().min(1),
   incarnation: z.string().optional(),
   networkId: z.string().optional(),
@@ -43,6 +43,8 @@ export const allocationEvents = {
     requestId: resourceIdSchema,
     generation: z.number().int().positive(),
     profile: profileSchema,
+    /** The provider's ownership of what it makes (absent in intents written before it was recorded). */
+    ownership: ownershipSchema.optional(),
     /** The content version the allocation binds (Docker: fixed for its life; absent when it binds none). */
     contentVersion: z.number().int().positive().optional(),
     /** Read-only binds made with the allocation: the host directory of `contentVersion` at /env/<slug>. */

@@ -4,7 +4,7 @@
  * requested, its outcome reported back by the build actor, and activations.
  */
 import { z } from 'zod';
-import { profileSchema } from '../profile.ts';
+import { profileSchema, reusePolicySchema } from '../profile.ts';
 import { resourceIdSchema } from '../ids.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
@@ -26,6 +26,8 @@ export const environmentEvents = {
     slug: environmentSlugSchema,
     scope: z.string().min(1),
     profile: profileSchema,
+    /** The reuse policy: the profile's, else its provider's default (absent in events written before it was recorded). */
+    reuse: reusePolicySchema.optional(),
     description: z.string().max(4096).optional(),
     entry: z.string().max(4096).optional(),
     at: atSchema,
@@ -35,6 +37,8 @@ export const environmentEvents = {
     name: environmentNameSchema.optional(),
     slug: environmentSlugSchema.optional(),
     profile: profileSchema.optional(),
+    /** With a new profile: its reuse policy, as in `environment.created`. */
+    reuse: reusePolicySchema.optional(),
     description: z.string().max(4096).nullable().optional(),
     entry: z.string().max(4096).nullable().optional(),
     at: atSchema,

@@ -25,7 +25,7 @@ import type {
   UseKind,
 } from '../../schemas/events/allocation.ts';
 import type { EnvironmentEvent } from '../../schemas/events/environment.ts';
-import type { Profile } from '../../schemas/profile.ts';
+import { defaultsBeforeRecorded, emptyProfile, type Ownership, type Profile } from '../../schemas/profile.ts';
 import { effect } from './effect.ts';
 import type { IncomingEvent, Rejection } from './rejection.ts';
 import { nextUpdatedAt } from './updated-at.ts';
@@ -50,8 +50,8 @@ export interface AllocationContext {
   contentVersion?: number;
   /** Read-only binds the provider makes with the allocation (the version at /env/<slug>). */
   mounts?: ContentMountData[];
-  /** borrowed (the native host: never destroyed, never idle-reclaimed) or managed (containers Berth creates). */
-  ownership: 'borrowed' | 'managed';
+  /** borrowed (never destroyed, never idle-reclaimed: the host) or managed (made and reclaimed by Berth: containers). */
+  ownership: Ownership;
   identity: PhysicalIdentityData | null;
   uses: Record<string, Use>;
   /** The provider call in flight, if any. After a crash it names a call that died with its runtime. */
@@ -93,8 +93,9 @@ export interface EnvironmentNotifyParams {
 
 type ReportStatus = AllocationReportData['status'];
 
-const ownershipOf = (profile: Profile): AllocationContext['ownership'] =>
-  profile.provider === 'native' ? 'borrowed' : 'managed';
+/** The ownership the intent records (its provider's); intents written before it was recorded had their kind's. */
+const ownershipOf = (recorded: Ownership | undefined, profile: Profile): Ownership =>
+  recorded ?? defaultsBeforeRecorded[profile.provider].ownership;
 
 const reportReason = (report: AllocationReportData | null): string =>
   report && 'reason' in report && report.reason ? report.reason : (report?.status ?? 'unknown');
@@ -190,13 +191,13 @@ const allocationSetup = setup({
     touch: assign({ lastActivityAt: ({ event }) => event.at }),
     recordIntent: assign(({ event }) => {
       if (event.type !== 'allocation.intended') return {};
-      const { environmentId, requestId, generation, profile, contentVersion, mounts } = event;
+      const { environmentId, requestId, generation, profile, contentVersion, mounts, ownership } = event;
       return {
         environmentId,
         requestId,
         generation,
         profile,
-        ownership: ownershipOf(profile),
+        ownership: ownershipOf(ownership, profile),
         ...(contentVersion !== undefined ? { contentVersion } : {}),
         ...(mounts?.length ? { mounts } : {}),
       };
@@ -275,7 +276,7 @@ export const allocationMachine = allocationSetup.createMachine({
     environmentId: '',
     requestId: '',
     generation: 0,
-    profile: { provider: 'native' },
+    profile: emptyProfile,
     ownership: 'borrowed',
     identity: null,
     uses: {},

@@ -12,7 +12,7 @@
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import type { BuildEvent, InstalledPackageJson } from '../../schemas/events/build.ts';
-import type { Profile } from '../../schemas/profile.ts';
+import { emptyProfile, type Profile } from '../../schemas/profile.ts';
 import { effect } from './effect.ts';
 import type { IncomingEvent, Rejection } from './rejection.ts';
 import { nextUpdatedAt } from './updated-at.ts';
@@ -140,7 +140,7 @@ export const buildMachine = buildSetup.createMachine({
     version: 0,
     scope: '',
     slug: '',
-    profile: { provider: 'native' },
+    profile: emptyProfile,
     runtimeId: '',
     epoch: 0,
     error: '',

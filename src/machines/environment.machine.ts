@@ -20,12 +20,10 @@
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import type { EnvironmentEvent } from '../../schemas/events/environment.ts';
-import type { Profile } from '../../schemas/profile.ts';
+import { defaultsBeforeRecorded, emptyProfile, type Profile, type ReusePolicy } from '../../schemas/profile.ts';
 import { effect } from './effect.ts';
 import type { IncomingEvent, Rejection } from './rejection.ts';
 import { nextUpdatedAt } from './updated-at.ts';
-
-export type ReusePolicy = 'session' | 'workspace' | 'scope';
 
 /** The intent of the current (or under way) allocation, kept so recovery can re-send it unchanged. */
 export interface Acquisition {
@@ -54,7 +52,7 @@ export interface EnvironmentContext {
   description: string | null;
   entry: string | null;
   profile: Profile;
-  /** The profile's reuse policy, or its provider's default: docker shares per session, native per scope (seed 000). */
+  /** The profile's reuse policy, or its provider's default (Provider.defaultReuse, recorded with the profile). */
   reuse: ReusePolicy;
   /** The last execution generation handed out; each new allocation gets this + 1, so it only grows. */
   generation: number;
@@ -105,8 +103,9 @@ export interface BuildReconcileParams {
   version: number;
 }
 
-const defaultReuse = (profile: Profile): ReusePolicy =>
-  profile.reuse ?? (profile.provider === 'docker' ? 'session' : 'scope');
+/** The policy recorded with the profile; events written before it was recorded had their provider kind's default. */
+const reuseOf = (recorded: ReusePolicy | undefined, profile: Profile): ReusePolicy =>
+  recorded ?? profile.reuse ?? defaultsBeforeRecorded[profile.provider].reuse;
 
 /** Every state that names an acquisition has one (set by `startAcquisition`, cleared only on the way to idle). */
 const intend = {
@@ -165,7 +164,7 @@ const environmentSetup = setup({
       if (event.type !== 'environment.created') return {};
       const { name, slug, scope, profile, description, entry, at } = event;
       const text = { description: description ?? null, entry: entry ?? null };
-      return { name, slug, scope, profile, ...text, reuse: defaultReuse(profile), createdAt: at };
+      return { name, slug, scope, profile, ...text, reuse: reuseOf(event.reuse, profile), createdAt: at };
     }),
     update: assign(({ context, event }) => {
       if (event.type !== 'environment.updated') return {};
@@ -174,7 +173,7 @@ const environmentSetup = setup({
         name: event.name ?? context.name,
         slug: event.slug ?? context.slug,
         profile,
-        reuse: defaultReuse(profile),
+        reuse: event.profile ? reuseOf(event.reuse, event.profile) : context.reuse,
         description: event.description === undefined ? context.description : event.description,
         entry: event.entry === undefined ? context.entry : event.entry,
       };
@@ -236,7 +235,7 @@ export const environmentMachine = environmentSetup.createMachine({
     scope: '',
     description: null,
     entry: null,
-    profile: { provider: 'native' },
+    profile: emptyProfile,
     reuse: 'scope',
     generation: 0,
     acquisition: null,

@@ -2,6 +2,7 @@
  * The active-allocation index: every allocation not yet released (or failed), with its state, physical identity
  * and retained uses. Recovery reconciles what it lists before work is admitted; maintenance walks it.
  */
+import type { ProviderKind } from '../../schemas/profile.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
 import { defineProjection } from './projection.ts';
@@ -11,7 +12,7 @@ export interface ActiveAllocation {
   environmentId: string;
   requestId: string;
   generation: number;
-  provider: 'native' | 'docker';
+  provider: ProviderKind;
   state: string;
   identity: { resourceId: string; incarnation?: string } | null;
   uses: Record<string, { kind: string; at: number; runtimeId?: string; epoch?: number }>;

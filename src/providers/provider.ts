@@ -2,7 +2,7 @@
  * The provider port (DESIGN §6): a provider turns an allocation intent into one physical resource and gives an
  * Executor for it. Every call is idempotent per request id, so recovery can inspect instead of repeating.
  */
-import type { Profile } from '../../schemas/profile.ts';
+import type { Ownership, Profile, ProviderKind, ReusePolicy } from '../../schemas/profile.ts';
 
 export interface AllocationIntent {
   environmentId: string;
@@ -22,7 +22,7 @@ export interface AllocationIntent {
 
 /** The physical identity of an allocation. `incarnation` (container id + start time) fences it. */
 export interface PhysicalIdentity {
-  provider: 'native' | 'docker';
+  provider: ProviderKind;
   /** native: the host name; docker: the container id. */
   resourceId: string;
   incarnation?: string;
@@ -48,10 +48,28 @@ export interface AllocationRef {
   identity?: PhysicalIdentity;
 }
 
+/**
+ * Everything that differs per provider is here, as a capability; nothing above src/providers names a kind. The
+ * runtime records what it must replay (ownership on the allocation intent, the reuse policy on the environment).
+ */
 export interface Provider {
-  readonly kind: 'native' | 'docker';
+  /** The key it is registered under (src/runtime/provider-registry.ts), named by profiles. */
+  readonly kind: ProviderKind;
   /** Never destroyed by Berth (the host) vs created and reclaimed by Berth (containers). */
-  readonly ownership: 'borrowed' | 'managed';
+  readonly ownership: Ownership;
+  /** How widely an allocation is shared when the profile names no `reuse` policy. */
+  readonly defaultReuse: ReusePolicy;
+  /**
+   * How a content version reaches a command: bound read-only when the allocation is made (`allocation`: a running
+   * container cannot gain mounts, so the allocation keeps the version it was made with), or per command (`command`).
+   */
+  readonly contentBinding: 'allocation' | 'command';
+  /**
+   * The command, variables and mounts of an execution that reads the content version at `spec.version` (seed 001 §6:
+   * PATH, PYTHONPATH, NODE_PATH and PROJECT_ROOT lead to it). Throws `unavailable` when the read-only view cannot be
+   * made (so nothing runs with a version that is only described).
+   */
+  versionedCommand(spec: VersionedCommandSpec): VersionedCommand;
   /**
    * Create (or adopt/resume what already carries `intent.requestId`) and start. Throws `environment_invalid` when
    * the provider refuses the profile (nothing made), and `provider_unavailable` when it does not answer before
@@ -84,6 +102,26 @@ export interface Provider {
   /** Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. */
   available(): Promise<boolean>;
   close?(): Promise<void>;
+}
+
+/** What `Provider.versionedCommand` composes from. */
+export interface VersionedCommandSpec {
+  command: string[];
+  cwd?: string;
+  /** The command's variables before the version's (its provider's base and the caller's). */
+  env: Record<string, string>;
+  profile: Profile;
+  /** The version directory and where the command sees it (/env/<slug>). */
+  version: ReadOnlyMount;
+  /** Host paths the command must not see even where it sees the host (Berth's data directory). */
+  hidden: string[];
+}
+
+export interface VersionedCommand {
+  command: string[];
+  env: Record<string, string>;
+  /** Read-only mounts the executor makes for this command (providers that bind versions per command). */
+  mounts?: ReadOnlyMount[];
 }
 
 /** What `Provider.admit` judges of an execution: its cwd and the read-only mounts it will get. */

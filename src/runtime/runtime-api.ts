@@ -3,7 +3,7 @@
  * (tenant) bounds what it sees: a resource of another scope is `not_found` / `environment_not_found`, never forbidden.
  * Errors are BerthError with codes from schemas/errors.ts.
  */
-import type { Profile } from '../../schemas/profile.ts';
+import type { Ownership, Profile, ProviderKind } from '../../schemas/profile.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { OutputStream } from '../providers/provider.ts';
 import type { Caller } from './caller.ts';
@@ -50,8 +50,8 @@ export interface AllocationView {
   environmentId: string;
   generation: number;
   state: string;
-  provider: 'native' | 'docker';
-  ownership: 'borrowed' | 'managed';
+  provider: ProviderKind;
+  ownership: Ownership;
   identity?: { resourceId: string; incarnation?: string };
   uses: { useId: string; kind: string }[];
   createdAt: number;

@@ -4,39 +4,36 @@
  */
 import { CorruptEvent, type RecordedEvent } from './event-store.ts';
 
-/** A row of the events table, integers read as bigint. */
-export interface EventRow {
-  position: bigint;
-  stream: string;
-  revision: bigint;
-  id: string;
-  type: string;
-  data: string;
-  metadata: string;
-  created_at: string;
-}
+/** The columns every read of events selects, in the order of an EventRow. */
+export const EVENT_COLUMNS = 'position, stream, revision, id, type, data, metadata, created_at';
+
+/**
+ * A row of the events table as a raw-mode statement returns it (an array: better-sqlite3 builds no keyed object per
+ * row, which was a fifth of a full scan), integers read as bigint.
+ */
+export type EventRow = [
+  position: bigint,
+  stream: string,
+  revision: bigint,
+  id: string,
+  type: string,
+  data: string,
+  metadata: string,
+  createdAt: string,
+];
 
 /** Turns a stored row into a recorded event; a row that does not decode is reported, never skipped. */
-export function decodeRow(row: EventRow): RecordedEvent {
+export function decodeRow([position, stream, revision, id, type, rawData, rawMetadata, createdAt]: EventRow): RecordedEvent {
   let data: unknown;
   let metadata: unknown;
   try {
-    data = JSON.parse(row.data);
-    metadata = JSON.parse(row.metadata);
+    data = JSON.parse(rawData);
+    metadata = JSON.parse(rawMetadata);
   } catch (e) {
-    throw new CorruptEvent(row.stream, row.revision, (e as Error).message);
+    throw new CorruptEvent(stream, revision, (e as Error).message);
   }
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) {
-    throw new CorruptEvent(row.stream, row.revision, 'metadata is not an object');
+    throw new CorruptEvent(stream, revision, 'metadata is not an object');
   }
-  return {
-    id: row.id,
-    stream: row.stream,
-    revision: row.revision,
-    position: row.position,
-    type: row.type,
-    data,
-    metadata: metadata as Record<string, unknown>,
-    createdAt: row.created_at,
-  };
+  return { id, stream, revision, position, type, data, metadata: metadata as Record<string, unknown>, createdAt };
 }

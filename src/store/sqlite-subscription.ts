@@ -67,8 +67,8 @@ export class SqliteSubscription implements Subscription {
       // Positions commit in order (one writer at a time), so nothing can appear later behind `scanned`.
       const page = this.opts.readPage(this.scanned, this.opts.pageSize);
       if (page.length > 0) {
-        this.scanned = page[page.length - 1].position;
-        this.buffer = page.filter((row) => matchesFilter(row, this.opts.filter));
+        this.scanned = page[page.length - 1][0];
+        this.buffer = page.filter(([, stream, , , type]) => matchesFilter({ stream, type }, this.opts.filter));
         continue;
       }
       await this.opts.signal.wait(this.scanned, this.closing.signal);

@@ -38,6 +38,7 @@ import {
 import { DockerExecutor } from './docker-executor.ts';
 import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
 import { prepareSpool } from './spool-volume.ts';
+import { versionedInContainer } from './versioned-command.ts';
 
 export interface DockerProviderOptions {
   /** Default: DOCKER_HOST etc., as the docker CLI reads them. */
@@ -61,6 +62,10 @@ export class DockerProvider implements Provider {
   readonly kind = 'docker' as const;
   readonly ownership = 'managed' as const;
   readonly commandBase = 'image' as const;
+  /** Shared per session (seed 000): a container is a fresh place. */
+  readonly defaultReuse = 'session' as const;
+  readonly contentBinding = 'allocation' as const;
+  readonly versionedCommand = versionedInContainer;
   /** Build steps run as the command user, as executions do. */
   readonly buildUid = COMMAND_UID;
   readonly endpoint: DockerEndpoint;

@@ -16,6 +16,7 @@ import { NativeExecutor } from './native-executor.ts';
 import { dropSandboxSpares } from './supervisor-launcher.ts';
 import { sandboxIdentity, type SandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
+import { versionedOnHost } from './versioned-command.ts';
 
 export interface NativeProviderOptions {
   dataDir: string;
@@ -33,6 +34,10 @@ export class NativeProvider implements Provider {
   readonly kind = 'native' as const;
   readonly ownership = 'borrowed' as const;
   readonly commandBase = 'host' as const;
+  /** Shared per scope (seed 000): the host is one place anyway. */
+  readonly defaultReuse = 'scope' as const;
+  readonly contentBinding = 'command' as const;
+  readonly versionedCommand = versionedOnHost;
 
   private readonly dataDir: string;
   private readonly executors = new Map<string, NativeExecutor>();

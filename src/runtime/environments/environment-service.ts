@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
-import { profileSchema, type Profile } from '../../../schemas/profile.ts';
+import { profileSchema, type Profile, type ReusePolicy } from '../../../schemas/profile.ts';
 import type { UseKind } from '../../../schemas/events/allocation.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
@@ -91,6 +91,7 @@ export class EnvironmentService {
         slug,
         scope: caller.scope,
         profile,
+        reuse: this.reuseOf(profile),
         ...(input.description !== undefined ? { description: input.description } : {}),
         ...(input.entry !== undefined ? { entry: input.entry } : {}),
         at: this.deps.now(),
@@ -188,7 +189,8 @@ export class EnvironmentService {
     if (patch.profile !== undefined) {
       const parsed = profileSchema.safeParse({ ...ctx.profile, ...patch.profile });
       if (!parsed.success) throw new BerthError('invalid_request', 'The profile is not valid.', { issues: parsed.error.issues });
-      event.profile = this.profileFor(caller, parsed.data);
+      const profile = this.profileFor(caller, parsed.data);
+      Object.assign(event, { profile, reuse: this.reuseOf(profile) });
     }
     const sent = await this.deps.actors.send('environment', id, event as { type: string });
     await this.deps.catalog.waitFor(sent.position, 10_000);
@@ -281,15 +283,16 @@ export class EnvironmentService {
   }
 
   /**
-   * A Docker allocation binds the content version that was active when it was made (a running container cannot gain
-   * mounts). When another version is active now, the allocation is released so the next one binds it: at once when
-   * it has no uses, after a short wait when its only uses are executions that already finished (they give their use
-   * back in moments). While anything else holds it (a running execution, a mount), it is kept: executions keep
-   * reading its version, and their records name that one (`versionRead`). True when it was released.
+   * An allocation whose provider binds content at allocation (a running container cannot gain mounts) keeps the
+   * version that was active when it was made. When another version is active now, the allocation is released so the
+   * next one binds it: at once when it has no uses, after a short wait when its only uses are executions that already
+   * finished (they give their use back in moments). While anything else holds it (a running execution, a mount), it
+   * is kept: executions keep reading its version, and their records name that one (`versionRead`). True when it was
+   * released.
    */
   private async replaceStaleVersion(caller: Caller, env: EnvironmentContext, allocationId: string): Promise<boolean> {
     // describeContent is there exactly when the content chapter is on, i.e. when intents bind versions at all.
-    if (!this.deps.describeContent || env.profile.provider !== 'docker') return false;
+    if (!this.deps.describeContent || !this.bindsContentAtAllocation(env.profile)) return false;
     const bound = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
     if (!bound || !isStale(bound.context, env)) return false;
     const deadline = Date.now() + FINISHING_USES_WAIT_MS;
@@ -320,13 +323,23 @@ export class EnvironmentService {
   }
 
   /**
-   * The content version an execution on this allocation reads: a Docker allocation's bound one (possibly none, if it
-   * was made before any version was active), else `active` (native executions mount it per command).
+   * The content version an execution on this allocation reads: the one bound when it was made (possibly none, if it
+   * was made before any version was active) where its provider binds content at allocation, else `active` (mounted
+   * per command).
    */
   async versionRead(allocationId: string, active: number | undefined): Promise<number | undefined> {
     if (active === undefined) return undefined; // no content: nothing to look up on the hot path
     const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
-    return a?.context.profile.provider === 'docker' ? a.context.contentVersion : active;
+    return a && this.bindsContentAtAllocation(a.context.profile) ? a.context.contentVersion : active;
+  }
+
+  /** Recorded with the profile, so replay never asks a provider: the profile's own, else its provider's default. */
+  private reuseOf(profile: Profile): ReusePolicy {
+    return profile.reuse ?? this.deps.providers.get(profile.provider).defaultReuse;
+  }
+
+  private bindsContentAtAllocation(profile: Profile): boolean {
+    return this.deps.providers.get(profile.provider).contentBinding === 'allocation';
   }
 
   /**

@@ -27,14 +27,16 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
   reject,
   effects: {
     /**
-     * Re-sent by recovery: an allocation that already exists tells what this environment may have missed. A Docker
-     * intent also names the content version its container binds (version-exec.ts: read when the intent is written).
+     * Re-sent by recovery: an allocation that already exists tells what this environment may have missed. The intent
+     * records its provider's ownership, and, where the provider binds content at allocation, the content version it
+     * binds (version-exec.ts: read when the intent is written).
      */
     'allocation.intend': async (p: AllocationIntendParams, ctx) => {
       const { allocationId, ...intent } = p;
+      const { ownership } = ctx.services.providers.get(p.profile.provider);
       const content = await allocationContent(ctx.services, p.environmentId, p.profile);
       try {
-        await ctx.send('allocation', allocationId, { type: 'allocation.intended', ...intent, ...content, at: ctx.services.now() });
+        await ctx.send('allocation', allocationId, { type: 'allocation.intended', ...intent, ownership, ...content, at: ctx.services.now() });
       } catch (e) {
         const missed = isBerthError(e, 'invalid_state') ? e.detail.environmentEvent : undefined;
         if (missed && typeof missed === 'object') return missed as { type: string };

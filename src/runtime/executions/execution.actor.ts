@@ -18,11 +18,11 @@ import {
   type WatchParams,
 } from '../../machines/execution.machine.ts';
 import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
-import type { Executor, OutputStream, Provider, Receipt } from '../../providers/provider.ts';
+import type { Executor, OutputStream, Provider, Receipt, VersionedCommand } from '../../providers/provider.ts';
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { Services } from '../services.ts';
-import { versionedExec, type VersionedExec } from './version-exec.ts';
+import { versionedExec } from './version-exec.ts';
 
 const ms = (iso: string | undefined, fallback: number): number => (iso ? Date.parse(iso) : fallback);
 
@@ -284,7 +284,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       if ('failed' in held) return held.failed;
       let executor: Executor;
       let env: Record<string, string>;
-      let version: VersionedExec | undefined;
+      let version: VersionedCommand | undefined;
       try {
         executor = await ctx.services.executorFor(p.target.allocationId);
         const { profile } = held.allocation;
