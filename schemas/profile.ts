@@ -24,7 +24,12 @@ export const profileSchema = z.strictObject({
   reuse: reusePolicySchema.optional(),
   /** native only: run commands under bubblewrap (read-only root, private /tmp, workspace writable). */
   contain: z.boolean().optional(),
+  /** docker: MiB of the command's HOME, a writable tmpfs of its own (counted in memoryMb); default DEFAULT_HOME_MB. */
+  homeMb: z.number().int().min(1).max(1_048_576).optional(),
 });
+
+/** The size of a container command's HOME when the profile names none. */
+export const DEFAULT_HOME_MB = 512;
 
 export type Profile = z.infer<typeof profileSchema>;
 

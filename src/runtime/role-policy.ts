@@ -4,7 +4,7 @@
  * Refusals are typed: `forbidden` for what the role may never do, `quota_exceeded` for a ceiling or quota.
  */
 import { BerthError } from '../../schemas/errors.ts';
-import type { Profile } from '../../schemas/profile.ts';
+import { DEFAULT_HOME_MB, type Profile } from '../../schemas/profile.ts';
 import type { Caller } from './runtime-api.ts';
 
 /** The most a member's profile may ask for; unset limits take these values. */
@@ -12,6 +12,8 @@ export interface ProfileCeilings {
   memoryMb: number;
   cpus: number;
   pidsLimit: number;
+  /** MiB of a container command's HOME (profile.homeMb). */
+  homeMb: number;
   /** `bridge`: members may have a network; `none`: never. */
   network: 'none' | 'bridge';
 }
@@ -36,7 +38,7 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 export const defaultRolePolicy: RolePolicy = {
-  ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, network: 'bridge' },
+  ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, homeMb: 2048, network: 'bridge' },
   quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB },
 };
 
@@ -48,6 +50,8 @@ export interface ProviderTraits {
 export const isMember = (caller: Caller): boolean => caller.role !== 'admin';
 
 const LIMITS = ['memoryMb', 'cpus', 'pidsLimit'] as const;
+/** Held under a ceiling when asked for; unset, HOME keeps its default size (at most the ceiling). */
+const CAPPED = [...LIMITS, 'homeMb'] as const;
 
 /**
  * The profile stored for `caller`: an admin's as asked; a member's contained on a borrowed host (asking for
@@ -59,6 +63,7 @@ export function effectiveProfile(caller: Caller, profile: Profile, provider: Pro
   const { ceilings } = policy;
   const stored: Profile = { ...profile };
   for (const limit of LIMITS) stored[limit] ??= ceilings[limit];
+  if (ceilings.homeMb < DEFAULT_HOME_MB) stored.homeMb ??= ceilings.homeMb;
   // On a borrowed host a network is the host's own stack (its loopback services, its addresses): never a member's.
   stored.network ??= provider.ownership === 'borrowed' ? 'none' : ceilings.network;
   if (provider.ownership === 'borrowed') stored.contain = true;
@@ -92,7 +97,7 @@ export function assertWithinPolicy(
     });
   }
   const { ceilings } = policy;
-  for (const limit of LIMITS) {
+  for (const limit of CAPPED) {
     const requested = profile[limit];
     if (requested !== undefined && requested > ceilings[limit]) {
       throw new BerthError('quota_exceeded', `The profile asks for ${limit} ${requested}, over the ceiling of ${ceilings[limit]}.`, {

@@ -60,7 +60,11 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
     expect(info.HostConfig.NanoCpus).toBe(500_000_000);
     expect(info.HostConfig.Init).toBe(true);
-    expect(info.HostConfig.Tmpfs).toEqual({ '/tmp': expect.stringContaining('size=64m') });
+    expect(info.HostConfig.Tmpfs).toEqual({
+      '/tmp': expect.stringContaining('size=64m'),
+      '/home/berth': 'rw,exec,nosuid,nodev,size=512m,mode=0700,uid=1000,gid=1000',
+    });
+    expect(info.Config.Env).toContain('HOME=/home/berth');
     expect(info.Config.Labels).toMatchObject({
       [LABEL.managed]: 'true',
       [LABEL.environmentId]: intent.environmentId,
@@ -199,10 +203,10 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
 describe('DockerProvider with an unreachable engine', () => {
   const bogus = new DockerProvider({ endpoint: { socketPath: `/tmp/berth-no-such-${randomUUID()}.sock` } });
 
-  it('should be unavailable and report unknown, never absent', async () => {
+  it('should be unavailable, refuse to allocate having sent nothing, and report unknown, never absent', async () => {
     const intent = newIntent();
     expect(await bogus.available()).toBe(false);
-    expect(await bogus.allocate(intent)).toMatchObject({ status: 'unknown' });
+    await expect(bogus.allocate(intent)).rejects.toMatchObject({ code: 'provider_unavailable' });
     expect(await bogus.inspect(intent)).toMatchObject({ status: 'unknown' });
     expect(await bogus.deallocate(intent)).toBe('unknown');
   });

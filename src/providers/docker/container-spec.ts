@@ -1,11 +1,12 @@
 /**
  * The container, network and volume an allocation is made of (DESIGN §6): read-only root, bounded /tmp, memory,
  * CPU and pids limits, no capabilities, no-new-privileges, UID 1000, a reaping PID 1, a per-allocation volume
- * at /berth/spool for the executor's spool and receipts, and the content version bound read-only at /env/<slug>.
+ * at /berth/spool for the executor's spool and receipts, the content version bound read-only at /env/<slug>, and
+ * the command's HOME: a tmpfs of the profile's size that UID 1000 owns and may run files from.
  * A build's one-off container shares the same hardening.
  */
 import type Docker from 'dockerode';
-import type { Profile } from '../../../schemas/profile.ts';
+import { DEFAULT_HOME_MB, type Profile } from '../../../schemas/profile.ts';
 import type { AllocationIntent } from '../provider.ts';
 import type { Labels } from './labels.ts';
 
@@ -13,6 +14,8 @@ export const DEFAULT_IMAGE = 'berth-base:latest';
 export const SPOOL_PATH = '/berth/spool';
 export const COMMAND_UID = 1000;
 export const COMMAND_USER = `${COMMAND_UID}:${COMMAND_UID}`;
+/** Not the image's: its passwd may name a home on the read-only root, or none. */
+export const HOME_PATH = '/home/berth';
 
 const DEFAULT_MEMORY_MB = 512;
 const DEFAULT_PIDS_LIMIT = 256;
@@ -40,20 +43,30 @@ export function containerSpec(
   const { profile } = intent;
   // The content version is bound read-only: writes fail with EROFS even for root (seed 001 §6).
   const content = (intent.mounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: true }));
+  const host = hardenedHostConfig(profile, names.network, [
+    { Type: 'volume', Source: names.volume, Target: SPOOL_PATH, ReadOnly: false },
+    ...content,
+  ]);
   return {
     name: names.container,
     Image: profile.image ?? defaultImage,
     Cmd: KEEPALIVE,
     Entrypoint: [],
     User: COMMAND_USER,
+    // Every exec inherits it (a caller's own HOME still wins).
+    Env: [`HOME=${HOME_PATH}`],
     Labels: labels,
     Hostname: 'berth',
-    HostConfig: hardenedHostConfig(profile, names.network, [
-      { Type: 'volume', Source: names.volume, Target: SPOOL_PATH, ReadOnly: false },
-      ...content,
-    ]),
+    HostConfig: { ...host, Tmpfs: { ...host.Tmpfs, [HOME_PATH]: homeTmpfs(profile) } },
   };
 }
+
+/**
+ * HOME's mount options: owned by the command user and private to it, executable (scripts, `pip install --user`,
+ * `./configure`; the engine makes tmpfs noexec unless told), never setuid or device files, bounded by the profile.
+ */
+const homeTmpfs = (profile: Profile): string =>
+  `rw,exec,nosuid,nodev,size=${profile.homeMb ?? DEFAULT_HOME_MB}m,mode=0700,uid=${COMMAND_UID},gid=${COMMAND_UID}`;
 
 /**
  * What every container Berth runs shares, allocations and builds alike: read-only root, a bounded private /tmp,
