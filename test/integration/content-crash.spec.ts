@@ -50,13 +50,18 @@ describe('content after a crash', () => {
   it('should leave the source as it was when an import is killed while unpacking', async () => {
     await content.source.write('keep.txt', [Buffer.from('keep')]);
     await killWhenReady(`
+      import { readdirSync } from 'node:fs';
+      import { join } from 'node:path';
       import { EnvironmentContent } from './src/content/environment-content.ts';
       import { craftTar } from './test/unit/content/crafted-tar.ts';
+      import { waitFor } from './test/fixtures/wait-for.ts';
       const content = new EnvironmentContent(${JSON.stringify(content.layout.root)});
       const tar = craftTar(Array.from({ length: 200 }, (_, i) => ({ name: 'f' + i, content: Buffer.from('x') })));
+      const staging = content.layout.staging;
+      const unpacked = () => readdirSync(join(staging, readdirSync(staging).find((n) => n.startsWith('import-')), 'tree')).length;
       const body = (async function* () {
-        yield tar.subarray(0, 50 * 1024);
-        await new Promise((r) => setTimeout(r, 200));
+        yield tar.subarray(0, 50 * 1024); // about 50 of the 200 files
+        await waitFor(unpacked, { until: (n) => n > 10, timeoutMs: 30_000, what: 'ten files unpacked' });
         console.log('ready');
         await new Promise(() => {});
       })();
