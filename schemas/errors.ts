@@ -18,6 +18,7 @@ export const errorCodes = {
   wrong_expected_version: { status: 409, retryable: true, meaning: 'A concurrent writer changed the stream first.' },
   workspace_busy: { status: 409, retryable: true, meaning: 'Another holder owns the workspace storage.' },
   file_too_large: { status: 413, retryable: false, meaning: 'The file is over the limit given in detail.max_bytes.' },
+  body_too_large: { status: 413, retryable: false, meaning: 'The request body is over the limit given in detail.max_bytes.' },
   quota_exceeded: { status: 429, retryable: true, meaning: 'A ceiling or quota of the caller\'s scope is reached; detail names the quota, its limit and use.' },
   too_many_streams: { status: 429, retryable: true, meaning: 'The token already holds the most concurrent output and event streams it may.' },
   provider_missing: { status: 422, retryable: false, meaning: 'The profile names a provider that is not registered.' },

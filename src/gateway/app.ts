@@ -33,6 +33,7 @@ import { healthPlugin } from './routes/health.ts';
 import { openApiPlugin } from './routes/openapi.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
 import { streamsPlugin } from './routes/streams.ts';
+import { installUnreadBodyDiscard } from './unread-body.ts';
 import { stringifyWire } from './wire-json.ts';
 import { refuseStrayUpgrades, upgradeListener } from './ws-upgrade.ts';
 
@@ -73,6 +74,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   app.setReplySerializer((payload) => stringifyWire(payload));
   installErrorHandling(app, limits.bodyBytes);
+  installUnreadBodyDiscard(app, limits);
   let closing = false;
   app.addHook('onRequest', async () => {
     if (closing) throw new BerthError('unavailable', 'The gateway is shutting down; retry on another instance or later.');

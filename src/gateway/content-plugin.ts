@@ -53,7 +53,8 @@ export function contentPlugin(groups: ContentRouteGroup[]): ResourcePlugin {
 
 /**
  * A raw request body as bytes for the content layer. Stopping early (a refused archive, an oversized file) must not
- * destroy the request: that would close the socket before the error answer is written. Node discards the rest.
+ * destroy the request: that would close the socket before the error answer is written. The gateway reads and drops
+ * the rest before it answers (unread-body.ts).
  */
 export function requestBytes(request: FastifyRequest): AsyncIterable<Uint8Array> {
   const body = request.body as AsyncIterable<Uint8Array> | undefined;

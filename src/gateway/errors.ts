@@ -1,7 +1,8 @@
 /**
  * The gateway's one error handler: every failure leaves as `{"error":{"code","message","detail"}}` (DESIGN §8).
- * BerthError keeps its code and status; fastify's own 4xx (bad JSON, content type, body size, unknown route) become
- * `invalid_request` / `not_found`; anything else is a logged 500 `internal` with a generic message, never a stack.
+ * BerthError keeps its code and status; fastify's own 4xx become `body_too_large` (body size), `not_found` (unknown
+ * route) or `invalid_request` (bad JSON, content type, …); anything else is a logged 500 `internal` with a generic
+ * message, never a stack.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BerthError, isBerthError, type ErrorBody } from '../../schemas/errors.ts';
@@ -24,12 +25,13 @@ export function toBerthError(error: unknown, bodyLimit?: number): BerthError {
   if (status === 404) return new BerthError('not_found', 'The resource does not exist.');
   if (status >= 400 && status < 500) {
     const code = typeof fe?.code === 'string' ? fe.code : undefined;
+    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return new BerthError('body_too_large', fastifyMessages[code]!, bodyLimit === undefined ? {} : { max_bytes: bodyLimit });
+    }
     const isJsonSyntax = error instanceof SyntaxError;
     const message =
       (code && fastifyMessages[code]) ?? (isJsonSyntax ? fastifyMessages.FST_ERR_CTP_INVALID_JSON_BODY : 'The request is malformed.');
-    const detail: Record<string, unknown> = { reason: code ?? (isJsonSyntax ? 'invalid_json' : 'malformed') };
-    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' && bodyLimit !== undefined) detail.max_bytes = bodyLimit;
-    return new BerthError('invalid_request', message, detail);
+    return new BerthError('invalid_request', message, { reason: code ?? (isJsonSyntax ? 'invalid_json' : 'malformed') });
   }
   return new BerthError('internal', 'An unexpected error occurred; it has been logged.');
 }

@@ -1,12 +1,19 @@
 /**
- * The gateway's bounds: body size, long-poll and streaming pace, how much output one streaming client may hold in
- * server memory, how long it may stall, and how many streams a token may hold open.
+ * The gateway's bounds: body size and how much of a refused body it reads, long-poll and streaming pace, how much
+ * output one streaming client may hold in server memory, how long it may stall, and how many streams a token may hold
+ * open.
  */
 import { BerthError } from '../../schemas/errors.ts';
 
 export interface GatewayLimits {
-  /** Largest request body accepted (bytes); a larger one is `invalid_request` with `detail.max_bytes`. */
+  /** Largest JSON request body accepted (bytes); a larger one is `body_too_large` (413) with `detail.max_bytes`. */
   bodyBytes: number;
+  /**
+   * Of a request answered before its body was read (a refusal), the most the gateway reads and drops so the client
+   * can finish sending and read the answer, in bytes and in time; past either, the connection closes after it.
+   */
+  discardBytes: number;
+  discardMs: number;
   /** Cap on `GET /v1/executions/{id}?waitMs=`. */
   maxWaitMs: number;
   /** Largest `GET …/output` answer (bytes). */
@@ -37,6 +44,8 @@ export interface GatewayLimits {
 
 export const defaultLimits: GatewayLimits = {
   bodyBytes: 1024 * 1024,
+  discardBytes: 64 * 1024 * 1024,
+  discardMs: 30_000,
   maxWaitMs: 60_000,
   outputReadBytes: 4 * 1024 * 1024,
   chunkBytes: 256 * 1024,
@@ -52,6 +61,7 @@ export const defaultLimits: GatewayLimits = {
 const envLimits = {
   BERTH_MAX_STREAMS_PER_TOKEN: 'streamsPerToken',
   BERTH_STREAM_STALL_MS: 'streamStallMs',
+  BERTH_BODY_DISCARD_MS: 'discardMs',
 } as const satisfies Record<string, keyof GatewayLimits>;
 
 /**

@@ -41,9 +41,9 @@ async function expectError(response: Response, status: number, code: string) {
 }
 
 describe('errors', () => {
-  it('answers a body over the limit with invalid_request naming max_bytes', async () => {
+  it('answers a body over the limit with body_too_large (413) naming max_bytes', async () => {
     const body = JSON.stringify({ name: 'a', description: 'y'.repeat(2 * 1024 * 1024) });
-    const error = await expectError(await call('POST', '/v1/environments', { body }), 400, 'invalid_request');
+    const error = await expectError(await call('POST', '/v1/environments', { body }), 413, 'body_too_large');
     expect(error.detail.max_bytes).toBe(1024 * 1024);
     expect((await call('GET', '/healthz')).status).toBe(200);
   });

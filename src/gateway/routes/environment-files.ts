@@ -15,7 +15,6 @@ import {
   importQuery,
   importResultSchema,
 } from '../../../schemas/content-api.ts';
-import { isBerthError } from '../../../schemas/errors.ts';
 import { contentOf, contentPlugin, requestBytes } from '../content-plugin.ts';
 import { parseOrReject } from '../parse-request.ts';
 import { defineRoute } from '../route.ts';
@@ -96,15 +95,9 @@ export const environmentFilesPlugin = contentPlugin([
           params: filePathParams,
           responses: { 200: { description: 'Written', schema: fileWrittenSchema } },
         },
-        async ({ deps, caller, params, request, reply }) => {
+        async ({ deps, caller, params, request }) => {
           const content = contentOf(deps, request.method, request.url);
-          try {
-            return await content.writeFile(caller, params.id, params.path, requestBytes(request), declaredLength(request.headers['content-length']));
-          } catch (e) {
-            // The rest of an oversized body is not read: the connection closes after the answer.
-            if (isBerthError(e, 'file_too_large')) reply.header('connection', 'close');
-            throw e;
-          }
+          return content.writeFile(caller, params.id, params.path, requestBytes(request), declaredLength(request.headers['content-length']));
         },
       ),
     ],
@@ -123,19 +116,13 @@ export const environmentFilesPlugin = contentPlugin([
           query: importQuery,
           responses: { 200: { description: 'What landed and what was dropped', schema: importResultSchema } },
         },
-        async ({ deps, caller, params, query, request, reply }) => {
+        async ({ deps, caller, params, query, request }) => {
           const content = contentOf(deps, request.method, request.url);
           if (request.headers['content-type']?.startsWith('application/json')) {
             const body = parseOrReject(gitImportBody, request.body, 'body');
             return content.importGit(caller, params.id, body.git, { replace: body.replace ?? query.replace ?? false });
           }
-          try {
-            return await content.importArchive(caller, params.id, requestBytes(request), { replace: query.replace ?? false });
-          } catch (e) {
-            // A refused archive is not read to its end (a bomb): the connection closes after the answer.
-            reply.header('connection', 'close');
-            throw e;
-          }
+          return content.importArchive(caller, params.id, requestBytes(request), { replace: query.replace ?? false });
         },
       ),
     ],
