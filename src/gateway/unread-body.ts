@@ -39,12 +39,14 @@ export function discardRest(request: IncomingMessage, bounds: Pick<GatewayLimits
 
 /** Installs the wait on the root instance, so every route, error and not-found answer goes through it. */
 export function installUnreadBodyDiscard(app: FastifyInstance, bounds: Pick<GatewayLimits, 'discardBytes' | 'discardMs'>): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (request.raw.complete) return payload;
-    // Read to its end, the connection can take the next request as node would have it (fastify asks to close after a
-    // refused body only because it leaves the rest unread); cut off, it must close: what follows is body bytes.
-    const whole = await discardRest(request.raw, bounds);
-    reply.header('connection', whole && reply.raw.shouldKeepAlive ? 'keep-alive' : 'close');
-    return payload;
+  // Callback style: the usual answer, to a request read whole, goes on in the same tick.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.raw.complete) return done(null, payload);
+    void discardRest(request.raw, bounds).then((whole) => {
+      // Read to its end, the connection can take the next request as node would have it (fastify asks to close after
+      // a refused body only because it leaves the rest unread); cut off, it must close: what follows is body bytes.
+      reply.header('connection', whole && reply.raw.shouldKeepAlive ? 'keep-alive' : 'close');
+      done(null, payload);
+    });
   });
 }
