@@ -1,52 +1,36 @@
 /**
- * The remote path of `berth env …` (taken when --url or BERTH_URL names a server): the same subcommands and output
- * as the in-process one in env.ts, through the typed client, in the scope of the token.
+ * `berth env …` on a running server (--url / BERTH_URL, --token / BERTH_TOKEN) through the typed client, in the
+ * scope of the token. A server that stops answering becomes one clear sentence (remote.ts).
  */
-import { BerthError } from '../../schemas/errors.ts';
-import type { Profile } from '../../schemas/profile.ts';
-import type { AllocationView, EnvironmentView } from '../runtime/runtime-api.ts';
-import { UsageError } from './command-args.ts';
-import { describe, envUsage, type EnvValues, type Subcommand } from './env.ts';
-import { connectRemote, findEnvironment, isUnreachable, serverUrl, unreachable } from './remote.ts';
-import { writeLine } from './stdout-lines.ts';
+import type { EnvironmentCommands } from './environment-commands.ts';
+import { connectRemote, isUnreachable, serverUrl, unreachable } from './remote.ts';
 
-export async function envRemote(sub: Subcommand, args: string[], values: EnvValues, profile: Partial<Profile> | undefined): Promise<number> {
-  for (const local of ['scope', 'data-dir', 'store'] as const) {
-    if (values[local] !== undefined) throw new UsageError(`--${local} is for the in-process mode; a server takes the scope from the token`, envUsage);
-  }
+export async function openRemote(values: { url?: string; token?: string }): Promise<EnvironmentCommands> {
+  const url = serverUrl(values.url);
   const berth = await connectRemote(values);
-  const print = (x: unknown) => writeLine(values.json ? JSON.stringify(x) : describe(x as EnvironmentView | AllocationView));
-  try {
-    switch (sub) {
-      case 'create':
-        await print(
-          await berth.environments.create({
-            name: args[0]!,
-            profile: profile as Profile,
-            ...(values.description !== undefined ? { description: values.description } : {}),
-          }),
-        );
-        break;
-      case 'ls':
-        for (const e of await berth.environments.list()) await print(e);
-        break;
-      case 'acquire':
-        await print(await berth.environments.acquire(await findEnvironment(berth, args[0]!)));
-        break;
-      case 'release': {
-        const id = await findEnvironment(berth, args[0]!);
-        const allocationId = args[1] ?? (await berth.environments.get(id)).allocation?.allocationId;
-        if (!allocationId) throw new BerthError('invalid_state', 'The environment has no allocation to release.', { environmentId: id });
-        await print(await berth.environments.release(id, allocationId));
-        break;
+  const reached =
+    <A extends unknown[], T>(call: (...args: A) => Promise<T>) =>
+    async (...args: A): Promise<T> => {
+      try {
+        return await call(...args);
+      } catch (error) {
+        throw isUnreachable(error) ? unreachable(url, error) : error;
       }
-      case 'rm':
-        await berth.environments.delete(await findEnvironment(berth, args[0]!));
-        break;
-    }
-  } catch (error) {
-    if (isUnreachable(error)) throw unreachable(serverUrl(values.url), error);
-    throw error;
-  }
-  return 0;
+    };
+  const environments = berth.environments;
+  return {
+    contentUnavailable: berth.capabilities.environments ? undefined : `The server at ${url} does not implement environment content.`,
+    create: reached(environments.create),
+    list: reached(environments.list),
+    get: reached(environments.get),
+    remove: reached(environments.delete),
+    acquire: reached(environments.acquire),
+    release: reached(environments.release),
+    importArchive: reached((id, tar, replace) => environments.importArchive(id, tar, { replace })),
+    startBuild: reached(environments.build),
+    getBuild: reached(environments.getBuild),
+    versions: reached(environments.versions),
+    activate: reached(environments.activate),
+    close: async () => undefined,
+  };
 }

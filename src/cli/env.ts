@@ -1,17 +1,18 @@
 /**
- * `berth env create|ls|acquire|release|rm`: Environments and their allocations through the runtime API, in this
- * process, against the data directory (before the gateway exists, and for scripts). Each command starts the runtime
- * (a new epoch: recovery reconciles first), does its one thing and stops it. Do not run it while `berth serve` uses
- * the same data directory: two runtimes would reconcile the same allocations.
+ * `berth env …`: Environments, their allocations and their content, as one table of subcommands over the
+ * EnvironmentCommands port. With --url (or BERTH_URL) a server answers (env-remote.ts); otherwise the runtime runs in
+ * this process on the data directory (env-in-process.ts), except that the content commands ask a server by default
+ * unless an in-process flag (--data-dir, --store, --scope) names the data directory.
  */
 import { BerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
-import { startBerth, type Berth } from '../runtime/berth.ts';
-import { loadConfig } from '../runtime/config.ts';
-import type { AllocationView, Caller, EnvironmentView } from '../runtime/runtime-api.ts';
+import type { Allocation, Environment } from '../client/berth-client.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
-import { envRemote } from './env-remote.ts';
-import { createLogger } from './logger.ts';
+import { describeImport, describeVersion, followBuild, pushDirectory } from './env-content.ts';
+import { openInProcess } from './env-in-process.ts';
+import { openRemote } from './env-remote.ts';
+import type { EnvironmentCommands } from './environment-commands.ts';
+import { findEnvironmentId } from './environment-ref.ts';
 import { namesServer, remoteOptions, remoteUsage } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
 
@@ -19,13 +20,26 @@ export const envUsage = `usage: berth env create NAME [--provider native|docker]
                         [--pids-limit N] [--network none|bridge] [--idle-seconds N] [--reuse session|workspace|scope]
                         [--contain] [--description TEXT]
        berth env ls
+       berth env show ENV
        berth env acquire ENV
        berth env release ENV [ALLOCATION_ID]
        berth env rm ENV
-  ENV is an environment id (henv_…) or slug. Common flags: --scope SCOPE (default "default"), --json, --data-dir DIR,
-  --store SPEC. Runs the runtime in this process; not while \`berth serve\` uses the same data directory.
-  With --url (or BERTH_URL) it asks that server instead, in the token's scope (no --scope, --data-dir or --store):
+       berth env push ENV DIR [--replace]
+       berth env build ENV [--follow]
+       berth env versions ENV
+       berth env activate ENV VERSION
+  ENV is an environment id, name or slug. push imports DIR into ENV's source as a tar stream (node_modules, .venv and
+  .git left out), with --replace clearing the source first; build starts the next version (--follow prints the
+  installers' log until it is ready or failed); versions lists every build and the active one; activate makes a
+  finished version the active one. Common flag: --json.
+  In-process flags: --scope SCOPE (default "default"), --data-dir DIR, --store SPEC: the runtime runs in this process
+  (not while \`berth serve\` uses the same data directory; a build started here runs to its end before the command
+  exits). With --url (or BERTH_URL) a server answers instead, in the token's scope. push, build, versions and activate
+  ask a server unless an in-process flag is given:
 ${remoteUsage}`;
+
+const profileFlags = ['provider', 'image', 'memory-mb', 'cpus', 'pids-limit', 'network', 'idle-seconds', 'reuse', 'contain', 'description'] as const;
+const inProcessFlags = ['scope', 'data-dir', 'store'] as const;
 
 const options = {
   ...storeOptions,
@@ -42,68 +56,150 @@ const options = {
   reuse: { type: 'string' },
   contain: { type: 'boolean' },
   description: { type: 'string' },
+  replace: { type: 'boolean' },
+  follow: { type: 'boolean' },
 } as const;
 
-export type EnvValues = ReturnType<typeof parseCommandArgs<typeof options>>['values'];
+type EnvValues = ReturnType<typeof parseCommandArgs<typeof options>>['values'];
+type Flag = (typeof profileFlags)[number] | 'replace' | 'follow';
 
-const subcommands = ['create', 'ls', 'acquire', 'release', 'rm'] as const;
-export type Subcommand = (typeof subcommands)[number];
+interface Subcommand {
+  /** How many positionals follow the subcommand: [min, max]. */
+  arity: [number, number];
+  /** Flags of this subcommand beyond the common ones (--json and the in-process or server flags). */
+  flags?: readonly Flag[];
+  /** A content command: asks a server unless an in-process flag is given. */
+  content?: boolean;
+  /** Checks the command line (before anything starts) and returns what runs it; answers the exit code. */
+  prepare(args: string[], values: EnvValues): (port: EnvironmentCommands, print: Print) => Promise<number | void>;
+}
 
-/** How many positionals (after the subcommand) each one takes: [min, max]. */
-const arity: Record<Subcommand, [number, number]> = { create: [1, 1], ls: [0, 0], acquire: [1, 1], release: [1, 2], rm: [1, 1] };
+type Print = (json: unknown, text: string) => Promise<void>;
+
+const ref = (port: EnvironmentCommands, name: string) => findEnvironmentId(name, () => port.list());
+
+const table: Record<string, Subcommand> = {
+  create: {
+    arity: [1, 1],
+    flags: profileFlags,
+    prepare: ([name], values) => {
+      const profile = profileOf(values);
+      const { description } = values;
+      return async (port, print) => {
+        const created = await port.create({ name: name!, profile, ...(description !== undefined ? { description } : {}) });
+        await print(created, describeEnvironment(created));
+      };
+    },
+  },
+  ls: {
+    arity: [0, 0],
+    prepare: () => async (port, print) => {
+      for (const e of await port.list()) await print(e, describeEnvironment(e));
+    },
+  },
+  show: {
+    arity: [1, 1],
+    prepare: ([name]) => async (port, print) => {
+      const environment = await port.get(await ref(port, name!));
+      await print(environment, describeEnvironment(environment));
+    },
+  },
+  acquire: {
+    arity: [1, 1],
+    prepare: ([name]) => async (port, print) => {
+      const allocation = await port.acquire(await ref(port, name!));
+      await print(allocation, describeAllocation(allocation));
+    },
+  },
+  release: {
+    arity: [1, 2],
+    prepare: ([name, given]) => async (port, print) => {
+      const id = await ref(port, name!);
+      const allocationId = given ?? (await port.get(id)).allocation?.allocationId;
+      if (!allocationId) throw new BerthError('invalid_state', 'The environment has no allocation to release.', { environmentId: id });
+      const released = await port.release(id, allocationId);
+      await print(released, describeAllocation(released));
+    },
+  },
+  rm: {
+    arity: [1, 1],
+    prepare: ([name]) => async (port) => port.remove(await ref(port, name!)),
+  },
+  push: {
+    arity: [2, 2],
+    flags: ['replace'],
+    content: true,
+    prepare: ([name, dir], values) => async (port, print) => {
+      const result = await pushDirectory(port, await ref(port, name!), dir!, values.replace ?? false);
+      await print(result, describeImport(result));
+    },
+  },
+  build: {
+    arity: [1, 1],
+    flags: ['follow'],
+    content: true,
+    prepare: ([name], values) => async (port, print) => {
+      const id = await ref(port, name!);
+      const started = await port.startBuild(id);
+      if (!values.follow) return print(started, `version ${started.version} ${started.status}`);
+      const record = await followBuild(port, id, started.version);
+      await print(record, `version ${record.version} ${record.status}${record.error ? `: ${record.error}` : ''}`);
+      return record.status === 'ready' ? 0 : 1;
+    },
+  },
+  versions: {
+    arity: [1, 1],
+    content: true,
+    prepare: ([name], values) => async (port) => {
+      const list = await port.versions(await ref(port, name!));
+      if (values.json) await writeLine(JSON.stringify(list));
+      else for (const v of list.versions) await writeLine(describeVersion(v));
+    },
+  },
+  activate: {
+    arity: [2, 2],
+    content: true,
+    prepare: ([name, given]) => {
+      const version = Number(given);
+      if (!Number.isSafeInteger(version) || version < 1) throw new UsageError(`a version is a positive integer, not "${given}"`, envUsage);
+      return async (port, print) => {
+        const list = await port.activate(await ref(port, name!), version);
+        await print(list, `version ${list.active} active`);
+      };
+    },
+  },
+};
 
 export async function envCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, options, envUsage);
   if (values.help) return void console.log(envUsage), 0;
   const [sub, ...args] = positionals;
-  if (!subcommands.includes(sub as Subcommand)) throw new UsageError(sub ? `unknown env command "${sub}"` : 'name an env command', envUsage);
-  const [min, max] = arity[sub as Subcommand];
+  const subcommand = sub === undefined ? undefined : table[sub];
+  if (!subcommand) throw new UsageError(sub ? `unknown env command "${sub}"` : 'name an env command', envUsage);
+  const [min, max] = subcommand.arity;
   if (args.length < min || args.length > max) throw new UsageError(`wrong number of arguments for env ${sub}`, envUsage);
-  const profile = sub === 'create' ? profileOf(values) : undefined;
-  if (namesServer(argv)) return envRemote(sub as Subcommand, args, values, profile);
-
-  const config = loadConfig({ dataDir: values['data-dir'], store: values.store });
-  const caller: Caller = { scope: values.scope ?? 'default', role: 'admin' };
-  const berth = await startBerth({ settings: config, runtimeId: config.runtimeId, logger: createLogger({ level: process.env.BERTH_LOG_LEVEL ?? 'warn' }) });
-  try {
-    const print = (x: EnvironmentView | AllocationView) => writeLine(values.json ? JSON.stringify(x) : describe(x));
-    const api = berth.api;
-    switch (sub as Subcommand) {
-      case 'create':
-        await print(
-          await api.createEnvironment(caller, {
-            name: args[0],
-            profile: profile!,
-            ...(values.description !== undefined ? { description: values.description } : {}),
-          }),
-        );
-        break;
-      case 'ls':
-        for (const e of await api.listEnvironments(caller)) await print(e);
-        break;
-      case 'acquire':
-        await print(await api.acquire(caller, await resolveId(berth, caller, args[0])));
-        break;
-      case 'release': {
-        const id = await resolveId(berth, caller, args[0]);
-        const allocationId = args[1] ?? (await api.getEnvironment(caller, id)).allocation?.allocationId;
-        if (!allocationId) throw new BerthError('invalid_state', 'The environment has no allocation to release.', { environmentId: id });
-        await print(await api.release(caller, id, allocationId));
-        break;
-      }
-      case 'rm':
-        await api.deleteEnvironment(caller, await resolveId(berth, caller, args[0]));
-        break;
-    }
-  } finally {
-    await berth.stop();
+  for (const flag of [...profileFlags, 'replace', 'follow'] as const) {
+    if (values[flag] !== undefined && !subcommand.flags?.includes(flag)) throw new UsageError(`--${flag} is not an option of env ${sub}`, envUsage);
   }
-  return 0;
+  const inProcessFlag = inProcessFlags.find((f) => values[f] !== undefined);
+  const remote = namesServer(argv) || (subcommand.content === true && inProcessFlag === undefined);
+  if (remote && inProcessFlag) throw new UsageError(`--${inProcessFlag} is for the in-process mode; a server takes the scope from the token`, envUsage);
+  if (!remote && values.token !== undefined) throw new UsageError('--token is for a server: name it with --url (or BERTH_URL)', envUsage);
+
+  const run = subcommand.prepare(args, values);
+  const port = remote ? await openRemote(values) : await openInProcess({ dataDir: values['data-dir'], store: values.store, scope: values.scope });
+  try {
+    if (subcommand.content && port.contentUnavailable) throw new BerthError('not_found', port.contentUnavailable);
+    const print: Print = (json, text) => writeLine(values.json ? JSON.stringify(json) : text);
+    return (await run(port, print)) ?? 0;
+  } finally {
+    await port.close();
+  }
 }
 
 /** The profile from the flags; the runtime validates it (and names the provider if it is not registered). */
 function profileOf(values: EnvValues): Partial<Profile> {
-  const number = (flag: keyof EnvValues): number | undefined => {
+  const number = (flag: (typeof profileFlags)[number]): number | undefined => {
     const raw = values[flag];
     if (raw === undefined) return undefined;
     const n = Number(raw);
@@ -124,19 +220,12 @@ function profileOf(values: EnvValues): Partial<Profile> {
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<Profile>;
 }
 
-/** An id names itself; anything else is a slug of the caller's scope. */
-async function resolveId(berth: Berth, caller: Caller, ref: string): Promise<string> {
-  if (ref.startsWith('henv_')) return ref;
-  const found = (await berth.api.listEnvironments(caller)).find((e) => e.slug === ref);
-  if (!found) throw new BerthError('environment_not_found', `No environment has the slug "${ref}".`, { slug: ref });
-  return found.id;
+function describeEnvironment(e: Environment): string {
+  const a = e.allocation ? ` ${e.allocation.allocationId} gen ${e.allocation.generation} ${e.allocation.state}` : '';
+  return `${e.id}  ${e.slug}  ${e.profile.provider}  ${String(e.state)}  ${e.availability}${a}`;
 }
 
-export function describe(x: EnvironmentView | AllocationView): string {
-  if ('object' in x) {
-    const a = x.allocation ? ` ${x.allocation.allocationId} gen ${x.allocation.generation} ${x.allocation.state}` : '';
-    return `${x.id}  ${x.slug}  ${x.profile.provider}  ${String(x.state)}  ${x.availability}${a}`;
-  }
+function describeAllocation(x: Allocation): string {
   const resource = x.identity ? ` ${x.identity.resourceId.slice(0, 12)}` : '';
   return `${x.allocationId}  ${x.environmentId}  gen ${x.generation}  ${x.state}  ${x.provider}/${x.ownership}${resource}  uses ${x.uses.length}`;
 }

@@ -6,7 +6,6 @@ import { isBerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import { UsageError } from './command-args.ts';
 import { envCommand } from './env.ts';
-import { contentSubcommands, envContentCommand } from './env-content.ts';
 import { eventsCommand } from './events.ts';
 import { eventsRemoteCommand, replayRemoteCommand } from './events-remote.ts';
 import { execCommand } from './exec.ts';
@@ -21,7 +20,7 @@ import { StdoutClosed } from './stdout-lines.ts';
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
   serve: serveCommand,
   events: (argv) => (namesServer(argv) ? eventsRemoteCommand(argv) : eventsCommand(argv)),
-  env: (argv) => (contentSubcommands.has(argv[0] ?? '') ? envContentCommand(argv) : envCommand(argv)),
+  env: envCommand,
   replay: (argv) => (namesServer(argv) ? replayRemoteCommand(argv) : replayCommand(argv)),
   exec: execCommand,
   logs: logsCommand,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
 import { Berth } from '../client/berth-client.ts';
+import { findEnvironmentId } from './environment-ref.ts';
 
 export const remoteOptions = {
   url: { type: 'string' },
@@ -63,10 +64,5 @@ export async function connectRemote(values: { url?: string; token?: string }): P
   }
 }
 
-/** An environment id names itself; anything else is an environment name or slug of the caller's scope. */
-export async function findEnvironment(berth: Berth, ref: string): Promise<string> {
-  if (/^henv_[0-9a-f]{32}$/.test(ref)) return ref;
-  const found = (await berth.environments.list()).find((e) => e.name === ref || e.slug === ref);
-  if (!found) throw new BerthError('environment_not_found', `No environment is named "${ref}".`, { name: ref });
-  return found.id;
-}
+/** The environment `ref` names on the server (environment-ref.ts). */
+export const findEnvironment = (berth: Berth, ref: string): Promise<string> => findEnvironmentId(ref, () => berth.environments.list());

@@ -1,8 +1,9 @@
 /**
- * The typed client of a Berth gateway. `Berth.connect({url, token})`, then `environments.*`, `executions.*` and
- * `events.follow`. `executions.run` submits with an operationId (generated when absent), follows the output over the
- * WebSocket and reconnects transparently from its cursors; a submit whose answer was lost is retried with the same
- * operationId, which returns the existing execution, never a second run. Server errors are BerthApiError.
+ * The typed client of a Berth gateway. `Berth.connect({url, token})`, then `environments.*` (with their content:
+ * archive import, builds, versions), `executions.*` and `events.follow`. `executions.run` submits with an operationId
+ * (generated when absent), follows the output over the WebSocket and reconnects transparently from its cursors; a
+ * submit whose answer was lost is retried with the same operationId, which returns the existing execution, never a
+ * second run. Server errors are BerthApiError.
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
@@ -18,6 +19,7 @@ import type {
   submitExecutionBody,
   updateEnvironmentBody,
 } from '../../schemas/api.ts';
+import type { buildRecordSchema, importResultSchema, versionListSchema } from '../../schemas/content-api.ts';
 import { BerthApiError } from './berth-api-error.ts';
 import { followEvents, type EventFeed } from './event-feed.ts';
 import { followExecution, type FollowOptions } from './execution-follower.ts';
@@ -28,6 +30,9 @@ export type Environment = z.output<typeof environmentSchema>;
 export type Allocation = z.output<typeof allocationSchema>;
 export type Session = z.output<typeof sessionSchema>;
 export type ReplayStepJson = z.output<typeof replayStepSchema>;
+export type BuildRecord = z.output<typeof buildRecordSchema>;
+export type VersionList = z.output<typeof versionListSchema>;
+export type ImportResult = z.output<typeof importResultSchema>;
 export type CreateEnvironment = z.input<typeof createEnvironmentBody>;
 export type UpdateEnvironment = z.input<typeof updateEnvironmentBody>;
 export type SubmitExecution = z.input<typeof submitExecutionBody>;
@@ -80,6 +85,18 @@ export class Berth {
     allocations: (id: string) => this.http.json<Allocation[]>('GET', `/v1/environments/${path(id)}/allocations`),
     release: (id: string, allocationId: string) =>
       this.http.json<Allocation>('DELETE', `/v1/environments/${path(id, 'allocations', allocationId)}`),
+    /** Imports a tar stream into the environment's source as it is produced (`replace` clears the source first). */
+    importArchive: (id: string, tar: AsyncIterable<Uint8Array>, options: { replace?: boolean } = {}) =>
+      this.http.json<ImportResult>('POST', `/v1/environments/${path(id, 'import')}`, {
+        query: { replace: options.replace ? 'true' : undefined },
+        bytes: { stream: tar, contentType: 'application/x-tar' },
+      }),
+    /** Starts the next version's build; answers at once with its record (status `building`). */
+    build: (id: string) => this.http.json<BuildRecord>('POST', `/v1/environments/${path(id, 'build')}`),
+    getBuild: (id: string, version: number) => this.http.json<BuildRecord>('GET', `/v1/environments/${path(id, 'builds', String(version))}`),
+    versions: (id: string) => this.http.json<VersionList>('GET', `/v1/environments/${path(id, 'versions')}`),
+    activate: (id: string, version: number) =>
+      this.http.json<VersionList>('POST', `/v1/environments/${path(id, 'versions', String(version), 'activate')}`),
   };
 
   readonly allocations = {

@@ -4,6 +4,8 @@ import { BerthApiError } from './berth-api-error.ts';
 export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
+  /** A byte stream sent as it is produced (an archive), instead of a JSON `body`. */
+  bytes?: { stream: AsyncIterable<Uint8Array>; contentType: string };
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
@@ -36,13 +38,17 @@ export class HttpTransport {
   /** A raw response; a non-2xx answer is thrown as BerthApiError. */
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { authorization: this.authorization, ...options.headers };
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(this.url(path, options.query), {
-      method,
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: options.signal,
-    });
+    const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: options.signal };
+    if (options.bytes) {
+      headers['content-type'] = options.bytes.contentType;
+      // fetch streams an async iterable body; it requires half duplex for a body it cannot measure.
+      init.body = options.bytes.stream as unknown as BodyInit;
+      init.duplex = 'half';
+    } else if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(options.body);
+    }
+    const response = await fetch(this.url(path, options.query), init);
     if (!response.ok) throw BerthApiError.fromBody(response.status, await response.text());
     return response;
   }

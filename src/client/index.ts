@@ -1,19 +1,22 @@
 /**
- * The typed client of a Berth server (`berth/client`): connect with a URL and a token, then environments, sessions,
- * executions (run, follow, output, cancel), allocations, stream replay and the audit feed. Errors from the server
- * are BerthApiError with the code of the wire's error shape.
+ * The typed client of a Berth server (`berth/client`): connect with a URL and a token, then environments (and their
+ * content: imports, builds, versions), sessions, executions (run, follow, output, cancel), allocations, stream replay
+ * and the audit feed. Errors from the server are BerthApiError with the code of the wire's error shape.
  */
 export { Berth } from './berth-client.ts';
 export type {
   Allocation,
+  BuildRecord,
   ConnectOptions,
   CreateEnvironment,
   Environment,
+  ImportResult,
   ReplayStepJson,
   RunOptions,
   Session,
   SubmitExecution,
   UpdateEnvironment,
+  VersionList,
 } from './berth-client.ts';
 export { BerthApiError, isBerthApiError } from './berth-api-error.ts';
 export type { EventFeed, FeedEvent } from './event-feed.ts';

@@ -1,5 +1,5 @@
 /**
- * `berth env create|ls|acquire|release|rm` as a user runs them: the real command, one process per step, against one
+ * `berth env create|ls|show|acquire|release|rm` as a user runs them: the real command, one process per step, against one
  * data directory (each step starts the runtime, recovers, acts and stops). Native always; Docker when an engine
  * answers.
  */
@@ -27,7 +27,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('berth env', () => {
-  it('should create, list, acquire, refuse to remove while allocated, release and remove a native environment', async () => {
+  it('should create, list, acquire, release, and remove a native environment (releasing an idle allocation on the way)', async () => {
     const created = await envCli(['create', 'Build Host', '--idle-seconds', '30', '--json']);
     expect(created.code, created.stderr).toBe(0);
     const [environment] = created.json();
@@ -44,14 +44,16 @@ describe('berth env', () => {
     // A second process finds the same allocation (recovery inspected it; nothing new was requested).
     expect((await envCli(['acquire', environment.id, '--json'])).json()[0].allocationId).toBe(allocation.allocationId);
 
-    const busy = await envCli(['rm', 'build-host']);
-    expect(busy.code).toBe(1);
-    expect(busy.stderr).toMatch(/release it first/);
-
     const released = await envCli(['release', 'build-host', '--json']);
     expect(released.json()[0]).toMatchObject({ allocationId: allocation.allocationId, state: 'released' });
-    expect((await envCli(['rm', 'build-host'])).code).toBe(0);
+    const again = await envCli(['acquire', 'build-host', '--json']);
+    expect(again.json()[0]).toMatchObject({ state: 'ready', generation: 2 });
+
+    // seed 001 §DELETE: an idle allocation is released as part of the delete, then the environment is gone.
+    const removed = await envCli(['rm', 'Build Host']);
+    expect(removed.code, removed.stderr).toBe(0);
     expect((await envCli(['ls', '--json'])).stdout.trim()).toBe('');
+    expect((await envCli(['show', environment.id])).stderr).toMatch(/^berth: No such environment\./);
   });
 
   it('should reject bad command lines and unknown environments', async () => {
@@ -59,7 +61,9 @@ describe('berth env', () => {
     expect((await envCli(['launch'])).code).toBe(2);
     const missing = await envCli(['acquire', 'no-such-env']);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/No environment has the slug/);
+    expect(missing.stderr).toMatch(/No environment is named "no-such-env"/);
+    // A flag another subcommand takes is a mistake here, not ignored.
+    expect((await envCli(['ls', '--follow'])).code).toBe(2);
   });
 
   it.skipIf(!dockerAvailable)('should allocate and release a Docker environment', async () => {
