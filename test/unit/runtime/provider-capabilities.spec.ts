@@ -1,7 +1,8 @@
 /**
  * The runtime takes what differs per provider from the provider, never from its kind: a provider registered as
  * `native` whose capabilities say otherwise gets its own ownership recorded on the allocation intent and its own
- * reuse default recorded on the environment (real runtime, SQLite file).
+ * reuse default recorded on the environment, and its content binding decides whether an allocation binds the active
+ * version when it is made (real runtime, SQLite file).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { NativeProvider } from '../../../src/providers/native/native-provider.ts
 import type { Provider } from '../../../src/providers/provider.ts';
 import { startBerth, type Berth } from '../../../src/runtime/berth.ts';
 import type { Caller } from '../../../src/runtime/runtime-api.ts';
+import { waitFor } from '../../fixtures/wait-for.ts';
 
 const admin: Caller = { scope: 'default', role: 'admin' };
 let dir: string;
@@ -51,5 +53,28 @@ describe('provider capabilities', () => {
     await berth.api.updateEnvironment(admin, env.id, { profile: { reuse: undefined } });
     expect(await firstData(berth, `environment-${env.id}`, 'environment.updated')).toMatchObject({ reuse: 'scope' });
     expect((await berth.runtime.actors.get<EnvironmentContext>('environment', env.id))?.context.reuse).toBe('scope');
+  });
+
+  it('binds the active content version to the allocation when the provider says content binds at allocation', async () => {
+    const provider = Object.assign(new NativeProvider({ dataDir: dir }), { contentBinding: 'allocation' }) as unknown as Provider;
+    berth = await startBerth({ settings: { dataDir: dir, store: 'sqlite', maintenanceMs: 60_000 }, runtimeId: 'rt_capabilities', providers: [provider] });
+    const content = berth.api.content!;
+    const env = await berth.api.createEnvironment(admin, { name: 'bound' });
+    const build = async () => {
+      const { version } = await content.startBuild(admin, env.id);
+      const what = `build ${version} to end`;
+      expect(await waitFor(() => content.getBuild(admin, env.id, version), { until: (r) => r.status !== 'building', timeoutMs: 30_000, what })).toMatchObject({ status: 'ready' });
+    };
+    await content.writeFile(admin, env.id, 'run.sh', [Buffer.from('echo one\n')]);
+    await build();
+    const first = await berth.api.acquire(admin, env.id);
+    expect(await firstData(berth!, `allocation-${first.allocationId}`, 'allocation.intended')).toMatchObject({ contentVersion: 1, mounts: [{ target: '/env/bound' }] });
+
+    // Another version active: the next acquire replaces the allocation nothing holds, and the new one binds it.
+    await content.writeFile(admin, env.id, 'run.sh', [Buffer.from('echo two\n')]);
+    await build();
+    const second = await berth.api.acquire(admin, env.id);
+    expect(second.allocationId).not.toBe(first.allocationId);
+    expect(await firstData(berth!, `allocation-${second.allocationId}`, 'allocation.intended')).toMatchObject({ contentVersion: 2 });
   });
 });
