@@ -1,13 +1,17 @@
 /**
  * Nothing above src/providers names a provider kind (DESIGN §2): what differs per provider is a capability of the
  * port. Walks every source file outside src/providers and fails, naming file:line, on a kind literal, a comparison
- * or switch on a `provider` field, or an `instanceof` of a provider class.
+ * or switch on a `provider` field, or an `instanceof` of a provider class. The kinds profiles may name are exactly
+ * the ones the composition root registers.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { providerKindSchema } from '../../schemas/profile.ts';
+import { defaultProviders } from '../../src/runtime/berth.ts';
+import { ProviderRegistry } from '../../src/runtime/provider-registry.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const SRC = join(ROOT, 'src');
@@ -74,5 +78,16 @@ describe('the provider port', () => {
     ];
     for (const shape of shapes) expect(kindUses('shape.ts', shape), shape).not.toEqual([]);
     expect(kindUses('fine.ts', "providers.get(profile.provider).ownership === 'borrowed'; use.kind === 'execution';")).toEqual([]);
+  });
+
+  it('lets profiles name exactly the kinds the composition root registers', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'berth-provider-port-'));
+    const registry = new ProviderRegistry(defaultProviders(dataDir, {}));
+    try {
+      expect(registry.kinds().sort()).toEqual([...providerKindSchema.options].sort());
+    } finally {
+      await registry.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
