@@ -14,7 +14,7 @@ export function versionedOnHost(spec: VersionedCommandSpec): VersionedCommand {
   const mounts = [spec.version];
   if (spec.profile.contain) return { command: spec.command, env: versionEnv(spec.env, mount), mounts };
   const bwrap = findBubblewrap();
-  if (!bwrap) throw new BerthError('unavailable', `Mounting ${mount} read-only needs bubblewrap (bwrap), which is not installed.`, {});
+  if (!bwrap) throw new BerthError('unavailable', `Mounting ${mount} read-only needs bubblewrap (bwrap), which is not installed.`, { mount });
   const chdir = spec.cwd ?? spec.env.HOME ?? '/';
   const wrap = bubblewrapArgv(bwrap, { hostWritable: true, mounts, hidden: spec.hidden, chdir });
   return { command: [...wrap, ...spec.command], env: versionEnv(spec.env, mount) };
