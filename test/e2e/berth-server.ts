@@ -11,6 +11,7 @@ import { LABEL } from '../../src/providers/docker/labels.ts';
 import { AllocationLimits } from '../../src/providers/native/allocation-limits.ts';
 import { cleanEnv, spawnBerth, type Running } from '../integration/cli-process.ts';
 import { dockerAvailable, dockerEndpoint, rawDocker } from '../integration/docker-env.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 export const tokens = {
   admin: 'e2e-admin-token-6b1f0c4d9a2e7358',
@@ -130,14 +131,12 @@ export async function submit(
 }
 
 /** Polls until the record says running (the executor holds the process). */
-export async function running(server: BerthServer, id: string, token = tokens.alice): Promise<Record<string, any>> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const record = await server.json(`/v1/executions/${id}`, { token });
-    if (record.status !== 'accepted') return record;
-    if (Date.now() > deadline) throw new Error(`execution ${id} did not start: ${JSON.stringify(record)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+export function running(server: BerthServer, id: string, token = tokens.alice): Promise<Record<string, any>> {
+  return waitFor(() => server.json<Record<string, any>>(`/v1/executions/${id}`, { token }), {
+    until: (record) => record.status !== 'accepted',
+    timeoutMs: 30_000,
+    what: `execution ${id} to start`,
+  });
 }
 
 /** Long-polls until the record is terminal. */

@@ -3,6 +3,7 @@
  * and archive bodies, waiting for a build, and running a command to its output.
  */
 import { expect } from 'vitest';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { finished, submit, tokens, type BerthServer } from './berth-server.ts';
 
 /** Any body fetch takes, with an optional content type (none: fetch picks one, or none for bytes). */
@@ -52,14 +53,13 @@ export async function build(server: BerthServer, env: string, token = tokens.ali
   return waitBuild(server, env, started.version, token);
 }
 
-export async function waitBuild(server: BerthServer, env: string, version: number, token = tokens.alice): Promise<any> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const record = await server.json(`/v1/environments/${env}/builds/${version}`, { token });
-    if (record.status !== 'building') return record;
-    if (Date.now() > deadline) throw new Error(`build ${version} of ${env} did not finish: ${JSON.stringify(record)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+export function waitBuild(server: BerthServer, env: string, version: number, token = tokens.alice): Promise<any> {
+  return waitFor(() => server.json<any>(`/v1/environments/${env}/builds/${version}`, { token }), {
+    until: (record) => record.status !== 'building',
+    timeoutMs: 120_000,
+    intervalMs: 100,
+    what: `build ${version} of ${env} to finish`,
+  });
 }
 
 /** Runs a shell command in the environment to its end: the record and both streams as text. */

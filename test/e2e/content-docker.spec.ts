@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { dockerAvailable, rawDocker } from '../integration/docker-env.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { finished, running, startServer, submit, type BerthServer } from './berth-server.ts';
 import { build, createNamed, putFile, run, waitBuild } from './content-client.ts';
 
@@ -26,11 +27,12 @@ const containersOf = (label: string, value: string) => rawDocker.listContainers(
 
 /** Resolves with the log once it contains `text` (the build is running it). */
 async function logShows(env: string, version: number, text: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!(await server.json(`/v1/environments/${env}/builds/${version}`)).log.includes(text)) {
-    if (Date.now() > deadline) throw new Error(`build ${version} never logged ${text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(async () => (await server.json<{ log: string }>(`/v1/environments/${env}/builds/${version}`)).log, {
+    until: (log) => log.includes(text),
+    timeoutMs: 60_000,
+    intervalMs: 50,
+    what: `build ${version} to log ${text}`,
+  });
 }
 
 describe.skipIf(!dockerAvailable)('content on Docker environments (seed 001 §4, §6)', () => {
@@ -161,10 +163,11 @@ describe.skipIf(!dockerAvailable)('content on Docker environments (seed 001 §4,
     await server.restart('SIGKILL');
     const record = await waitBuild(server, env.id, started.version);
     expect(record).toMatchObject({ status: 'failed', error: 'interrupted by a runtime restart' });
-    const deadline = Date.now() + 20_000;
-    while ((await containersOf(LABEL.buildId, `${env.id}-${started.version}`)).length > 0) {
-      if (Date.now() > deadline) throw new Error('the interrupted build\'s container was not removed');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitFor(() => containersOf(LABEL.buildId, `${env.id}-${started.version}`), {
+      until: (left) => left.length === 0,
+      timeoutMs: 20_000,
+      intervalMs: 100,
+      what: "the interrupted build's container to be removed",
+    });
   }, 120_000);
 });
