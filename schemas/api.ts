@@ -4,7 +4,9 @@
  * client takes its types from them. Bigints (event revisions and positions) travel as decimal strings.
  */
 import { z } from 'zod';
+import { outputStreamSchema, type OutputStream } from './output.ts';
 import { ownershipSchema, profileSchema, providerKindSchema } from './profile.ts';
+import { environmentStateSchema, executionStatusSchema } from './states.ts';
 
 // ---------------------------------------------------------------------------------------------------------- common
 
@@ -29,9 +31,6 @@ const decimalQuery = (max: number) =>
     .pipe(z.number().int().min(0).max(max));
 
 export const cursorQuery = decimalQuery(Number.MAX_SAFE_INTEGER);
-
-export const outputStreamSchema = z.enum(['stdout', 'stderr', 'pty']);
-export type OutputStreamName = z.infer<typeof outputStreamSchema>;
 
 export const idParams = z.strictObject({ id: resourceIdParam });
 
@@ -77,6 +76,8 @@ export const environmentSchema = z.looseObject({
   latestVersion: z.number().nullable(),
   profile: profileSchema,
   availability: z.enum(['available', 'unavailable']),
+  /** The allocation lifecycle (`status` is the content's, seed 001). */
+  state: environmentStateSchema,
   allocation: z
     .strictObject({ allocationId: z.string(), generation: z.number(), state: z.string() })
     .nullable(),
@@ -118,10 +119,6 @@ export const sessionSchema = z.looseObject({
 });
 
 // ------------------------------------------------------------------------------------------------------ executions
-
-export const executionStatusSchema = z.enum(['accepted', 'running', 'exited', 'cancelled', 'failed', 'unknown']);
-export type ExecutionStatusName = z.infer<typeof executionStatusSchema>;
-export const terminalStatuses: ReadonlySet<ExecutionStatusName> = new Set(['exited', 'cancelled', 'failed', 'unknown']);
 
 const commandArg = z.string().max(65_536);
 const ptySize = z.strictObject({
@@ -210,7 +207,7 @@ export const outputEventIdSchema = z
   .string()
   .regex(/^(stdout|stderr|pty):\d{1,16}$/, 'expected <stream>:<cursor>')
   .transform((s) => {
-    const [stream, cursor] = s.split(':') as [OutputStreamName, string];
+    const [stream, cursor] = s.split(':') as [OutputStream, string];
     return { stream, cursor: Number(cursor) };
   })
   .pipe(z.object({ stream: outputStreamSchema, cursor: z.number().int().max(Number.MAX_SAFE_INTEGER) }));

@@ -2,23 +2,23 @@
  * The execution WebSocket's binary output frame (DESIGN §8): byte 0 = stream (1 stdout, 2 stderr, 3 pty), bytes 1–8
  * = unsigned 64-bit big-endian cursor of the first data byte, then the data. Pure codec, shared with the client.
  */
-import type { OutputStreamName } from './api.ts';
+import { outputStreams, type OutputStream } from './output.ts';
 
 export const OUTPUT_FRAME_HEADER_BYTES = 9;
 
-export const streamCodes: Record<OutputStreamName, number> = { stdout: 1, stderr: 2, pty: 3 };
-const streamByCode: Record<number, OutputStreamName> = { 1: 'stdout', 2: 'stderr', 3: 'pty' };
+export const streamCodes: Record<OutputStream, number> = { stdout: 1, stderr: 2, pty: 3 };
+const streamByCode: Record<number, OutputStream> = Object.fromEntries(outputStreams.map((s) => [streamCodes[s], s]));
 
 /** Close codes the server uses: 1000 after the final status, 1013 "try again later" (reconnect from your cursors). */
 export const closeCodes = { complete: 1000, goingAway: 1001, tryAgainLater: 1013, internal: 1011 } as const;
 
 export interface OutputFrame {
-  stream: OutputStreamName;
+  stream: OutputStream;
   cursor: number;
   data: Buffer;
 }
 
-export function encodeOutputFrame(stream: OutputStreamName, cursor: number, data: Uint8Array): Buffer {
+export function encodeOutputFrame(stream: OutputStream, cursor: number, data: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(OUTPUT_FRAME_HEADER_BYTES + data.length);
   writeOutputFrameHeader(frame, stream, cursor);
   frame.set(data, OUTPUT_FRAME_HEADER_BYTES);
@@ -26,7 +26,7 @@ export function encodeOutputFrame(stream: OutputStreamName, cursor: number, data
 }
 
 /** Writes the header into the first `OUTPUT_FRAME_HEADER_BYTES` of `frame` (whose data already follows it). */
-export function writeOutputFrameHeader(frame: Buffer, stream: OutputStreamName, cursor: number): Buffer {
+export function writeOutputFrameHeader(frame: Buffer, stream: OutputStream, cursor: number): Buffer {
   frame[0] = streamCodes[stream];
   frame.writeBigUInt64BE(BigInt(cursor), 1);
   return frame;

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
+import { perOutputStream } from '../output.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
 
@@ -58,16 +59,12 @@ export const executionEvents = {
   }),
   /** The process tree and every output stream are drained; `sizes` are the final byte counts. */
   'execution.drained': z.strictObject({
-    sizes: z.strictObject({ stdout: sizeSchema.optional(), stderr: sizeSchema.optional(), pty: sizeSchema.optional() }),
+    sizes: perOutputStream(sizeSchema),
     at: atSchema,
   }),
   /** Output copied into the artifact store. */
   'execution.saved': z.strictObject({
-    artifacts: z.strictObject({
-      stdout: artifactSchema.optional(),
-      stderr: artifactSchema.optional(),
-      pty: artifactSchema.optional(),
-    }),
+    artifacts: perOutputStream(artifactSchema),
     at: atSchema,
   }),
   /** The executor spool is dropped and the allocation use released: nothing is left to do. */

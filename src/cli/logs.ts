@@ -4,8 +4,7 @@
  * the execution is finished (reconnecting from its cursors when the connection drops).
  */
 import type { Writable } from 'node:stream';
-import type { OutputStreamName } from '../../schemas/api.ts';
-import { outputStreamSchema } from '../../schemas/api.ts';
+import { outputStreamSchema, outputStreams, type OutputStream } from '../../schemas/output.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import type { Berth } from '../client/berth-client.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
@@ -15,7 +14,7 @@ export const logsUsage = `usage: berth logs [-f] [--stream stdout|stderr|pty] [-
   Prints the output of EXECUTION (its id, or the operationId it was submitted with); -f follows it until it ends.
 ${remoteUsage}`;
 
-const sinks: Record<OutputStreamName, Writable> = { stdout: process.stdout, stderr: process.stderr, pty: process.stdout };
+const sinks: Record<OutputStream, Writable> = { stdout: process.stdout, stderr: process.stderr, pty: process.stdout };
 
 export async function logsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -27,13 +26,13 @@ export async function logsCommand(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError('name one execution', logsUsage);
   const only = values.stream === undefined ? undefined : outputStreamSchema.safeParse(values.stream);
   if (only && !only.success) throw new UsageError(`--stream takes stdout, stderr or pty, not "${values.stream}"`, logsUsage);
-  const streams: OutputStreamName[] = only?.success ? [only.data] : ['stdout', 'stderr', 'pty'];
+  const streams: readonly OutputStream[] = only?.success ? [only.data] : outputStreams;
 
   const berth = await connectRemote(values);
   try {
     const id = await executionId(berth, positionals[0]);
     if (values.follow) {
-      const print = (stream: OutputStreamName) => (streams.includes(stream) ? (chunk: Buffer) => void sinks[stream].write(chunk) : undefined);
+      const print = (stream: OutputStream) => (streams.includes(stream) ? (chunk: Buffer) => void sinks[stream].write(chunk) : undefined);
       await berth.executions.follow(id, { onStdout: print('stdout'), onStderr: print('stderr'), onPty: print('pty') });
     } else {
       for (const stream of streams) await printStream(berth, id, stream);
@@ -53,7 +52,7 @@ async function executionId(berth: Berth, ref: string): Promise<string> {
 }
 
 /** Every byte of one stream that exists now, read by cursor. */
-async function printStream(berth: Berth, id: string, stream: OutputStreamName): Promise<void> {
+async function printStream(berth: Berth, id: string, stream: OutputStream): Promise<void> {
   for (let cursor = 0; ; ) {
     const read = await berth.executions.output(id, { stream, cursor });
     if (read.data.length === 0) return;

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
-import type { OutputStream } from '../providers/provider.ts';
+import type { OutputStream } from '../../schemas/output.ts';
 import { startBerth } from '../runtime/berth.ts';
 import type { BerthApi } from '../runtime/berth-api.ts';
 import { loadConfig } from '../runtime/config.ts';

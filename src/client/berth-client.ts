@@ -12,14 +12,14 @@ import type {
   createEnvironmentBody,
   environmentSchema,
   ExecutionRecordJson,
-  ExecutionStatusName,
-  OutputStreamName,
   replayStepSchema,
   sessionSchema,
   submitExecutionBody,
   updateEnvironmentBody,
 } from '../../schemas/api.ts';
 import type { buildRecordSchema, importResultSchema, versionListSchema } from '../../schemas/content-api.ts';
+import type { OutputStream } from '../../schemas/output.ts';
+import type { ExecutionStatus } from '../../schemas/states.ts';
 import { BerthApiError } from './berth-api-error.ts';
 import { followEvents, type EventFeed } from './event-feed.ts';
 import { followExecution, type FollowOptions } from './execution-follower.ts';
@@ -125,11 +125,11 @@ export class Berth {
     },
     get: (id: string, options: { waitMs?: number } = {}) =>
       this.http.json<ExecutionRecordJson>('GET', `/v1/executions/${path(id)}`, { query: options }),
-    list: (query: { operationId?: string; environment?: string; status?: ExecutionStatusName } = {}) =>
+    list: (query: { operationId?: string; environment?: string; status?: ExecutionStatus } = {}) =>
       this.http.json<ExecutionRecordJson[]>('GET', '/v1/executions', { query }),
     cancel: (id: string) => this.http.json<ExecutionRecordJson>('POST', `/v1/executions/${path(id)}/cancel`),
     /** Bytes of one stream from a cursor, with the next cursor and whether the stream is complete. */
-    output: async (id: string, options: { stream?: OutputStreamName; cursor?: number; maxBytes?: number } = {}) => {
+    output: async (id: string, options: { stream?: OutputStream; cursor?: number; maxBytes?: number } = {}) => {
       const response = await this.http.send('GET', `/v1/executions/${path(id)}/output`, { query: options });
       return {
         data: Buffer.from(await response.arrayBuffer()),

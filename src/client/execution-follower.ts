@@ -6,7 +6,9 @@
  * Terminal sizes from `sizes` are sent as resize controls, and the latest one again on every new connection.
  */
 import { WebSocket, type RawData } from 'ws';
-import { terminalStatuses, wsServerTextSchema, type ExecutionRecordJson, type OutputStreamName } from '../../schemas/api.ts';
+import { wsServerTextSchema, type ExecutionRecordJson } from '../../schemas/api.ts';
+import type { OutputStream } from '../../schemas/output.ts';
+import { terminalStatuses } from '../../schemas/states.ts';
 import { decodeOutputFrame } from '../../schemas/ws-frames.ts';
 import { BerthApiError } from './berth-api-error.ts';
 import type { HttpTransport } from './http-transport.ts';
@@ -27,7 +29,7 @@ export interface FollowOptions {
   /** New sizes of the execution's terminal (a PTY execution), e.g. one per SIGWINCH. */
   sizes?: AsyncIterable<TerminalSize>;
   /** Start cursors (default 0 each). */
-  cursors?: Partial<Record<OutputStreamName, number>>;
+  cursors?: Partial<Record<OutputStream, number>>;
   signal?: AbortSignal;
   backoff?: BackoffOptions;
 }
@@ -51,8 +53,8 @@ const chunksOf = async function* (source: StdinSource): AsyncGenerator<Uint8Arra
 };
 
 export async function followExecution(http: HttpTransport, id: string, options: FollowOptions = {}): Promise<ExecutionRecordJson> {
-  const cursors: Record<OutputStreamName, number> = { stdout: 0, stderr: 0, pty: 0, ...options.cursors };
-  const sinks: Record<OutputStreamName, ((chunk: Buffer) => void) | undefined> = {
+  const cursors: Record<OutputStream, number> = { stdout: 0, stderr: 0, pty: 0, ...options.cursors };
+  const sinks: Record<OutputStream, ((chunk: Buffer) => void) | undefined> = {
     stdout: options.onStdout,
     stderr: options.onStderr,
     pty: options.onPty,

@@ -22,4 +22,6 @@ export { BerthApiError, isBerthApiError } from './berth-api-error.ts';
 export type { EventFeed, FeedEvent } from './event-feed.ts';
 export type { FollowOptions, StdinSource, TerminalSize } from './execution-follower.ts';
 export type { BackoffOptions } from './reconnect-backoff.ts';
-export type { ExecutionRecordJson, ExecutionStatusName, OutputStreamName } from '../../schemas/api.ts';
+export type { ExecutionRecordJson } from '../../schemas/api.ts';
+export type { OutputStream } from '../../schemas/output.ts';
+export type { ExecutionStatus } from '../../schemas/states.ts';

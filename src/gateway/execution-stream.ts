@@ -6,7 +6,8 @@
  */
 import { WebSocket, type RawData } from 'ws';
 import type { FastifyBaseLogger } from 'fastify';
-import { wsClientControlSchema, type OutputStreamName } from '../../schemas/api.ts';
+import { wsClientControlSchema } from '../../schemas/api.ts';
+import { outputStreams, type OutputStream } from '../../schemas/output.ts';
 import { BerthError, errorCodes } from '../../schemas/errors.ts';
 import type { Caller } from '../runtime/runtime-api.ts';
 import { toBerthError } from './errors.ts';
@@ -20,7 +21,7 @@ export interface ExecutionStreamOptions {
   deps: GatewayDeps;
   caller: Caller;
   id: string;
-  cursors: Record<OutputStreamName, number>;
+  cursors: Record<OutputStream, number>;
   log: FastifyBaseLogger;
 }
 
@@ -107,7 +108,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
   };
   const inFrame = (data: Buffer) => data.byteOffset === header && ours.has(data.buffer) && data.buffer.byteLength === frameBytes;
 
-  const sendOutput = (stream: OutputStreamName, cursor: number, data: Buffer) => {
+  const sendOutput = (stream: OutputStream, cursor: number, data: Buffer) => {
     if (inFrame(data)) {
       const frame = writeOutputFrameHeader(Buffer.from(data.buffer, 0, header + data.length), stream, cursor);
       return ws.send(frame, { binary: true }, (error) => {
@@ -129,7 +130,7 @@ export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOpti
 
   const pump = async () => {
     const follow = followExecution(deps.api, caller, id, {
-      streams: ['stdout', 'stderr', 'pty'],
+      streams: outputStreams,
       cursors: options.cursors,
       chunkBytes: deps.limits.chunkBytes,
       // One chunk per read: a larger read would take turns in reused buffers, which a socket must not be given.

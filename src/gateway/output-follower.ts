@@ -4,19 +4,20 @@
  * reads instead of buffering them, and no read (made ahead or not) exceeds what the consumer says it can take. A terminal status is yielded once, last, after every stream is complete (ended and
  * saved): seeing it means the client holds all the output and can read it again by cursor.
  */
-import { terminalStatuses, type OutputStreamName } from '../../schemas/api.ts';
+import type { OutputStream } from '../../schemas/output.ts';
+import { terminalStatuses } from '../../schemas/states.ts';
 import type { Caller, ExecutionRecord, RuntimeApi } from '../runtime/runtime-api.ts';
 import { StreamReader, type ChunkBuffer, type ReadAt } from './stream-reader.ts';
 
 /** An output item's `data` is valid until the next item is asked for (its buffer is reused): copy it to keep it. */
 export type FollowItem =
-  | { kind: 'output'; stream: OutputStreamName; cursor: number; data: Buffer; next: number }
+  | { kind: 'output'; stream: OutputStream; cursor: number; data: Buffer; next: number }
   | { kind: 'status'; record: ExecutionRecord; final: boolean };
 
 export interface FollowOptions {
-  streams: OutputStreamName[];
+  streams: readonly OutputStream[];
   /** Start cursors; advanced in place as chunks are yielded. */
-  cursors: Record<OutputStreamName, number>;
+  cursors: Record<OutputStream, number>;
   /** Largest chunk yielded. */
   chunkBytes: number;
   /** Largest read of the runtime: a stream that fills its reads gets larger ones, up to this, yielded chunk by chunk. */
@@ -44,8 +45,8 @@ export async function* followExecution(
   const { streams, cursors, chunkBytes, pollMs, signal } = options;
   const readBytes = Math.max(chunkBytes, options.readBytes);
   /** Streams whose bytes are all yielded (no byte will follow), and those of them known saved too. */
-  const closed = new Set<OutputStreamName>();
-  const complete = new Set<OutputStreamName>();
+  const closed = new Set<OutputStream>();
+  const complete = new Set<OutputStream>();
   const readers = new Map(
     streams.map((stream) => {
       const readAt: ReadAt = (cursor, maxBytes, into) => api.readOutput(caller, id, stream, cursor, maxBytes, into);
@@ -55,7 +56,7 @@ export async function* followExecution(
   let record = await api.getExecution(caller, id);
   let statusCheckedAt = Date.now();
   let reported: string | undefined;
-  const quietSince = new Map<OutputStreamName, number>();
+  const quietSince = new Map<OutputStream, number>();
   let busy = false;
   while (!signal.aborted) {
     if (!terminalStatuses.has(record.status) && record.status !== reported) {

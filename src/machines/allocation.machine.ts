@@ -27,6 +27,7 @@ import type {
 import type { EnvironmentEvent } from '../../schemas/events/environment.ts';
 import { defaultsBeforeRecorded, emptyProfile, type Ownership, type Profile } from '../../schemas/profile.ts';
 import { effect } from './effect.ts';
+import { viewOf, type MachineView } from './machine-view.ts';
 import type { IncomingEvent, Rejection } from './rejection.ts';
 import { nextUpdatedAt } from './updated-at.ts';
 
@@ -373,9 +374,8 @@ export const finished = (snapshot: AllocationSnapshot): boolean => snapshot.stat
  * For the maintenance loop: when an idle release (`reason: 'idle'`) becomes acceptable, or null when it never can
  * as things stand (borrowed, uses held, provider call in flight, or not in a releasable state).
  */
-export const reclaimableAt = (snapshot: AllocationSnapshot): number | null => {
-  const { context } = snapshot;
-  if (!['ready', 'lost', 'fenced'].includes(snapshot.value)) return null;
+export const reclaimableAt = ({ state, context }: MachineView<AllocationContext>): number | null => {
+  if (state !== 'ready' && state !== 'lost' && state !== 'fenced') return null;
   if (context.call !== null || Object.keys(context.uses).length > 0) return null;
   return reclaimableSince(context);
 };
@@ -425,13 +425,13 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
       if (context.ownership === 'borrowed') {
         return invalid('A borrowed allocation is never reclaimed for idleness.', 'borrowed');
       }
-      if (reclaimableAt(snapshot) === null) {
+      if (reclaimableAt(viewOf(snapshot)) === null) {
         return invalid(`A ${state} allocation is released only explicitly.`, 'explicit_only');
       }
       return {
         code: 'invalid_state',
         message: 'The allocation has not been idle for its interval.',
-        detail: { ...detail, reason: 'not_idle', reclaimableAt: reclaimableAt(snapshot) },
+        detail: { ...detail, reason: 'not_idle', reclaimableAt: reclaimableAt(viewOf(snapshot)) },
       };
     case 'allocation.resume_requested':
       if (context.call !== null) return busy(`A provider ${context.call} is in flight.`);

@@ -25,11 +25,11 @@
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import type { ExecutionEvent, Target } from '../../schemas/events/execution.ts';
+import type { ExecutionStatus } from '../../schemas/states.ts';
 import { effect } from './effect.ts';
+import { viewOf, type MachineView } from './machine-view.ts';
 import type { IncomingEvent, Rejection } from './rejection.ts';
 import { nextUpdatedAt } from './updated-at.ts';
-
-export type ExecutionStatus = 'accepted' | 'running' | 'exited' | 'cancelled' | 'failed' | 'unknown';
 
 type Accepted = Extract<ExecutionEvent, { type: 'execution.accepted' }>;
 type Exited = Extract<ExecutionEvent, { type: 'execution.exited' }>;
@@ -73,14 +73,8 @@ export interface OperationParams {
  * when the executor refused before any receipt (stale generation, protocol mismatch). If the outcome of the call is
  * uncertain, do what `executor.inspect` does; never submit twice.
  */
-export interface SubmitParams extends OperationParams {
-  command: string[];
-  cwd?: string;
+export interface SubmitParams extends OperationParams, Pick<Accepted, 'command' | 'cwd' | 'stdin' | 'pty' | 'timeoutMs' | 'version'> {
   env: Record<string, string>;
-  stdin: boolean;
-  pty?: { cols: number; rows: number };
-  timeoutMs?: number;
-  version?: number;
 }
 
 /**
@@ -328,18 +322,18 @@ export type ExecutionSnapshot = SnapshotFrom<typeof executionMachine>;
 export const finished = (snapshot: ExecutionSnapshot): boolean => snapshot.status === 'done';
 
 /** The wire status of the execution record (DESIGN §8); the last four are terminal. */
-export const executionStatus = (snapshot: ExecutionSnapshot): ExecutionStatus => {
-  const { outcome, exit } = snapshot.context;
+export const executionStatus = ({ state, context }: MachineView<ExecutionContext>): ExecutionStatus => {
+  const { outcome, exit } = context;
   if (outcome) return outcome;
   if (exit) return exit.cancelled ? 'cancelled' : 'exited';
-  return snapshot.value === 'running' ? 'running' : 'accepted';
+  return state === 'running' ? 'running' : 'accepted';
 };
 
 /** The typed error for an event the execution does not accept in its current state. */
 export const reject = (snapshot: ExecutionSnapshot, event: IncomingEvent): Rejection => {
   const { context } = snapshot;
   const state = snapshot.value;
-  const detail = { state, status: executionStatus(snapshot), executionId: context.id };
+  const detail = { state, status: executionStatus(viewOf(snapshot)), executionId: context.id };
   if (event.type === 'execution.accepted') {
     if (event.inputDigest !== context.inputDigest) {
       return {

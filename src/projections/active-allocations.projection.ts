@@ -3,9 +3,9 @@
  * and retained uses. Recovery reconciles what it lists before work is admitted; maintenance walks it.
  */
 import type { ProviderKind } from '../../schemas/profile.ts';
-import type { RecordedEvent } from '../store/event-store.ts';
+import type { allocationEvents } from '../../schemas/events/allocation.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection } from './projection.ts';
+import { defineProjection, type StoredEvent } from './projection.ts';
 
 export interface ActiveAllocation {
   allocationId: string;
@@ -20,14 +20,12 @@ export interface ActiveAllocation {
   updatedAt: number;
 }
 
-type Data = Record<string, any>;
-
 const REPORT_STATE: Record<string, string> = { ready: 'ready', pending: 'pending', absent: 'failed', unknown: 'unknown', fenced: 'fenced' };
 
-function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<string, ActiveAllocation> {
+function reduce(state: Map<string, ActiveAllocation>, e: StoredEvent<typeof allocationEvents>): Map<string, ActiveAllocation> {
   const id = e.stream.slice('allocation-'.length);
-  const d = e.data as Data;
   if (e.type === 'allocation.intended') {
+    const d = e.data;
     state.set(id, {
       allocationId: id,
       environmentId: d.environmentId,
@@ -44,23 +42,27 @@ function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<str
   }
   const a = state.get(id);
   if (!a) return state;
-  if (typeof d.at === 'number') a.updatedAt = nextUpdatedAt(a.updatedAt, d.at);
+  if (typeof e.data.at === 'number') a.updatedAt = nextUpdatedAt(a.updatedAt, e.data.at);
   switch (e.type) {
     case 'allocation.reported': {
+      const d = e.data;
       const next = REPORT_STATE[d.report.status];
       // A ready allocation found absent is lost; other reports while ready only confirm it.
       if (a.state === 'ready') {
         if (d.report.status === 'absent') a.state = 'lost';
         else if (d.report.status === 'fenced') a.state = 'fenced';
       } else if (next) a.state = next;
-      if (d.report.identity) a.identity = { resourceId: d.report.identity.resourceId, incarnation: d.report.identity.incarnation };
+      const identity = 'identity' in d.report ? d.report.identity : undefined;
+      if (identity) a.identity = { resourceId: identity.resourceId, incarnation: identity.incarnation };
       break;
     }
-    case 'allocation.use_acquired':
+    case 'allocation.use_acquired': {
+      const d = e.data;
       if (a.state === 'ready' && !a.uses[d.useId]) a.uses[d.useId] = { kind: d.kind, at: d.at, runtimeId: d.runtimeId, epoch: d.epoch };
       break;
+    }
     case 'allocation.use_released':
-      delete a.uses[d.useId];
+      delete a.uses[e.data.useId];
       break;
     case 'allocation.resume_requested':
       a.state = 'requested';
@@ -69,13 +71,15 @@ function reduce(state: Map<string, ActiveAllocation>, e: RecordedEvent): Map<str
       a.state = 'releasing';
       break;
     case 'allocation.deallocated':
-      if (d.result === 'terminated') a.state = 'released';
+      if (e.data.result === 'terminated') a.state = 'released';
       break;
-    case 'runtime.recovered':
+    case 'runtime.recovered': {
+      const d = e.data;
       for (const [useId, u] of Object.entries(a.uses)) {
         if (u.kind === 'admission' && u.runtimeId === d.runtimeId && (u.epoch ?? 0) < d.epoch) delete a.uses[useId];
       }
       break;
+    }
   }
   if (a.state === 'released' || a.state === 'failed') state.delete(id);
   return state;

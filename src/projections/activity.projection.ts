@@ -3,9 +3,10 @@
  * command, no output, no environment values). Unfinished operations are those whose lifecycle has not reached
  * `released`: what recovery and maintenance still own, listed with `unfinished: true`.
  */
-import type { RecordedEvent } from '../store/event-store.ts';
+import type { executionEvents } from '../../schemas/events/execution.ts';
+import type { ExecutionStatus } from '../../schemas/states.ts';
 import { outputExceededFailure } from '../machines/execution.machine.ts';
-import { defineProjection } from './projection.ts';
+import { defineProjection, type StoredEvent } from './projection.ts';
 
 export interface ActivityEntry {
   id: string;
@@ -14,7 +15,7 @@ export interface ActivityEntry {
   environmentId: string;
   allocationId: string;
   scope: string;
-  status: 'accepted' | 'running' | 'exited' | 'cancelled' | 'failed' | 'unknown';
+  status: ExecutionStatus;
   /** The execution machine's state (accepted … released, closing): what remains to reconcile. */
   step: string;
   exitCode: number | null;
@@ -28,8 +29,6 @@ export interface ActivityEntry {
 
 export type ActivityItem = ActivityEntry & { unfinished: boolean };
 
-type Data = Record<string, any>;
-
 /** The machine state each event enters (cancellation requests and recovery notices leave it where it is). */
 const STEP_OF: Record<string, string> = {
   'execution.dispatched': 'dispatched',
@@ -42,10 +41,10 @@ const STEP_OF: Record<string, string> = {
   'execution.unknown': 'closing',
 };
 
-function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string, ActivityEntry> {
+function reduce(state: Map<string, ActivityEntry>, e: StoredEvent<typeof executionEvents>): Map<string, ActivityEntry> {
   const id = e.stream.slice('execution-'.length);
-  const d = e.data as Data;
   if (e.type === 'execution.accepted') {
+    const d = e.data;
     state.set(id, {
       id,
       kind: 'execution',
@@ -67,16 +66,16 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
   const x = state.get(id);
   if (!x) return state;
   if (e.type === 'runtime.recovered') return state;
-  if (typeof d.at === 'number') x.updatedAt = Math.max(x.updatedAt + 1, d.at);
+  if (typeof e.data.at === 'number') x.updatedAt = Math.max(x.updatedAt + 1, e.data.at);
   x.step = STEP_OF[e.type] ?? x.step;
   switch (e.type) {
     case 'execution.started':
       x.status = 'running';
       break;
     case 'execution.exited':
-      x.status = d.cancelled ? 'cancelled' : 'exited';
-      x.exitCode = d.exitCode;
-      x.signal = d.signal;
+      x.status = e.data.cancelled ? 'cancelled' : 'exited';
+      x.exitCode = e.data.exitCode;
+      x.signal = e.data.signal;
       break;
     case 'execution.cancel_requested':
       // Before dispatch nothing was sent: the cancel completes at once (the machine closes).
@@ -86,18 +85,18 @@ function reduce(state: Map<string, ActivityEntry>, e: RecordedEvent): Map<string
       }
       break;
     case 'execution.drained':
-      x.outputBytes = Object.values(d.sizes as Record<string, number>).reduce((sum, n) => sum + n, 0);
+      x.outputBytes = Object.values(e.data.sizes).reduce((sum, n) => sum + (n ?? 0), 0);
       break;
     case 'execution.output_exceeded':
-      x.failure = outputExceededFailure({ written: d.written, limit: d.limit });
+      x.failure = outputExceededFailure(e.data);
       break;
     case 'execution.failed':
       x.status = 'failed';
-      x.failure = { code: d.code, message: d.message };
+      x.failure = { code: e.data.code, message: e.data.message };
       break;
     case 'execution.unknown':
       x.status = 'unknown';
-      x.failure = { code: 'unknown', message: d.reason };
+      x.failure = { code: 'unknown', message: e.data.reason };
       break;
   }
   return state;

@@ -1,52 +1,44 @@
 /**
- * The catalog read model: every Environment of every scope with its status, its content versions and its strictly
+ * The catalog read model: every live Environment of every scope with its state, its content versions and its strictly
  * increasing per-resource `updatedAt` (the same value the environment actor stamps: one rule, `nextUpdatedAt`),
  * folded from the environment streams. Environment listings are answered from it (never from the actors); the
  * allocation's own state is the active-allocation index's.
  */
-import type { Profile } from '../../schemas/profile.ts';
-import type { RecordedEvent } from '../store/event-store.ts';
-import type { VersionSummary } from '../machines/environment.machine.ts';
+import type { environmentEvents } from '../../schemas/events/environment.ts';
+import type { EnvironmentState } from '../../schemas/states.ts';
+import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection } from './projection.ts';
+import { defineProjection, type StoredEvent } from './projection.ts';
 
-export interface CatalogEntry {
-  id: string;
-  name: string;
-  slug: string;
-  scope: string;
+/** The environment actor's record and content (seed 001 §4: every build in version order, and the pointers). */
+type ActorFields = 'id' | 'name' | 'slug' | 'scope' | 'profile' | 'generation' | 'versions' | 'latestVersion' | 'building' | 'activeVersion' | 'createdAt' | 'updatedAt';
+
+export interface CatalogEntry extends Pick<EnvironmentContext, ActorFields> {
+  /** '' where the actor keeps null. */
   description: string;
   entry: string;
-  profile: Profile;
-  /** defined | acquiring | allocated | releasing | lost | deleted */
-  status: string;
+  /** The environment machine's state: the environment object's `state`. */
+  state: EnvironmentState;
   allocationId: string | null;
-  generation: number;
-  /** Content (seed 001 §4), as the environment actor keeps it: every build in version order, and the pointers. */
-  versions: VersionSummary[];
-  latestVersion: number;
-  building: number | null;
-  activeVersion: number | null;
-  createdAt: number;
-  updatedAt: number;
 }
 
-type Data = Record<string, any>;
+type EnvironmentStoredEvent = StoredEvent<typeof environmentEvents>;
+type DataOf<T extends EnvironmentStoredEvent['type']> = Extract<EnvironmentStoredEvent, { type: T }>['data'];
 
-const STATUS_BY_EVENT: Record<string, string> = {
+/** The machine state each allocation notice enters. */
+const STATE_BY_EVENT: Partial<Record<EnvironmentStoredEvent['type'], EnvironmentState>> = {
   'environment.acquisition_requested': 'acquiring',
   'environment.allocated': 'allocated',
-  'environment.allocation_failed': 'defined',
+  'environment.allocation_failed': 'idle',
   'environment.allocation_lost': 'lost',
   'environment.allocation_releasing': 'releasing',
-  'environment.allocation_released': 'defined',
-  'environment.deleted': 'deleted',
+  'environment.allocation_released': 'idle',
 };
 
-function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string, CatalogEntry> {
+function reduce(state: Map<string, CatalogEntry>, e: EnvironmentStoredEvent): Map<string, CatalogEntry> {
   const id = e.stream.slice('environment-'.length);
-  const d = e.data as Data;
   if (e.type === 'environment.created') {
+    const d = e.data;
     state.set(id, {
       id,
       name: d.name,
@@ -55,7 +47,7 @@ function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string,
       description: d.description ?? '',
       entry: d.entry ?? '',
       profile: d.profile,
-      status: 'defined',
+      state: 'idle',
       allocationId: null,
       generation: 0,
       versions: [],
@@ -70,49 +62,71 @@ function reduce(state: Map<string, CatalogEntry>, e: RecordedEvent): Map<string,
   const entry = state.get(id);
   // runtime.recovered changes nothing the catalog shows (the machine does not stamp it either).
   if (!entry || e.type === 'runtime.recovered') return state;
-  entry.updatedAt = nextUpdatedAt(entry.updatedAt, d.at);
-  if (e.type === 'environment.updated') {
-    for (const k of ['name', 'slug', 'profile'] as const) if (d[k] !== undefined) (entry as any)[k] = d[k];
-    for (const k of ['description', 'entry'] as const) if (d[k] !== undefined) entry[k] = d[k] ?? '';
+  // A deleted environment is gone for good (its machine's final state): nothing lists, finds or names it again.
+  if (e.type === 'environment.deleted') {
+    state.delete(id);
+    return state;
   }
-  const status = STATUS_BY_EVENT[e.type];
-  if (status) entry.status = status;
-  if (e.type === 'environment.acquisition_requested') {
-    entry.allocationId = d.allocationId;
-    entry.generation = d.generation;
+  entry.updatedAt = nextUpdatedAt(entry.updatedAt, e.data.at);
+  entry.state = STATE_BY_EVENT[e.type] ?? entry.state;
+  switch (e.type) {
+    case 'environment.updated':
+      update(entry, e.data);
+      break;
+    case 'environment.acquisition_requested':
+      entry.allocationId = e.data.allocationId;
+      entry.generation = e.data.generation;
+      break;
+    case 'environment.allocation_failed':
+    case 'environment.allocation_released':
+      entry.allocationId = null;
+      break;
+    case 'environment.build_requested':
+    case 'environment.build_finished':
+    case 'environment.version_activated':
+      foldContent(entry, e);
+      break;
   }
-  if (e.type === 'environment.allocation_failed' || e.type === 'environment.allocation_released') entry.allocationId = null;
-  foldContent(entry, e.type, d);
   return state;
 }
 
+/** The fields given change; null clears description and entry. */
+function update(entry: CatalogEntry, d: DataOf<'environment.updated'>): void {
+  if (d.name !== undefined) entry.name = d.name;
+  if (d.slug !== undefined) entry.slug = d.slug;
+  if (d.profile !== undefined) entry.profile = d.profile;
+  if (d.description !== undefined) entry.description = d.description ?? '';
+  if (d.entry !== undefined) entry.entry = d.entry ?? '';
+}
+
 /** The environment machine's content actions (startBuild, finishBuild, activate) on the catalog entry. */
-function foldContent(entry: CatalogEntry, type: string, d: Data): void {
-  if (type === 'environment.build_requested') {
+function foldContent(entry: CatalogEntry, e: EnvironmentStoredEvent): void {
+  if (e.type === 'environment.build_requested') {
+    const d = e.data;
     entry.versions.push({ version: d.version, status: 'building', startedAt: d.at, finishedAt: null, packages: 0, sizeBytes: 0, error: '' });
     entry.building = d.version;
     entry.latestVersion = d.version;
-  } else if (type === 'environment.build_finished') {
+  } else if (e.type === 'environment.build_finished') {
+    const d = e.data;
     const v = entry.versions.find((x) => x.version === d.version);
     if (v) Object.assign(v, { status: d.status, error: d.error, packages: d.packages, sizeBytes: d.sizeBytes, startedAt: d.startedAt ?? v.startedAt, finishedAt: d.at });
     entry.building = null;
     if (d.status === 'ready') entry.activeVersion = d.version;
-  } else if (type === 'environment.version_activated') {
-    entry.activeVersion = d.version;
+  } else if (e.type === 'environment.version_activated') {
+    entry.activeVersion = e.data.version;
   }
 }
 
 export const catalogProjection = defineProjection({
   name: 'catalog',
-  version: 3,
+  version: 4,
   filter: { streamPrefixes: ['environment-'] },
   init: () => new Map<string, CatalogEntry>(),
   reduce,
   queries: {
-    list: (s: Map<string, CatalogEntry>, scope?: string) =>
-      [...s.values()].filter((e) => e.status !== 'deleted' && (scope === undefined || e.scope === scope)),
+    list: (s: Map<string, CatalogEntry>, scope?: string) => [...s.values()].filter((e) => scope === undefined || e.scope === scope),
     get: (s: Map<string, CatalogEntry>, id: string) => s.get(id),
     bySlug: (s: Map<string, CatalogEntry>, scope: string, slug: string) =>
-      [...s.values()].find((e) => e.scope === scope && e.slug === slug && e.status !== 'deleted'),
+      [...s.values()].find((e) => e.scope === scope && e.slug === slug),
   },
 });

@@ -2,8 +2,8 @@
  * The harnesses read model: every live harness with its scope and the environment it names, so a scope's harnesses
  * and the harnesses naming one environment (seed 001 §5: what a rebuild will reach) are listed without a scan.
  */
-import type { RecordedEvent } from '../store/event-store.ts';
-import { defineProjection } from './projection.ts';
+import type { harnessEvents } from '../../schemas/events/harness.ts';
+import { defineProjection, type StoredEvent } from './projection.ts';
 
 export interface HarnessEntry {
   id: string;
@@ -12,14 +12,13 @@ export interface HarnessEntry {
   createdAt: number;
 }
 
-function reduce(state: Map<string, HarnessEntry>, e: RecordedEvent): Map<string, HarnessEntry> {
+function reduce(state: Map<string, HarnessEntry>, e: StoredEvent<typeof harnessEvents>): Map<string, HarnessEntry> {
   const id = e.stream.slice('harness-'.length);
-  const d = e.data as Record<string, any>;
-  if (e.type === 'harness.created') state.set(id, { id, scope: d.scope, environmentId: d.environmentId ?? null, createdAt: d.at });
+  if (e.type === 'harness.created') state.set(id, { id, scope: e.data.scope, environmentId: e.data.environmentId ?? null, createdAt: e.data.at });
   else if (e.type === 'harness.deleted') state.delete(id);
-  else if (e.type === 'harness.updated' && d.environmentId !== undefined) {
+  else if (e.type === 'harness.updated' && e.data.environmentId !== undefined) {
     const entry = state.get(id);
-    if (entry) entry.environmentId = d.environmentId;
+    if (entry) entry.environmentId = e.data.environmentId;
   }
   return state;
 }

@@ -2,6 +2,7 @@
  * The provider port (DESIGN §6): a provider turns an allocation intent into one physical resource and gives an
  * Executor for it. Every call is idempotent per request id, so recovery can inspect instead of repeating.
  */
+import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind, ReusePolicy } from '../../schemas/profile.ts';
 
 export interface AllocationIntent {
@@ -153,8 +154,6 @@ export interface ExecSpec {
    */
   settleMs?: number;
 }
-
-export type OutputStream = 'stdout' | 'stderr' | 'pty';
 
 /** What the executor's on-disk receipt proves about an operation. */
 export interface Receipt {

@@ -10,7 +10,8 @@ import { constants as osConstants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BerthError } from '../../schemas/errors.ts';
-import type { HeldFile, OutputChunk, OutputStream, Receipt } from './provider.ts';
+import { outputStreams, type OutputStream } from '../../schemas/output.ts';
+import type { HeldFile, OutputChunk, Receipt } from './provider.ts';
 import {
   APPEND_FLAGS,
   at,
@@ -31,8 +32,6 @@ export const SPOOL_PROTOCOL_VERSION = 1 as const;
 
 /** The supervisor script, to run with `/bin/sh` (native) or to mount read-only into containers. */
 export const SUPERVISOR_PATH = fileURLToPath(new URL('./supervisor.sh', import.meta.url));
-
-export const OUTPUT_STREAMS: readonly OutputStream[] = ['stdout', 'stderr', 'pty'];
 
 /** Exit status of `supervisor.sh run` when another claimant (submit or abandon) got the operation first. */
 export const SUPERVISOR_CLAIM_LOST = 3;
@@ -577,7 +576,7 @@ export class Spool {
   }
 
   private closeOutputs(operationId: string): void {
-    for (const stream of OUTPUT_STREAMS) {
+    for (const stream of outputStreams) {
       const key = `${operationId}/${stream}`;
       const kept = this.fds.get(key);
       this.fds.delete(key);
@@ -613,7 +612,7 @@ export class Spool {
       dirty = true;
       wake?.();
     };
-    const ignored = streams && new Set<string>(OUTPUT_STREAMS.filter((s) => !streams.includes(s)));
+    const ignored = streams && new Set<string>(outputStreams.filter((s) => !streams.includes(s)));
     const onChange = ignored ? (type: string, name: string | null) => (type === 'change' && ignored.has(name!) ? undefined : poke()) : poke;
     const watcher = streams === false ? undefined : this.watch(operationId, onChange);
     const unsubscribe = subscribe?.(poke);
@@ -730,7 +729,7 @@ function finalSizes(dir: number): StreamSizes {
   for (let attempt = 0; attempt < 3; attempt++) {
     const frozen = readSmallAt(dir, 'sizes');
     const parsed = frozen && parseLine<StreamSizes>(frozen.text);
-    if (parsed && OUTPUT_STREAMS.every((s) => Number.isSafeInteger(parsed[s]))) return parsed;
+    if (parsed && outputStreams.every((s) => Number.isSafeInteger(parsed[s]))) return parsed;
     const sizes = sizesAt(dir);
     if (createAt(dir, 'sizes', `${JSON.stringify(sizes)}\n`)) return sizes;
     if (frozen) removeEntryAt(dir, 'sizes');

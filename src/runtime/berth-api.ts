@@ -9,7 +9,8 @@ import type { SessionContext } from '../machines/session.machine.ts';
 import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
 import type { ActivityEntry } from '../projections/activity.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
-import type { OutputStream } from '../providers/provider.ts';
+import type { OutputStream } from '../../schemas/output.ts';
+import type { ExecutionStatus } from '../../schemas/states.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { BerthRuntime } from './core/berth-runtime.ts';
 import { ContentService } from './builds/content-service.ts';
@@ -25,7 +26,6 @@ import type {
   CreateEnvironmentInput,
   EnvironmentView,
   ExecutionRecord,
-  ExecutionStatus,
   OutputRead,
   OutputSeen,
   ReplayStep,

@@ -3,9 +3,10 @@
  * (tenant) bounds what it sees: a resource of another scope is `not_found` / `environment_not_found`, never forbidden.
  * Errors are BerthError with codes from schemas/errors.ts.
  */
+import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind } from '../../schemas/profile.ts';
+import type { EnvironmentState, ExecutionStatus } from '../../schemas/states.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
-import type { OutputStream } from '../providers/provider.ts';
 import type { Caller } from './caller.ts';
 import type { ContentApi } from './builds/content-api.ts';
 
@@ -32,6 +33,8 @@ export interface EnvironmentView {
   profile: Profile;
   /** unavailable when the provider's backend (Docker daemon) cannot be reached. */
   availability: 'available' | 'unavailable';
+  /** The allocation lifecycle (`status` is the content's, seed 001). */
+  state: EnvironmentState;
   allocation: { allocationId: string; generation: number; state: string } | null;
   createdAt: number;
   updatedAt: number;
@@ -81,8 +84,6 @@ export interface SubmitExecutionInput {
   /** The allocation the caller expects to run on; refused with stale_target unless it is still the current one. */
   target?: Target;
 }
-
-export type ExecutionStatus = 'accepted' | 'running' | 'exited' | 'cancelled' | 'failed' | 'unknown';
 
 /** DESIGN §8 execution record (fixed shape). */
 export interface ExecutionRecord {

@@ -10,7 +10,8 @@ import { commandEnv } from '../../src/providers/command-env.ts';
 import { findBubblewrap } from '../../src/providers/native/bubblewrap.ts';
 import { NativeExecutor } from '../../src/providers/native/native-executor.ts';
 import { dropSandboxSpares } from '../../src/providers/native/supervisor-launcher.ts';
-import type { ExecSpec, Executor, OutputStream, Receipt } from '../../src/providers/provider.ts';
+import type { OutputStream } from '../../schemas/output.ts';
+import type { ExecSpec, Executor, Receipt } from '../../src/providers/provider.ts';
 
 export interface Fixture {
   root: string;

@@ -9,7 +9,8 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { OUTPUT_STREAMS, Spool } from '../../src/providers/spool.ts';
+import { outputStreams } from '../../schemas/output.ts';
+import { Spool } from '../../src/providers/spool.ts';
 
 const SECRET = `CANARY-${Math.random().toString(36).slice(2)}`;
 const RECEIPT = '{"v":1,"status":0,"cancelled":false,"timedOut":false}\n';
@@ -41,7 +42,7 @@ const plant = (name: string, target = canary) => symlinkSync(target, join(spool.
 const canaryUnchanged = () => expect(readFileSync(canary, 'utf8')).toBe(`${SECRET}\n`);
 
 describe('reads never follow a link out of the operation directory', () => {
-  for (const stream of OUTPUT_STREAMS) {
+  for (const stream of outputStreams) {
     it(`a ${stream} replaced by a link to a host file reads as empty, running and exited`, async () => {
       await spool.claim('op', 'supervisor 1');
       plant(stream);
@@ -93,7 +94,7 @@ describe('reads never follow a link out of the operation directory', () => {
 
   it('a FIFO in place of any spool file never blocks the server', async () => {
     await spool.claim('op', 'supervisor 1');
-    for (const name of [...OUTPUT_STREAMS, 'started', 'receipt']) {
+    for (const name of [...outputStreams, 'started', 'receipt']) {
       const fifo = join(spool.dir('op'), name);
       // The old code's blocking open would wait for this writer (3 s): the elapsed time tells, without a hang.
       const unblock = spawn('sh', ['-c', `mkfifo "$1" && sleep 3 && exec 3>"$1"`, 'sh', fifo], { stdio: 'ignore' });
@@ -102,7 +103,7 @@ describe('reads never follow a link out of the operation directory', () => {
       const seen = [
         await outcome(spool.readState('op')),
         await outcome(spool.currentSizes('op')),
-        ...(OUTPUT_STREAMS.includes(name as never) ? [await outcome(spool.read('op', name as never, 0))] : []),
+        ...(outputStreams.includes(name as never) ? [await outcome(spool.read('op', name as never, 0))] : []),
       ];
       expect(performance.now() - started, name).toBeLessThan(1000);
       expect(seen.join()).not.toContain(SECRET);

@@ -12,9 +12,9 @@ import {
   outputEventIdSchema,
   wsClientControlSchema,
   wsServerTextSchema,
-  type OutputStreamName,
 } from '../../../schemas/api.ts';
 import { BerthError } from '../../../schemas/errors.ts';
+import { outputStreams } from '../../../schemas/output.ts';
 import { toBerthError } from '../errors.ts';
 import { serveExecutionStream } from '../execution-stream.ts';
 import { followExecution } from '../output-follower.ts';
@@ -24,7 +24,6 @@ import { openSse } from '../sse.ts';
 import { stringifyWire } from '../wire-json.ts';
 import { acceptUpgrade, isUpgradeRequest } from '../ws-upgrade.ts';
 
-const allStreams: OutputStreamName[] = ['stdout', 'stderr', 'pty'];
 /**
  * Output bytes per SSE event: its text (base64, in JSON, in the event) stays a small string that V8 collects young; a
  * 256 KiB event would make ~1 MiB of large old-generation strings, kept until a full collection.
@@ -59,7 +58,7 @@ export const executionStreamsPlugin = resourcePlugin([
       const sse = openSse(deps, reply, request.log);
       try {
         const follow = followExecution(deps.api, caller, params.id, {
-          streams: query.stream ? [query.stream] : allStreams,
+          streams: query.stream ? [query.stream] : outputStreams,
           cursors,
           chunkBytes: Math.min(deps.limits.chunkBytes, SSE_EVENT_BYTES),
           readBytes: deps.limits.followReadBytes,

@@ -10,12 +10,12 @@
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
-import type { OutputChunk, OutputStream } from '../provider.ts';
+import { outputStreams, type OutputStream } from '../../../schemas/output.ts';
+import type { OutputChunk } from '../provider.ts';
 import {
   assertOperationId,
   DEFAULT_READ_BYTES,
   type FinalReceipt,
-  OUTPUT_STREAMS,
   parseClaim,
   parseReceiptLine,
   parseStarted,
@@ -216,7 +216,7 @@ export class ExecSpoolAccess implements SpoolAccess {
     let sizesText = files.get('sizes')?.text;
     if (!sizesText?.endsWith('\n')) sizesText = (await this.sh(FREEZE_SIZES, [this.dir(operationId)])).stdout.toString();
     const parsed = JSON.parse(sizesText) as Partial<Record<OutputStream, number>>;
-    const sizes = Object.fromEntries(OUTPUT_STREAMS.map((s) => [s, parsed[s] ?? 0])) as Record<OutputStream, number>;
+    const sizes = Object.fromEntries(outputStreams.map((s) => [s, parsed[s] ?? 0])) as Record<OutputStream, number>;
     const receipt: FinalReceipt = { ...line, exitedAt: file.at.toISOString(), sizes };
     this.receipts.set(operationId, receipt);
     return receipt;

@@ -7,7 +7,8 @@
  * only reach what the container itself sees.
  */
 import { close, write } from 'node:fs';
-import type { HeldFile, OutputChunk, OutputStream } from '../provider.ts';
+import type { OutputStream } from '../../../schemas/output.ts';
+import type { HeldFile, OutputChunk } from '../provider.ts';
 import type { FinalReceipt, Spool, SpoolState } from '../spool.ts';
 
 export interface ReceiptFields {

@@ -6,13 +6,13 @@
 import { isAbsolute } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
-import type { ExecSpec, Executor, HeldFile, OutputChunk, OutputStream, Receipt } from '../provider.ts';
+import { outputStreams, type OutputStream } from '../../../schemas/output.ts';
+import type { ExecSpec, Executor, HeldFile, OutputChunk, Receipt } from '../provider.ts';
 import { assertCommandEnv, hostAccount } from '../command-env.ts';
 import {
   assertOperationId,
   deriveReceipt,
   DEFAULT_READ_BYTES,
-  OUTPUT_STREAMS,
   SPOOL_PROTOCOL_VERSION,
   Spool,
   SUPERVISOR_CLAIM_LOST,
@@ -249,7 +249,7 @@ export class NativeExecutor implements Executor {
   async status(operationId: string): Promise<Receipt> {
     const receipt = await this.look(operationId);
     const seen = this.observation(operationId);
-    for (const s of OUTPUT_STREAMS) seen[s] = { size: receipt.sizes?.[s] ?? 0, final: receipt.state === 'exited' };
+    for (const s of outputStreams) seen[s] = { size: receipt.sizes?.[s] ?? 0, final: receipt.state === 'exited' };
     return receipt;
   }
 
@@ -306,7 +306,7 @@ export class NativeExecutor implements Executor {
   async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
     const dir = this.spool.dir(operationId);
     const seen = { ...this.observed.get(operationId) };
-    const looked = OUTPUT_STREAMS.filter((s) => seen[s]);
+    const looked = outputStreams.filter((s) => seen[s]);
     let baseline: { receipt: boolean; sizes: Record<OutputStream, number> } | undefined;
     await this.spool.waitUntil(
       operationId,
@@ -314,9 +314,9 @@ export class NativeExecutor implements Executor {
         const receipt = (await this.spool.readReceipt(operationId)) !== undefined;
         if (since) {
           if (receipt) return true;
-          if (!OUTPUT_STREAMS.some((s) => since[s] !== undefined)) return undefined; // the receipt alone is awaited
+          if (!outputStreams.some((s) => since[s] !== undefined)) return undefined; // the receipt alone is awaited
           const sizes = await this.spool.currentSizes(operationId);
-          return OUTPUT_STREAMS.some((s) => since[s] !== undefined && sizes[s] > since[s]!) ? true : undefined;
+          return outputStreams.some((s) => since[s] !== undefined && sizes[s] > since[s]!) ? true : undefined;
         }
         if (looked.length > 0 && receipt && looked.some((s) => !seen[s]!.final)) return true;
         const sizes = await this.spool.currentSizes(operationId);
@@ -325,7 +325,7 @@ export class NativeExecutor implements Executor {
           baseline = { receipt, sizes };
           return undefined;
         }
-        return receipt !== baseline.receipt || OUTPUT_STREAMS.some((s) => sizes[s] !== baseline!.sizes[s]) ? true : undefined;
+        return receipt !== baseline.receipt || outputStreams.some((s) => sizes[s] !== baseline!.sizes[s]) ? true : undefined;
       },
       timeoutMs,
       (wake) => this.listen(dir, wake),
@@ -342,7 +342,7 @@ export class NativeExecutor implements Executor {
    */
   private watchedStreams(dir: string, since?: Partial<Record<OutputStream, number>>): OutputStream[] | false | undefined {
     if (!since) return undefined;
-    const streams = OUTPUT_STREAMS.filter((s) => since[s] !== undefined);
+    const streams = outputStreams.filter((s) => since[s] !== undefined);
     return streams.length === 0 && live.get(dir)?.supervisor ? false : streams;
   }
 
@@ -440,7 +440,7 @@ export class NativeExecutor implements Executor {
    */
   private async stopOrphan(operationId: string): Promise<void> {
     const started = await this.spool.readStarted(operationId);
-    const outputs = OUTPUT_STREAMS.map((s) => this.spool.file(operationId, s));
+    const outputs = outputStreams.map((s) => this.spool.file(operationId, s));
     if (started && (await sessionWritesTo(started.pgid, outputs))) await stopSession(started.pgid, this.graceMs);
   }
 

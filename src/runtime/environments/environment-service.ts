@@ -8,10 +8,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import { profileSchema, type Profile, type ReusePolicy } from '../../../schemas/profile.ts';
 import type { UseKind } from '../../../schemas/events/allocation.ts';
+import { terminalStatuses } from '../../../schemas/states.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { EnvironmentContext } from '../../machines/environment.machine.ts';
-import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../../machines/execution.machine.ts';
+import { executionStatus, type ExecutionContext } from '../../machines/execution.machine.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
 import type { CatalogEntry } from '../../projections/catalog.projection.ts';
@@ -112,7 +113,7 @@ export class EnvironmentService {
   async get(caller: Caller, id: string): Promise<EnvironmentView> {
     await this.readModelsCaughtUp();
     const entry = ENVIRONMENT_ID.test(id) ? (this.deps.catalog.query.get(id) as CatalogEntry | undefined) : undefined;
-    if (!entry || entry.status === 'deleted' || !inScope(caller, entry.scope)) {
+    if (!entry || !inScope(caller, entry.scope)) {
       throw new BerthError('environment_not_found', 'No such environment.', { environmentId: id });
     }
     return (await this.render([entry]))[0];
@@ -316,8 +317,7 @@ export class EnvironmentService {
     for (const useId of useIds) {
       const x = await this.deps.actors.get<ExecutionContext>('execution', useId).catch(() => undefined);
       if (!x || x.state === 'pristine') return false;
-      const status = executionStatus({ value: x.state, context: x.context } as unknown as ExecutionSnapshot);
-      if (status === 'accepted' || status === 'running') return false;
+      if (!terminalStatuses.has(executionStatus(x))) return false;
     }
     return true;
   }

@@ -42,9 +42,8 @@ export function environmentView(e: CatalogEntry, parts: EnvironmentViewParts): E
     latestVersion: c ? c.latestVersion : null,
     profile: e.profile,
     availability: parts.availability,
-    // The allocation lifecycle (the actor's state: idle, acquiring, allocated, releasing, lost; the catalog says
-    // `defined` for idle); `status` is the content's (seed 001).
-    state: e.status === 'defined' ? 'idle' : e.status,
+    // The allocation lifecycle (the environment machine's state); `status` is the content's (seed 001).
+    state: e.state,
     allocation:
       e.allocationId !== null && parts.allocationState !== undefined
         ? { allocationId: e.allocationId, generation: e.generation, state: parts.allocationState }

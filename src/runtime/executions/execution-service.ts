@@ -8,17 +8,20 @@
 import { createHash } from 'node:crypto';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
-import { executionStatus, type ExecutionContext, type ExecutionSnapshot } from '../../machines/execution.machine.ts';
+import { executionStatus, type ExecutionContext } from '../../machines/execution.machine.ts';
+import type { MachineView } from '../../machines/machine-view.ts';
 import type { ActivityEntry, ActivityItem } from '../../projections/activity.projection.ts';
 import { assertCommandEnv } from '../../providers/command-env.ts';
-import type { Executor, OutputStream } from '../../providers/provider.ts';
+import type { OutputStream } from '../../../schemas/output.ts';
+import { terminalStatuses, type ExecutionStatus } from '../../../schemas/states.ts';
+import type { Executor } from '../../providers/provider.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
 import { inScope } from '../caller.ts';
 import type { EnvironmentService } from '../environments/environment-service.ts';
 import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
 import { assertQuota, isMember, outputLimitOf, type RolePolicy } from '../role-policy.ts';
-import type { Caller, ExecutionRecord, ExecutionStatus, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
+import type { Caller, ExecutionRecord, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
 import type { Services } from '../services.ts';
 import { versionMount } from './version-exec.ts';
 
@@ -129,7 +132,7 @@ export class ExecutionService {
     await activity.waitFor(await this.deps.head(), ADMISSION_READ_WAIT_MS);
     assertQuota(caller, 'scope_output_bytes', policy.quotas.scopeOutputBytes, await this.outputBytesOf(caller.scope));
     // From here to the count's increment nothing awaits: concurrent admissions of the scope see each other.
-    const live = (activity.query.list(caller.scope) as ActivityItem[]).filter((x) => x.status === 'accepted' || x.status === 'running');
+    const live = (activity.query.list(caller.scope) as ActivityItem[]).filter((x) => !terminalStatuses.has(x.status));
     const admitting = this.admitting.get(caller.scope) ?? 0;
     assertQuota(caller, 'concurrent_executions', policy.quotas.concurrentExecutions, live.length + admitting);
     this.admitting.set(caller.scope, admitting + 1);
@@ -205,7 +208,7 @@ export class ExecutionService {
         at,
       };
       const sent = await this.deps.actors.sendAll('execution', id, [accepted, { type: 'execution.dispatched', at }]);
-      return { record: this.recordOf(id, sent.context as ExecutionContext, sent.snapshot as ExecutionSnapshot), position: sent.position };
+      return { record: this.record(sent), position: sent.position };
     } catch (e) {
       // Raced with a submission of the same operationId: answer as if it came first.
       if (isBerthError(e, 'invalid_state') && e.detail.reason === 'already_accepted') return { record: await this.get(caller, id) };
@@ -323,24 +326,19 @@ export class ExecutionService {
     await (await this.live(caller, id)).resize(id, cols, rows);
   }
 
-  record(view: ActorView<ExecutionContext>): ExecutionRecord {
-    const snapshot = { value: view.state, context: view.context } as unknown as ExecutionSnapshot;
-    return this.recordOf(view.context.id, view.context, snapshot);
-  }
-
-  private recordOf(id: string, c: ExecutionContext, snapshot: ExecutionSnapshot): ExecutionRecord {
-    const status = executionStatus(snapshot);
+  record(view: MachineView<ExecutionContext>): ExecutionRecord {
+    const c = view.context;
     return {
-      id,
+      id: c.id,
       operationId: c.operationId,
       environment: c.environmentId,
       target: c.target,
       command: c.command,
-      status,
+      status: executionStatus(view),
       ...(c.exit ? { exitCode: c.exit.exitCode, signal: c.exit.signal } : {}),
       ...(c.failure ? { failure: c.failure } : {}),
       ...(c.version !== undefined ? { version: c.version } : {}),
-      step: String(snapshot.value),
+      step: String(view.state),
       createdAt: c.createdAt,
       updatedAt: c.updatedAt,
     };

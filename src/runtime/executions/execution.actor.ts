@@ -6,6 +6,7 @@
  */
 import { executionEvents } from '../../../schemas/events/execution.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
+import { outputStreams, type OutputStream } from '../../../schemas/output.ts';
 import { defineActor, type DomainEvent, type EffectContext } from '../../actors/actor-type.ts';
 import {
   executionMachine,
@@ -18,7 +19,7 @@ import {
   type WatchParams,
 } from '../../machines/execution.machine.ts';
 import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
-import type { Executor, OutputStream, Provider, Receipt, VersionedCommand } from '../../providers/provider.ts';
+import type { Executor, Provider, Receipt, VersionedCommand } from '../../providers/provider.ts';
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { Services } from '../services.ts';
@@ -156,9 +157,9 @@ async function followRunning(
     let cursors: Partial<Record<OutputStream, number>> = {};
     if (outputLimit !== undefined) {
       const sizes = r.sizes ?? {};
-      const written = STREAMS.reduce((sum, s) => sum + (sizes[s] ?? 0), 0);
+      const written = outputStreams.reduce((sum, s) => sum + (sizes[s] ?? 0), 0);
       if (written > outputLimit) return { written };
-      cursors = Object.fromEntries(STREAMS.map((s) => [s, (sizes[s] ?? 0) + outputLimit - written]));
+      cursors = Object.fromEntries(outputStreams.map((s) => [s, (sizes[s] ?? 0) + outputLimit - written]));
     }
     await Promise.race([executor.waitForChange(operationId, 1_000, cursors).catch(() => pause(shutdown, 100)), stopped(shutdown)]);
   }
@@ -180,7 +181,6 @@ function commandEnvFor(base: Provider['commandBase'], p: SubmitParams): Record<s
   return { ...(p.pty ? { TERM: DEFAULT_TERM } : {}), ...p.env };
 }
 
-const STREAMS: OutputStream[] = ['stdout', 'stderr', 'pty'];
 const SAVE_CHUNK = 4 * 1024 * 1024;
 const EMPTY_DIGEST = 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
@@ -231,7 +231,7 @@ async function emptyArtifact(artifacts: ArtifactStore): Promise<ArtifactRef> {
 /** Copies each stream's spool (up to its drained size) into the artifact store; a terminal that said nothing is left out. */
 async function savedEvent(executor: Executor, services: Services, executionId: string, sizes: SaveParams['sizes']) {
   const saved: Partial<Record<OutputStream, ArtifactRef>> = {};
-  for (const stream of STREAMS) {
+  for (const stream of outputStreams) {
     const size = sizes[stream];
     if (size === undefined || (size === 0 && stream === 'pty')) continue;
     saved[stream] = size === 0 ? await emptyArtifact(services.artifacts) : await savedStream(executor, services, executionId, stream, size);

@@ -6,7 +6,7 @@
  * and gives them the bytes sooner. The wait is bounded: a reader that stops reading, or reads slowly, holds the save at
  * most `maxWaitMs`.
  */
-import type { OutputStream } from '../../providers/provider.ts';
+import type { OutputStream } from '../../../schemas/output.ts';
 
 interface LastRead {
   /** Where the latest read of the stream ended, and when (performance.now()). */

@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isBerthError } from '../../../schemas/errors.ts';
 import type { ActorRuntime } from '../../actors/actor-runtime.ts';
-import { reclaimableAt, type AllocationContext, type AllocationSnapshot } from '../../machines/allocation.machine.ts';
+import { reclaimableAt, type AllocationContext } from '../../machines/allocation.machine.ts';
 import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
 import type { ActivityEntry } from '../../projections/activity.projection.ts';
 import type { CatalogEntry } from '../../projections/catalog.projection.ts';
@@ -68,9 +68,9 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
       name: 'reclaim-idle-allocations',
       async run(now) {
         for (const a of active()) {
-          const view = await parts.actors().get('allocation', a.allocationId);
+          const view = await parts.actors().get<AllocationContext>('allocation', a.allocationId);
           if (!view) continue;
-          const at = reclaimableAt({ value: view.state, context: view.context } as unknown as AllocationSnapshot);
+          const at = reclaimableAt(view);
           if (at === null || at > now.getTime()) continue;
           await tolerate(
             parts.actors().send('allocation', a.allocationId, { type: 'allocation.release_requested', reason: 'idle', at: now.getTime() }),
@@ -144,8 +144,8 @@ export async function settleActiveAllocations(actors: ActorRuntime<any>, project
     await projections.catchUp();
     let unsettled = false;
     for (const e of projections.get('catalog')!.query.list() as CatalogEntry[]) {
-      if ((e.status === 'acquiring' || e.status === 'releasing') && e.allocationId) {
-        if (awaitsNotification(e.status, (await actors.get('allocation', e.allocationId))?.state)) unsettled = true;
+      if ((e.state === 'acquiring' || e.state === 'releasing') && e.allocationId) {
+        if (awaitsNotification(e.state, (await actors.get('allocation', e.allocationId))?.state)) unsettled = true;
       }
     }
     for (const a of activeIndex(projections)) {

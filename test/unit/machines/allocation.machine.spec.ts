@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
 import { allocationMachine, finished, reclaimableAt, reject } from '../../../src/machines/allocation.machine.ts';
+import { viewOf } from '../../../src/machines/machine-view.ts';
 import { allocationActor, persistedRoundTrip, snapshotAfter } from './machine-actors.ts';
 
 const ENV = `henv_${'b'.repeat(32)}`;
@@ -178,13 +179,13 @@ describe('allocation machine: release', () => {
 describe('allocation machine: idle reclamation', () => {
   it('should never reclaim a borrowed allocation for idleness', () => {
     spec.given([nativeIntended, ready]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
-    expect(reclaimableAt(snapshotAfter(allocationActor, ID, [nativeIntended, ready]))).toBeNull();
+    expect(reclaimableAt(viewOf(snapshotAfter(allocationActor, ID, [nativeIntended, ready])))).toBeNull();
     spec.given([nativeIntended, ready]).when(release('explicit')).then({ state: 'releasing' });
   });
 
   it('should reclaim a managed allocation only after its idle interval since the last activity', () => {
     const history = [intended, ready, use('exec-1', 'execution', {}, 3_000), unuse('exec-1', 4_000)];
-    expect(reclaimableAt(snapshotAfter(allocationActor, ID, history))).toBe(64_000);
+    expect(reclaimableAt(viewOf(snapshotAfter(allocationActor, ID, history)))).toBe(64_000);
     spec.given(history).when(release('idle', 63_999)).thenRejects('invalid_state');
     spec.given(history).when(release('idle', 64_000)).then({ state: 'releasing' });
   });
@@ -192,7 +193,7 @@ describe('allocation machine: idle reclamation', () => {
   it('should release a partial or unknown allocation only explicitly, never for idleness', () => {
     spec.given([intended, pending]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
     spec.given([intended, unknownReport]).when(release('idle', 1_000_000)).thenRejects('invalid_state');
-    expect(reclaimableAt(snapshotAfter(allocationActor, ID, [intended, pending]))).toBeNull();
+    expect(reclaimableAt(viewOf(snapshotAfter(allocationActor, ID, [intended, pending])))).toBeNull();
   });
 
   it('should refuse releasing a finished allocation', () => {
@@ -203,7 +204,7 @@ describe('allocation machine: idle reclamation', () => {
 
   it('should not offer reclamation while uses are held', () => {
     const history = [intended, ready, use('exec-1')];
-    expect(reclaimableAt(snapshotAfter(allocationActor, ID, history))).toBeNull();
+    expect(reclaimableAt(viewOf(snapshotAfter(allocationActor, ID, history)))).toBeNull();
     spec.given(history).when(release('idle', 1_000_000)).thenRejects('environment_busy');
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
 import { executionMachine, executionStatus, finished, reject } from '../../../src/machines/execution.machine.ts';
+import { viewOf } from '../../../src/machines/machine-view.ts';
 import { executionActor, persistedRoundTrip, snapshotAfter } from './machine-actors.ts';
 
 const ENV = `henv_${'c'.repeat(32)}`;
@@ -38,7 +39,7 @@ const op = { executionId: ID, operationId: 'op-1', target };
 const useParams = { allocationId: 'alloc-1', useId: ID, kind: 'execution' };
 const act = (type: string, params: object = op) => ({ type, params });
 
-const statusAfter = (history: object[]) => executionStatus(snapshotAfter(executionActor, ID, history as never));
+const statusAfter = (history: object[]) => executionStatus(viewOf(snapshotAfter(executionActor, ID, history as never)));
 
 describe('execution machine: the happy path', () => {
   it('should persist the operation and take an allocation use before anything is sent', () => {
@@ -82,7 +83,7 @@ describe('execution machine: the happy path', () => {
     spec.given([...history, drained, saved]).when(released).then({ state: 'released', actions: [] });
     const done = snapshotAfter(executionActor, ID, [...history, drained, saved, released] as never);
     expect(finished(done)).toBe(true);
-    expect(executionStatus(done)).toBe('exited');
+    expect(executionStatus(viewOf(done))).toBe('exited');
     expect(done.context).toMatchObject({ exit: { exitCode: 0, signal: null }, artifacts: { stdout: { size: 3 } }, pid: 4242 });
   });
 });
@@ -169,7 +170,7 @@ describe('execution machine: outcomes without an exit', () => {
     const failed = at('failed', 1_050, { code: 'stale_target', message: 'generation 2 is no longer current' });
     spec.given([accepted]).when(failed).then({ state: 'closing', actions: [act('allocation.unuse', useParams)] });
     const s = snapshotAfter(executionActor, ID, [accepted, failed] as never);
-    expect(executionStatus(s)).toBe('failed');
+    expect(executionStatus(viewOf(s))).toBe('failed');
     expect(s.context.failure).toEqual({ code: 'stale_target', message: 'generation 2 is no longer current' });
   });
 
@@ -214,7 +215,7 @@ describe('execution machine: snapshots', () => {
     for (const history of [[accepted, dispatched, started, cancelRequested], [accepted, dispatched, started, exited, drained, saved, released]]) {
       const s = snapshotAfter(executionActor, ID, history as never);
       const r = persistedRoundTrip(executionMachine, s);
-      expect([r.value, r.context, r.status, executionStatus(r)]).toStrictEqual([s.value, s.context, s.status, executionStatus(s)]);
+      expect([r.value, r.context, r.status, executionStatus(viewOf(r))]).toStrictEqual([s.value, s.context, s.status, executionStatus(viewOf(s))]);
     }
   });
 });
