@@ -212,8 +212,11 @@ describe('no server', () => {
     const port = (free.address() as net.AddressInfo).port;
     free.close();
     const env = cleanEnv({ BERTH_URL: `http://127.0.0.1:${port}`, BERTH_TOKEN: tokens.alice });
-    for (const args of [['ps'], ['exec', 'x', '--', 'true'], ['logs', 'x'], ['env', 'ls'], ['events', '-f'], ['replay', 'environment-x']]) {
-      const run = await cli(args, { env });
+    // Side by side: each is a separate process that starts the CLI (seconds each on a busy host), none depends on another.
+    const commands = [['ps'], ['exec', 'x', '--', 'true'], ['logs', 'x'], ['env', 'ls'], ['events', '-f'], ['replay', 'environment-x']];
+    const runs = await Promise.all(commands.map((args) => cli(args, { env })));
+    for (const [i, args] of commands.entries()) {
+      const run = runs[i]!;
       expect(run.code, args.join(' ')).toBe(1);
       expect(run.stderr, args.join(' ')).toMatch(new RegExp(`^berth: No Berth server answers at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): start one with \`berth serve\``));
     }
