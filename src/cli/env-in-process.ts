@@ -1,12 +1,13 @@
 /**
  * `berth env …` through the runtime API in this process, against the data directory: starts the runtime (a new
  * epoch: recovery reconciles first) as an admin of one scope, and stops it at close. Not while `berth serve` uses the
- * same data directory (its lock refuses a second runtime). Answers pass through the gateway's response schemas, so
- * both paths print the same shapes.
+ * same data directory (its lock refuses a second runtime). Input and answers pass through the gateway's schemas, so
+ * both paths take and print the same shapes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { allocationSchema, environmentSchema } from '../../schemas/api.ts';
+import { allocationSchema, createEnvironmentBody, environmentSchema } from '../../schemas/api.ts';
 import { BerthError } from '../../schemas/errors.ts';
+import { parseOrReject } from '../../schemas/parse-input.ts';
 import { startBerth } from '../runtime/berth.ts';
 import { loadConfig } from '../runtime/config.ts';
 import type { Caller } from '../runtime/runtime-api.ts';
@@ -28,7 +29,8 @@ export async function openInProcess(options: { dataDir?: string; store?: string;
   const started: { id: string; version: number }[] = [];
   return {
     contentUnavailable: api.content ? undefined : contentOff,
-    create: async (input) => environmentSchema.parse(await api.createEnvironment(caller, input)),
+    // The body a server would check, with its sentence for a mistake (and its defaults filled in).
+    create: async (input) => environmentSchema.parse(await api.createEnvironment(caller, parseOrReject(createEnvironmentBody, input, 'body'))),
     list: async () => (await api.listEnvironments(caller)).map((e) => environmentSchema.parse(e)),
     get: async (id) => environmentSchema.parse(await api.getEnvironment(caller, id)),
     remove: (id) => api.deleteEnvironment(caller, id),

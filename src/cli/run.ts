@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
-import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import { isBerthError } from '../../schemas/errors.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import { startBerth } from '../runtime/berth.ts';
 import type { BerthApi } from '../runtime/berth-api.ts';
@@ -14,6 +14,7 @@ import { loadConfig } from '../runtime/config.ts';
 import type { Caller, ExecutionRecord } from '../runtime/runtime-api.ts';
 import { storeOptions } from './command-args.ts';
 import { commandLineOptions, parseCommandLine } from './command-line.ts';
+import { findEnvironmentId } from './environment-ref.ts';
 import { exitStatusOf } from './exit-status.ts';
 import { createLogger } from './logger.ts';
 
@@ -39,7 +40,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     logger: createLogger({ level: process.env.BERTH_LOG_LEVEL ?? 'warn' }),
   });
   try {
-    const environment = await findEnvironment(berth.api, line.environment);
+    const environment = await findEnvironmentId(line.environment, () => berth.api.listEnvironments(caller));
     const tty = values.tty ?? false;
     const record = await berth.api.submitExecution(caller, {
       operationId: values['operation-id'] ?? `run-${randomUUID()}`,
@@ -60,13 +61,6 @@ export async function runCommand(argv: string[]): Promise<number> {
   } finally {
     await berth.stop();
   }
-}
-
-async function findEnvironment(api: BerthApi, name: string): Promise<string> {
-  if (/^henv_[0-9a-f]{32}$/.test(name)) return (await api.getEnvironment(caller, name)).id;
-  const found = (await api.listEnvironments(caller)).find((e) => e.name === name || e.slug === name);
-  if (!found) throw new BerthError('environment_not_found', `No environment is named "${name}".`, { name });
-  return found.id;
 }
 
 /** Copies every stream to this process until each one is saved, then answers the final record. */

@@ -12,7 +12,7 @@ import { BerthError, errorCodes } from '../../schemas/errors.ts';
 import type { Caller } from '../runtime/runtime-api.ts';
 import { toBerthError } from './errors.ts';
 import { followExecution } from './output-follower.ts';
-import { parseOrReject } from './parse-request.ts';
+import { parseOrReject } from '../../schemas/parse-input.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
 import { closeCodes, encodeOutputFrame, OUTPUT_FRAME_HEADER_BYTES, writeOutputFrameHeader } from '../../schemas/ws-frames.ts';

@@ -12,7 +12,7 @@ import type { RouteConfig } from './auth.ts';
 import type { GatewayLimits } from './limits.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { StreamSlots } from './stream-slots.ts';
-import { parseOrReject } from './parse-request.ts';
+import { parseOrReject } from '../../schemas/parse-input.ts';
 
 export interface GatewayDeps {
   api: RuntimeApi;

@@ -16,7 +16,7 @@ import {
   importResultSchema,
 } from '../../../schemas/content-api.ts';
 import { contentOf, contentPlugin, requestBytes } from '../content-plugin.ts';
-import { parseOrReject } from '../parse-request.ts';
+import { parseOrReject } from '../../../schemas/parse-input.ts';
 import { defineRoute } from '../route.ts';
 
 const pathNote = 'path is relative to the environment root, with its segments percent-decoded; one that escapes the root, or names anything but a regular file or directory, is environment_invalid.';

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { eventsFeedQuery, positionEventIdSchema } from '../../../schemas/api.ts';
 import { toBerthError } from '../errors.ts';
-import { parseOrReject } from '../parse-request.ts';
+import { parseOrReject } from '../../../schemas/parse-input.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 import { openSse } from '../sse.ts';
 import { recordedEventToWire, stringifyWire } from '../wire-json.ts';

@@ -18,7 +18,7 @@ import { outputStreams } from '../../../schemas/output.ts';
 import { toBerthError } from '../errors.ts';
 import { serveExecutionStream } from '../execution-stream.ts';
 import { followExecution } from '../output-follower.ts';
-import { parseOrReject } from '../parse-request.ts';
+import { parseOrReject } from '../../../schemas/parse-input.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 import { openSse } from '../sse.ts';
 import { stringifyWire } from '../wire-json.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { outputEventIdSchema, outputQuery, submitExecutionBody } from '../../../schemas/api.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
-import { parseOrReject } from '../../../src/gateway/parse-request.ts';
+import { parseOrReject } from '../../../schemas/parse-input.ts';
 
 describe('API schemas', () => {
   it('should require exactly one of environment or session in a submit', () => {
