@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, root } from '../integration/cli-process.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { finished, startServer, submit, tokens, type BerthServer } from './berth-server.ts';
 
 const bin = join(root, 'bin/berth.js');
@@ -40,10 +41,12 @@ interface Run {
   arrivals: { at: number; text: string }[];
 }
 
-function cli(args: string[], options: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<Run> {
+/** Runs the CLI to its exit; `live` gets the run as it fills, for a test that acts on output while it runs. */
+function cli(args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; live?: (run: Run) => void } = {}): Promise<Run> {
   const started = Date.now();
   const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: options.env ?? remoteEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
   const run: Run = { code: null, stdout: '', stderr: '', arrivals: [] };
+  options.live?.(run);
   child.stdout.on('data', (d: Buffer) => {
     run.stdout += d;
     run.arrivals.push({ at: Date.now() - started, text: d.toString() });
@@ -137,7 +140,9 @@ describe('berth logs and ps', () => {
     const byOperation = await cli(['logs', '--stream', 'stderr', done.operationId]);
     expect(byOperation).toMatchObject({ code: 0, stdout: '', stderr: 'two\n' });
 
-    const live = await submit(server, env, 'echo start; sleep 6; echo end');
+    // Runs until the test cancels it (its TERM trap prints the end): ps and logs -f find it live however slowly the
+    // CLI starts on a busy host (a 6 s sleep ended before two CLI starts at load 18).
+    const live = await submit(server, env, `trap 'echo end; exit 0' TERM; echo start; sleep 600 & wait`);
     const ps = await cli(['ps']);
     expect(ps.code, ps.stderr).toBe(0);
     expect(ps.stdout).toMatch(/^ALLOCATION\s+ENVIRONMENT\s+GEN\s+STATE/m);
@@ -147,8 +152,11 @@ describe('berth logs and ps', () => {
     expect(psJson.map((x) => x.kind)).toContain('allocation');
     expect(psJson.find((x) => x.kind === 'execution' && x.id === live.id)).toBeDefined();
 
-    const followed = await cli(['logs', '-f', live.id]);
-    expect(followed).toMatchObject({ code: 0, stdout: 'start\nend\n' });
+    let following: Run | undefined;
+    const followed = cli(['logs', '-f', live.id], { live: (run) => (following = run) });
+    await waitFor(() => following?.stdout.includes('start'), { timeoutMs: 30_000, what: 'logs -f to print the live start' });
+    expect((await server.call(`/v1/executions/${live.id}/cancel`, { method: 'POST' })).status).toBe(200);
+    expect(await followed).toMatchObject({ code: 0, stdout: 'start\nend\n' });
     expect((await cli(['ps'], { env: remoteEnv(tokens.bob) })).stdout).not.toContain(env);
   });
 });
