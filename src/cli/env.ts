@@ -197,7 +197,7 @@ export async function envCommand(argv: string[]): Promise<number> {
   }
 }
 
-/** The profile from the flags; the runtime validates it (and names the provider if it is not registered). */
+/** The profile from the flags; the create body's schema checks it, in either mode (and the runtime names an unregistered provider). */
 function profileOf(values: EnvValues): Partial<Profile> {
   const number = (flag: (typeof profileFlags)[number]): number | undefined => {
     const raw = values[flag];

@@ -62,8 +62,11 @@ describe('berth env', () => {
     const missing = await envCli(['acquire', 'no-such-env']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No environment is named "no-such-env"/);
-    // A flag another subcommand takes is a mistake here, not ignored.
+    // A flag another subcommand or the other mode takes is a mistake here, not ignored.
     expect((await envCli(['ls', '--follow'])).code).toBe(2);
+    const token = await envCli(['ls', '--token', 'secret']);
+    expect(token.code).toBe(2);
+    expect(token.stderr).toMatch(/--token is for a server/);
   });
 
   it.skipIf(!dockerAvailable)('should allocate and release a Docker environment', async () => {
