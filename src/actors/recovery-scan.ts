@@ -1,7 +1,9 @@
 /**
  * Finding every unfinished actor in one pass over the log (DESIGN §4 rule 7), instead of reading the streams one by
- * one: each event whose metadata says `finished` lets the scan forget its actor; each snapshot lets it forget the
- * events the snapshot covers. Only the unfinished actors are folded, each from its latest snapshot.
+ * one: each event whose metadata says `finished` lets the scan forget its actor; each snapshot lets it start from
+ * there. At the end of each page the events it brought are folded onto their actors, so the scan holds one state
+ * per live actor rather than every event since its start (buffering 200,000 events made garbage collection a
+ * quarter of a recovery); an actor that finishes in a later page cost only the fold of the events before.
  */
 import type { EventStore } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
@@ -20,10 +22,12 @@ interface Entry {
   actorType: ActorType;
   id: string;
   snapshot?: StoredSnapshot;
-  /** Events after the snapshot, in revision order; only what folding needs, so the rest is garbage at once. */
+  /** The actor as folded up to the end of the last page (from its snapshot, or fresh); unset until then. */
+  loaded?: LoadedActor;
+  /** Events of this page not folded yet, in revision order. */
   events: StoredEvent[];
   finished: boolean;
-  /** An event followed a finished one, so the buffered events are incomplete: read the stream instead. */
+  /** An event followed a finished one, or the events do not follow on from the state: read the stream instead. */
   reread: boolean;
   /** A stored event or snapshot of this actor that cannot be decoded. */
   error?: unknown;
@@ -66,17 +70,38 @@ export async function scanUnfinished(
     return e;
   };
 
+  /** Folds what this page brought onto each actor it touched. */
+  const foldPage = (touched: Set<Entry>) => {
+    for (const e of touched) {
+      if (e.finished || e.reread || e.error || e.events.length === 0) continue;
+      const base = e.loaded ?? fromSnapshot(e.actorType, e.id, e.snapshot);
+      if (e.events[0].revision !== base.revision + 1n) {
+        e.reread = true;
+      } else {
+        try {
+          e.loaded = foldStored(e.actorType, base, e.events);
+        } catch (error) {
+          e.error = error;
+        }
+      }
+      e.events = [];
+    }
+  };
+
   let from: bigint | 'start' = 'start';
   for (;;) {
     const page = await store.readAll({ fromPosition: from, maxCount: pageSize });
+    const touched = new Set<Entry>();
     for (const recorded of page) {
       if (recorded.stream.startsWith(SNAPSHOT_PREFIX)) {
         const e = entryOf(recorded.stream.slice(SNAPSHOT_PREFIX.length));
         if (!e) continue;
         try {
           const s = decodeSnapshot(recorded);
-          if (!e.snapshot || s.revision > e.snapshot.revision) {
+          // A snapshot behind what is folded already adds nothing; one ahead of it is the new starting point.
+          if (s.revision > (e.loaded?.revision ?? e.snapshot?.revision ?? -1n)) {
             e.snapshot = s;
+            e.loaded = undefined;
             e.events = e.events.filter((x) => x.revision > s.revision);
           }
         } catch (error) {
@@ -88,9 +113,15 @@ export async function scanUnfinished(
       if (!e) continue;
       if (e.finished) e.reread = true;
       e.finished = recorded.metadata.finished === true;
-      if (e.finished) e.events = [];
-      else e.events.push(storedEventOf(recorded));
+      if (e.finished || e.reread) {
+        e.events = [];
+        e.loaded = undefined;
+      } else {
+        e.events.push(storedEventOf(recorded));
+        touched.add(e);
+      }
     }
+    foldPage(touched);
     if (page.length < pageSize) break;
     from = page[page.length - 1].position;
   }
@@ -100,11 +131,9 @@ export async function scanUnfinished(
     if (e.finished) continue;
     try {
       if (e.error) throw e.error;
-      const base = fromSnapshot(e.actorType, e.id, e.snapshot);
-      const contiguous = !e.reread && (e.events.length === 0 || e.events[0].revision === base.revision + 1n);
-      const loaded = contiguous
-        ? foldStored(e.actorType, base, e.events)
-        : await catchUp(store, e.actorType, stream, base);
+      const loaded = e.reread
+        ? await catchUp(store, e.actorType, stream, fromSnapshot(e.actorType, e.id, e.snapshot))
+        : (e.loaded ?? fromSnapshot(e.actorType, e.id, e.snapshot));
       result.unfinished.push({ actorType: e.actorType, id: e.id, stream, loaded });
     } catch (error) {
       result.failed.push({ stream, error });
