@@ -41,10 +41,10 @@ describe.skipIf(!bwrap)('contained spare sandboxes', () => {
     if (warm) expect((await run(fx.executor, spec(['true']))).receipt.exitCode).toBe(0);
     return fx;
   };
-  afterEach(() => {
+  afterEach(async () => {
     for (const fx of fixtures.splice(0)) {
       fx.executor.close();
-      fx.cleanup();
+      await fx.cleanup();
     }
   });
 

@@ -41,8 +41,8 @@ describe.skipIf(!bwrap)('bubblewrap containment', () => {
     writeFileSync(join(version, 'README'), 'version one\n');
   };
   beforeEach(() => contained());
-  afterEach(() => {
-    fx.cleanup();
+  afterEach(async () => {
+    await fx.cleanup();
     rmSync(workspace, { recursive: true, force: true });
   });
 
@@ -99,7 +99,7 @@ describe.skipIf(!bwrap)('bubblewrap containment', () => {
   });
 
   it('still reaches the host network when the profile allows it (the check above can fail)', async () => {
-    fx.cleanup();
+    await fx.cleanup();
     contained({ network: 'bridge' });
     const { stdout } = await run(fx.executor, sh(connect()));
     expect(stdout.toString()).toBe('connected\n');

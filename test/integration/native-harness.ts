@@ -9,7 +9,7 @@ import type { Profile } from '../../schemas/profile.ts';
 import { commandEnv } from '../../src/providers/command-env.ts';
 import { findBubblewrap } from '../../src/providers/native/bubblewrap.ts';
 import { NativeExecutor } from '../../src/providers/native/native-executor.ts';
-import { dropSandboxSpares } from '../../src/providers/native/supervisor-launcher.ts';
+import { dropSandboxSpares, sparesSettled } from '../../src/providers/native/supervisor-launcher.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import type { ExecSpec, Executor, Receipt } from '../../src/providers/provider.ts';
 
@@ -17,17 +17,20 @@ export interface Fixture {
   root: string;
   spoolDir: string;
   executor: NativeExecutor;
-  cleanup(): void;
+  /** Resolves once the allocation's spare sandboxes ended and the fixture's directory is gone. */
+  cleanup(): Promise<void>;
 }
 
 export function nativeFixture(profile: Profile = { provider: 'native' }, graceMs = 500): Fixture {
   const root = mkdtempSync(join(tmpdir(), 'berth-native-'));
   const spoolDir = join(root, 'spool', 'alloc-1');
   const executor = new NativeExecutor({ spoolDir, profile, graceMs, hidden: [join(root, 'spool')] });
-  // A spare sandbox of the allocation may be making its output directory in the spool as it goes: it is told to end,
-  // and the removal retries what it makes meanwhile.
-  const cleanup = () => {
-    void dropSandboxSpares(spoolDir);
+  // A spare sandbox of the allocation may be making its output directory in the spool as it goes: once any spare due
+  // is made, the allocation's are told to end and waited for (on a busy host one made its directory after the
+  // removal's retries: ENOTEMPTY), then the removal retries whatever is left.
+  const cleanup = async () => {
+    await sparesSettled();
+    await dropSandboxSpares(spoolDir);
     rmSync(root, { recursive: true, force: true, maxRetries: 5 });
   };
   return { root, spoolDir, executor, cleanup };
