@@ -35,47 +35,21 @@ const errorOf = (refusal: Refusal): Error =>
     : Object.assign(new Error(refusal.message), refusal.code ? { code: refusal.code } : {});
 
 export class SqliteWriter {
-  private worker: Worker | undefined;
+  private readonly worker: Worker;
   private seq = 0;
   private inFlight: { seq: number; resolve(outcomes: WriteOutcome[]): void; reject(error: Error): void } | undefined;
   private gone: Error | undefined;
 
-  /** Writes to `file`, whose schema must exist already; the thread starts with the first commit (a reader never starts it). */
-  constructor(
-    private readonly file: string,
-    private readonly busyTimeoutMs: number,
-  ) {}
-
-  /** Commits `batch` in one transaction: an outcome per append (refused ones roll back alone), or throws if the commit failed. */
-  commit(batch: WriteRequest[]): Promise<WriteOutcome[]> {
-    if (this.gone) return Promise.reject(this.gone);
-    if (this.inFlight) return Promise.reject(new Error('a commit is already under way'));
-    return new Promise((resolve, reject) => {
-      this.inFlight = { seq: ++this.seq, resolve, reject };
-      const worker = this.started();
-      worker.ref();
-      worker.postMessage({ seq: this.seq, batch });
-    });
-  }
-
-  /** Stops the worker (after the caller's last commit). */
-  async close(): Promise<void> {
-    this.gone ??= new Error('the SQLite writer is closed');
-    await this.worker?.terminate();
-  }
-
-  private started(): Worker {
-    if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./sqlite-writer.worker.mjs', import.meta.url), {
-      workerData: { file: this.file, busyTimeoutMs: this.busyTimeoutMs },
-    });
+  /** Starts the worker on `file`, whose schema must exist already. */
+  constructor(file: string, busyTimeoutMs: number) {
+    this.worker = new Worker(new URL('./sqlite-writer.worker.mjs', import.meta.url), { workerData: { file, busyTimeoutMs } });
     // An idle writer does not keep the process alive; one with a commit under way does (see commit).
-    worker.unref();
-    worker.on('message', (reply: Reply) => {
+    this.worker.unref();
+    this.worker.on('message', (reply: Reply) => {
       const pending = this.inFlight;
       if (!pending || pending.seq !== reply.seq) return;
       this.inFlight = undefined;
-      worker.unref();
+      this.worker.unref();
       if ('failed' in reply) pending.reject(new Error(reply.failed));
       else pending.resolve(reply.outcomes.map((o) => (o.ok ? o : { ok: false, error: errorOf(o.refusal) })));
     });
@@ -84,9 +58,24 @@ export class SqliteWriter {
       this.inFlight?.reject(error);
       this.inFlight = undefined;
     };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`the SQLite writer thread exited (code ${code})`)));
-    this.worker = worker;
-    return worker;
+    this.worker.on('error', fail);
+    this.worker.on('exit', (code) => fail(new Error(`the SQLite writer thread exited (code ${code})`)));
+  }
+
+  /** Commits `batch` in one transaction: an outcome per append (refused ones roll back alone), or throws if the commit failed. */
+  commit(batch: WriteRequest[]): Promise<WriteOutcome[]> {
+    if (this.gone) return Promise.reject(this.gone);
+    if (this.inFlight) return Promise.reject(new Error('a commit is already under way'));
+    return new Promise((resolve, reject) => {
+      this.inFlight = { seq: ++this.seq, resolve, reject };
+      this.worker.ref();
+      this.worker.postMessage({ seq: this.seq, batch });
+    });
+  }
+
+  /** Stops the worker (after the caller's last commit). */
+  async close(): Promise<void> {
+    this.gone ??= new Error('the SQLite writer is closed');
+    await this.worker.terminate();
   }
 }
