@@ -1,12 +1,11 @@
 /**
  * The embedded event store (DESIGN §3): one SQLite file (better-sqlite3, WAL, synchronous=FULL) with EventStoreDB
- * semantics. Reads run on this thread; appends are committed by a writer thread (sqlite-writer.ts), all those issued
- * together or while the previous commit synced in one transaction (group commit). Several OS processes may share the
- * file.
+ * semantics. Appends issued together are group-committed in one transaction; several OS processes may share the file.
  */
 import Database from 'better-sqlite3';
 import { BerthError } from '../../schemas/errors.ts';
 import {
+  WrongExpectedVersion,
   type AppendOptions,
   type AppendResult,
   type EventData,
@@ -21,7 +20,6 @@ import {
 import { AppendSignal } from './sqlite-append-signal.ts';
 import { decodeRow, EVENT_COLUMNS, type EventRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
-import { SqliteWriter, type SerializedEvent } from './sqlite-writer.ts';
 
 export interface SqliteEventStoreOptions {
   /** How long a writer waits for another process holding the write lock, in ms. */
@@ -32,6 +30,13 @@ export interface SqliteEventStoreOptions {
   pageSize?: number;
 }
 
+interface SerializedEvent {
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
 interface PendingAppend {
   stream: string;
   events: SerializedEvent[];
@@ -39,6 +44,8 @@ interface PendingAppend {
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
+
+type Outcome = { ok: true; result: AppendResult; wrote: boolean } | { ok: false; error: unknown };
 
 const schema = `
   CREATE TABLE IF NOT EXISTS events (
@@ -74,6 +81,16 @@ function serialize(stream: string, events: EventData[]): SerializedEvent[] {
   });
 }
 
+const isUniqueViolation = (e: unknown): boolean =>
+  e instanceof Database.SqliteError && e.code.startsWith('SQLITE_CONSTRAINT');
+
+/** An append refused after some of its rows were inserted: the transaction around it must roll them back. */
+class PartlyWritten extends Error {
+  constructor(readonly refusal: unknown) {
+    super('an append was refused after some of its events were inserted');
+  }
+}
+
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite' as const;
   /** Counters for tests and benchmarks: `commits` is the number of write transactions (one fsync each). */
@@ -82,28 +99,41 @@ export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly signal: AppendSignal;
   private readonly subscriptions = new Set<SqliteSubscription>();
-  private readonly writer: SqliteWriter;
   private queue: PendingAppend[] = [];
   private flushScheduled = false;
-  /** The commit under way in the writer thread, if any; appends queue behind it. */
-  private committing: Promise<void> | undefined;
   private closed = false;
   private readonly pageSize: number;
 
   private readonly stmts: {
     revision: Database.Statement<[string], { revision: bigint | null }>;
+    byId: Database.Statement<[string, string], { revision: bigint }>;
+    idsFrom: Database.Statement<[string, bigint, number], { id: string; revision: bigint; position: bigint }>;
+    insert: Database.Statement<[string, bigint, string, string, string, string, string]>;
+    lastOfStream: Database.Statement<[string], { revision: bigint; position: bigint }>;
     forwards: Database.Statement<[string, bigint, number], EventRow>;
     backwards: Database.Statement<[string, bigint, number], EventRow>;
     all: Database.Statement<[bigint, number], EventRow>;
     head: Database.Statement<[], { head: bigint | null }>;
   };
 
-  private constructor(db: Database.Database, file: string, opts: SqliteEventStoreOptions) {
+  private readonly commitBatch: Database.Transaction<(batch: PendingAppend[]) => Outcome[]>;
+  private readonly commitIsolated: Database.Transaction<(batch: PendingAppend[]) => Outcome[]>;
+
+  private constructor(db: Database.Database, opts: SqliteEventStoreOptions) {
     this.db = db;
-    this.writer = new SqliteWriter(file, opts.busyTimeoutMs ?? 10_000);
     this.pageSize = opts.pageSize ?? 256;
     this.stmts = {
       revision: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?'),
+      byId: db.prepare('SELECT revision FROM events WHERE stream = ? AND id = ?'),
+      idsFrom: db.prepare(
+        'SELECT id, revision, position FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?',
+      ),
+      insert: db.prepare(
+        'INSERT INTO events (stream, revision, id, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      lastOfStream: db.prepare(
+        'SELECT revision, position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1',
+      ),
       forwards: db
         .prepare<[string, bigint, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`)
         .raw(true),
@@ -116,6 +146,30 @@ export class SqliteEventStore implements EventStore {
       head: db.prepare('SELECT MAX(position) AS head FROM events'),
     };
     this.signal = new AppendSignal(() => this.readHead(), opts.pollIntervalMs ?? 50);
+    // An append refused before its first insert leaves nothing to undo, so the appends of a batch share the one
+    // transaction without a savepoint each (a savepoint costs about as much as a third of the insert). One refused
+    // after an insert (an id already further down its stream) aborts the batch, which then runs again with each
+    // append in its own savepoint (a nested better-sqlite3 transaction), so it alone is rolled back.
+    this.commitBatch = db.transaction((batch: PendingAppend[]): Outcome[] =>
+      batch.map((p) => {
+        try {
+          return this.appendOne(p);
+        } catch (error) {
+          if (error instanceof PartlyWritten) throw error;
+          return { ok: false, error };
+        }
+      }),
+    );
+    const isolated = db.transaction((p: PendingAppend) => this.appendOne(p));
+    this.commitIsolated = db.transaction((batch: PendingAppend[]): Outcome[] =>
+      batch.map((p) => {
+        try {
+          return isolated(p);
+        } catch (error) {
+          return { ok: false, error: error instanceof PartlyWritten ? error.refusal : error };
+        }
+      }),
+    );
   }
 
   /** Opens (creating if needed) the store in `file`. Several processes may open the same file. */
@@ -124,9 +178,11 @@ export class SqliteEventStore implements EventStore {
     try {
       db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
       db.pragma('journal_mode = WAL');
+      // FULL: an acknowledged append survives power loss (WAL + NORMAL would only survive a process crash).
+      db.pragma('synchronous = FULL');
       db.defaultSafeIntegers(true);
       db.exec(schema);
-      return new SqliteEventStore(db, file, opts);
+      return new SqliteEventStore(db, opts);
     } catch (e) {
       db.close();
       throw e;
@@ -202,11 +258,8 @@ export class SqliteEventStore implements EventStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.queue.length > 0) this.flush();
     this.closed = true;
-    // Appends made before the close are committed (each commit sends what queued behind it).
-    this.flush();
-    while (this.committing) await this.committing;
-    await this.writer.close();
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     this.db.close();
   }
@@ -229,36 +282,97 @@ export class SqliteEventStore implements EventStore {
     return this.stmts.revision.get(stream)?.revision ?? -1n;
   }
 
-  /**
-   * Sends every queued append to the writer as one transaction, unless a commit is under way: then they wait for it
-   * and go together in the next.
-   */
+  /** Commits every queued append in one IMMEDIATE transaction (see commitBatch for when each gets a savepoint). */
   private flush(): void {
     this.flushScheduled = false;
-    if (this.committing || this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    const committed = this.writer.commit(batch.map(({ stream, events, expected }) => ({ stream, events, expected })));
-    this.committing = committed
-      .then(
-        (outcomes) => {
-          this.stats.commits++;
-          this.stats.appends += batch.length;
-          batch.forEach((p, i) => {
-            const o = outcomes[i];
-            if (o.ok) p.resolve(o.result);
-            else p.reject(o.error);
-          });
-          if (outcomes.some((o) => o.ok && o.wrote)) this.signal.notify();
-        },
-        (e: Error) => {
-          const error = new BerthError('unavailable', `the event store could not commit: ${e.message}`, {}, { cause: e });
-          for (const p of batch) p.reject(error);
-        },
-      )
-      .finally(() => {
-        this.committing = undefined;
-        this.flush();
+    if (batch.length === 0) return;
+    let outcomes: Outcome[];
+    try {
+      try {
+        outcomes = this.commitBatch.immediate(batch);
+      } catch (e) {
+        if (!(e instanceof PartlyWritten)) throw e;
+        outcomes = this.commitIsolated.immediate(batch);
+      }
+      this.stats.commits++;
+    } catch (e) {
+      const error = new BerthError('unavailable', `the event store could not commit: ${(e as Error).message}`, {}, {
+        cause: e,
       });
+      for (const p of batch) p.reject(error);
+      return;
+    }
+    this.stats.appends += batch.length;
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o.ok) p.resolve(o.result);
+      else p.reject(o.error);
+    });
+    if (outcomes.some((o) => o.ok && o.wrote)) this.signal.notify();
+  }
+
+  /** EventStoreDB's rules: check the expected revision, recognise a retried append by its ids, else insert. */
+  private appendOne(p: PendingAppend): Outcome {
+    const current = this.currentRevision(p.stream);
+    const actual = current < 0n ? ('no_stream' as const) : current;
+    const wrong = () => new WrongExpectedVersion(p.stream, p.expected, actual);
+    if (p.events.length === 0) {
+      if (!this.expectationHolds(p.expected, current)) throw wrong();
+      const last = this.stmts.lastOfStream.get(p.stream);
+      return { ok: true, result: { nextRevision: current, position: last?.position ?? -1n }, wrote: false };
+    }
+
+    if (typeof p.expected === 'bigint' || p.expected === 'no_stream') {
+      const expected = p.expected === 'no_stream' ? -1n : p.expected;
+      if (current > expected) {
+        // Already past the expected revision: a retry of an append that succeeded, or a real conflict.
+        const original = this.existingBatchAt(p.stream, expected + 1n, p.events);
+        if (original) return { ok: true, result: original, wrote: false };
+        throw wrong();
+      }
+      if (current < expected) throw wrong();
+    } else {
+      const first = this.stmts.byId.get(p.stream, p.events[0].id);
+      if (first) {
+        const original = this.existingBatchAt(p.stream, first.revision, p.events);
+        if (original) return { ok: true, result: original, wrote: false };
+        throw wrong();
+      }
+      if (p.expected === 'stream_exists' && current < 0n) throw wrong();
+    }
+
+    const createdAt = new Date().toISOString();
+    let position = -1n;
+    let revision = current;
+    try {
+      for (const e of p.events) {
+        revision++;
+        const info = this.stmts.insert.run(p.stream, revision, e.id, e.type, e.data, e.metadata, createdAt);
+        position = BigInt(info.lastInsertRowid);
+      }
+    } catch (e) {
+      // An id already in this stream at another position: a partly repeated batch, which EventStoreDB refuses too.
+      const error = isUniqueViolation(e) ? wrong() : e;
+      // A failed INSERT undoes itself; the rows this append inserted before it must be rolled back by the caller.
+      throw revision > current + 1n ? new PartlyWritten(error) : error;
+    }
+    return { ok: true, result: { nextRevision: revision, position }, wrote: true };
+  }
+
+  private expectationHolds(expected: ExpectedRevision, current: bigint): boolean {
+    if (expected === 'any') return true;
+    if (expected === 'no_stream') return current < 0n;
+    if (expected === 'stream_exists') return current >= 0n;
+    return current === expected;
+  }
+
+  /** The original result when the stream holds exactly these ids from revision `from` on, else undefined. */
+  private existingBatchAt(stream: string, from: bigint, events: SerializedEvent[]): AppendResult | undefined {
+    const stored = this.stmts.idsFrom.all(stream, from, events.length);
+    if (stored.length !== events.length || stored.some((s, i) => s.id !== events[i].id)) return undefined;
+    const last = stored[stored.length - 1];
+    return { nextRevision: last.revision, position: last.position };
   }
 }
