@@ -3,12 +3,13 @@
  * schemas/output.ts and schemas/states.ts, and everything else takes them from there; machine helpers read an actor
  * view, so nobody forges a snapshot; projections fold typed events. Walks src/ and schemas/ and names file:line.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { outputStreams } from '../../schemas/output.ts';
 import { executionStatusSchema } from '../../schemas/states.ts';
+import { sourceFiles } from '../fixtures/source-files.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 /** Where each concept is written down. */
@@ -17,14 +18,6 @@ const CONCEPTS: [string, ReadonlySet<string>][] = [
   ['the output streams', new Set(outputStreams)],
   ['the execution statuses', new Set(executionStatusSchema.options)],
 ];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.ts$/.test(entry.name) && !SOURCES.has(path) ? [path] : [];
-  });
-}
 
 /** The strings a list literal or a union type spells, or undefined when it is not made of string literals only. */
 function spelledStrings(node: ts.Node): string[] | undefined {
@@ -63,7 +56,7 @@ export function conceptOffences(fileName: string, text: string): string[] {
 
 describe('one source per concept', () => {
   it('spells the output streams and the execution statuses only in schemas/, forges no snapshot, folds typed events', () => {
-    const files = [...sourceFiles(join(ROOT, 'src')), ...sourceFiles(join(ROOT, 'schemas'))];
+    const files = [...sourceFiles(join(ROOT, 'src'), SOURCES), ...sourceFiles(join(ROOT, 'schemas'), SOURCES)];
     const offences = files.flatMap((path) => conceptOffences(path, readFileSync(path, 'utf8')).map((o) => `${relative(ROOT, path)}:${o}`));
     expect(offences).toEqual([]);
   });

@@ -4,7 +4,7 @@
  * or switch on a `provider` field, or an `instanceof` of a provider class. The kinds profiles may name are exactly
  * the ones the composition root registers.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
@@ -12,11 +12,12 @@ import { describe, expect, it } from 'vitest';
 import { providerKindSchema } from '../../schemas/profile.ts';
 import { defaultProviders } from '../../src/runtime/berth.ts';
 import { ProviderRegistry } from '../../src/runtime/provider-registry.ts';
+import { sourceFiles } from '../fixtures/source-files.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const SRC = join(ROOT, 'src');
 /** The port and its adapters: the one place that may know each kind. */
-const EXEMPT = [join(SRC, 'providers')];
+const EXEMPT = new Set([join(SRC, 'providers')]);
 const KINDS = new Set<string>(providerKindSchema.options);
 const EQUALITY = new Set([
   ts.SyntaxKind.EqualsEqualsEqualsToken,
@@ -24,15 +25,6 @@ const EQUALITY = new Set([
   ts.SyntaxKind.EqualsEqualsToken,
   ts.SyntaxKind.ExclamationEqualsToken,
 ]);
-
-function sourceFiles(dir: string): string[] {
-  if (EXEMPT.includes(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.(ts|mts|js|mjs)$/.test(entry.name) ? [path] : [];
-  });
-}
 
 /** `x.provider` or a bare `provider`: what a kind is read from. */
 const namesProviderField = (node: ts.Node): boolean =>
@@ -61,7 +53,7 @@ export function kindUses(fileName: string, text: string): string[] {
 
 describe('the provider port', () => {
   it('is the only place that names a provider kind: no kind literal, kind comparison or provider instanceof outside src/providers', () => {
-    const offences = sourceFiles(SRC).flatMap((path) => kindUses(path, readFileSync(path, 'utf8')).map((use) => `${relative(ROOT, path)}:${use}`));
+    const offences = sourceFiles(SRC, EXEMPT).flatMap((path) => kindUses(path, readFileSync(path, 'utf8')).map((use) => `${relative(ROOT, path)}:${use}`));
     expect(offences).toEqual([]);
   });
 
