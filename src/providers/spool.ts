@@ -216,6 +216,8 @@ function keepBounded<V>(map: Map<string, V>, key: string, kept: V, max: number, 
   }
 }
 
+const outputKey = (operationId: string, stream: OutputStream): string => `${operationId}/${stream}`;
+
 /** An output descriptor kept open for reads, with the file it holds (to tell whether the entry still names it). */
 interface KeptOutput {
   fd: number;
@@ -547,7 +549,8 @@ export class Spool {
       if (left > 0) this.reading.set(fd, left);
       else {
         this.reading.delete(fd);
-        if (![...this.fds.values()].some((kept) => kept.fd === fd)) closeSync(fd);
+        // Kept only under its own key: dropped from there meanwhile (replaced, evicted, released), it closes now.
+        if (this.fds.get(outputKey(operationId, stream))?.fd !== fd) closeSync(fd);
       }
     }
     const next = cursor + got;
@@ -560,7 +563,7 @@ export class Spool {
    * anew); the oldest close past a bound. One lstat per read: the entry's size is the held file's.
    */
   private outputAt(operationId: string, stream: OutputStream, dir: number): { fd: number; size: number } | undefined {
-    const key = `${operationId}/${stream}`;
+    const key = outputKey(operationId, stream);
     const cached = this.fds.get(key);
     const current = lstatAt(dir, stream);
     if (cached) {
@@ -577,7 +580,7 @@ export class Spool {
 
   private closeOutputs(operationId: string): void {
     for (const stream of outputStreams) {
-      const key = `${operationId}/${stream}`;
+      const key = outputKey(operationId, stream);
       const kept = this.fds.get(key);
       this.fds.delete(key);
       if (kept) this.dropFd(kept.fd);
