@@ -17,6 +17,7 @@ export const errorCodes = {
   invalid_state: { status: 409, retryable: false, meaning: 'The resource is not in a state that accepts this request.' },
   wrong_expected_version: { status: 409, retryable: true, meaning: 'A concurrent writer changed the stream first.' },
   workspace_busy: { status: 409, retryable: true, meaning: 'Another holder owns the workspace storage.' },
+  output_expired: { status: 410, retryable: false, meaning: 'The execution\'s output aged out under the retention policy; its record is kept.' },
   file_too_large: { status: 413, retryable: false, meaning: 'The file is over the limit given in detail.max_bytes.' },
   body_too_large: { status: 413, retryable: false, meaning: 'The request body is over the limit given in detail.max_bytes.' },
   quota_exceeded: { status: 429, retryable: true, meaning: 'A ceiling or quota of the caller\'s scope is reached; detail names the quota, its limit and use.' },

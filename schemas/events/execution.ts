@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
 import { perOutputStream } from '../output.ts';
+import { executionStatusSchema } from '../states.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
 
@@ -79,6 +80,31 @@ export const executionEvents = {
   'execution.failed': z.strictObject({ code: z.string().min(1), message: z.string(), at: atSchema }),
   /** No receipt proves what happened (recovery found none and fenced the operation): never run again. */
   'execution.unknown': z.strictObject({ reason: z.string(), at: atSchema }),
+  /**
+   * Retention's tombstone: the record of a released execution, kept when its output aged out and its stream was
+   * compacted to this one event (every event before it is gone). The first event of a compacted stream.
+   */
+  'execution.compacted': z.strictObject({
+    operationId: z.string().min(1).max(256),
+    inputDigest: z.string().min(1),
+    environmentId: environmentIdSchema,
+    target: targetSchema,
+    command: z.array(z.string()).min(1),
+    version: z.number().int().positive().optional(),
+    scope: z.string().min(1),
+    status: executionStatusSchema.exclude(['accepted', 'running']),
+    exitCode: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    failure: z.strictObject({ code: z.string().min(1), message: z.string() }).nullable(),
+    createdAt: atSchema,
+    finishedAt: atSchema,
+    /** Bytes of output the execution had (every stream), and where they are now. */
+    outputBytes: sizeSchema,
+    output: z.enum(['removed', 'archived']),
+    /** The artifacts as they were saved: the names of archived ones in the archive directory. */
+    artifacts: perOutputStream(artifactSchema),
+    at: atSchema,
+  }),
   'runtime.recovered': runtimeRecoveredSchema,
 };
 

@@ -31,7 +31,7 @@ import { persist, stateLabel, type YieldedAction } from './machine-step.ts';
 import { Mailboxes } from './mailbox.ts';
 import { catchUp, rehydrate, streamOf, type LoadedActor } from './rehydrate.ts';
 import { scanUnfinished } from './recovery-scan.ts';
-import { writeSnapshot } from './snapshot-stream.ts';
+import { snapshotStreamOf, writeSnapshot } from './snapshot-stream.ts';
 
 /** The pino methods the runtime uses; any pino logger fits. */
 export interface ActorLogger {
@@ -61,6 +61,11 @@ export interface SendOptions {
   correlationId?: string;
   /** Default: the new event's own id. Effects set it to the id of the event that caused them. */
   causationId?: string;
+  /**
+   * The event (one, accepted like any other) becomes the stream's first: every event before it and the actor's
+   * snapshots are removed (EventStore.compactStream). For retention's summaries, which carry the whole record.
+   */
+  compact?: boolean;
 }
 
 /** What `send` resolves with, once the event is appended (effects may still be running). */
@@ -320,6 +325,7 @@ export class ActorRuntime<S = unknown> {
             at: Date.now(),
             schemaVersion: schemaVersionOf(actorType, type),
             finished: isFinished(actorType, decision.next),
+            ...(opts.compact ? { compacted: true } : {}),
           },
         };
         steps.push({ stored, revision, next: decision.next, actions: decision.actions });
@@ -329,7 +335,9 @@ export class ActorRuntime<S = unknown> {
       if (steps.length === 0) return undefined;
       let result: AppendResult;
       try {
-        result = await this.appendRetryingUnknown(stream, steps.map((x) => x.stored), actor.revision < 0n ? 'no_stream' : actor.revision);
+        result = opts.compact
+          ? await this.compact(stream, steps, actor.revision)
+          : await this.appendRetryingUnknown(stream, steps.map((x) => x.stored), actor.revision < 0n ? 'no_stream' : actor.revision);
       } catch (e) {
         this.cache.drop(stream);
         if (!isWrongExpectedVersion(e)) throw e;
@@ -378,6 +386,16 @@ export class ActorRuntime<S = unknown> {
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }
+  }
+
+  private compact(stream: string, steps: Step[], revision: bigint): Promise<AppendResult> {
+    if (steps.length !== 1 || revision < 0n) {
+      throw new BerthError('internal', `a compaction of ${stream} is one event on an existing stream`, { stream });
+    }
+    return this.store.compactStream(stream, steps[0].stored, {
+      expectedRevision: revision,
+      dropStreams: [snapshotStreamOf(stream)],
+    });
   }
 
   private async load(actorType: ActorType, id: string, stream: string): Promise<LoadedActor> {

@@ -62,6 +62,8 @@ export interface StoredEvent {
   type: string;
   data: unknown;
   schemaVersion: number;
+  /** The summary a compaction left as the stream's first event: the revisions before it are gone on purpose. */
+  compacted?: boolean;
 }
 
 export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
@@ -70,6 +72,7 @@ export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
   type: r.type,
   data: r.data,
   schemaVersion: Number(r.metadata.schemaVersion ?? 1),
+  ...(r.metadata.compacted === true ? { compacted: true } : {}),
 });
 
 /** Turns a stored event back into the domain event the machine folds: upcast, then validate. */

@@ -35,12 +35,15 @@ export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot
   }
 }
 
-/** Folds stored events (in revision order, starting right after `from.revision`) onto `from`. */
+/**
+ * Folds stored events (in revision order, starting right after `from.revision`) onto `from`. Only a compaction's
+ * summary may follow a gap: the events it replaced were removed with intent.
+ */
 export function foldStored(actorType: ActorType, from: LoadedActor, events: StoredEvent[]): LoadedActor {
   let { snapshot, revision } = from;
   for (const recorded of events) {
     if (recorded.revision <= revision) continue;
-    if (recorded.revision !== revision + 1n) {
+    if (recorded.revision !== revision + 1n && !recorded.compacted) {
       throw new CorruptEvent(recorded.stream, revision + 1n, 'missing from the stream (gap before the next event)');
     }
     [snapshot] = step(actorType.machine, snapshot, decodeStored(actorType, recorded));

@@ -2,10 +2,12 @@
  * The execution actor (stream `execution-<id>`): one command on one allocation target (DESIGN §5).
  *
  *   accepted ─dispatched→ dispatched ─started→ running ─exited→ exited
- *            ─drained→ drained ─saved→ saved ─released→ released
+ *            ─drained→ drained ─saved→ saved ─released→ released ─compacted→ compacted
  *
  * with `closing` for outcomes that have nothing to save (cancelled before dispatch, failed, unknown): it only gives
  * the allocation use back. Every step's effect is named by the transition into it and reports back as the next event.
+ * `released` is finished (nothing left to reconcile) but not final: retention may still compact it. A compacted
+ * stream starts with `execution.compacted` (the events before it are gone), so `pristine` takes it too.
  *
  * Rules encoded here:
  * - the operation (id, input digest, target) is persisted before anything is sent, and `execution.dispatched` is
@@ -36,6 +38,7 @@ type Exited = Extract<ExecutionEvent, { type: 'execution.exited' }>;
 type Saved = Extract<ExecutionEvent, { type: 'execution.saved' }>;
 type Drained = Extract<ExecutionEvent, { type: 'execution.drained' }>;
 type OutputExceeded = Extract<ExecutionEvent, { type: 'execution.output_exceeded' }>;
+type Compacted = Extract<ExecutionEvent, { type: 'execution.compacted' }>;
 
 /** The failure an execution stopped for writing past its output quota records (status `cancelled`). */
 export const outputExceededFailure = (e: Pick<OutputExceeded, 'written' | 'limit'>): { code: string; message: string } => ({
@@ -55,6 +58,8 @@ export interface ExecutionContext extends Omit<Accepted, 'type' | 'at'> {
   /** An outcome reached without an exit: cancelled before dispatch, could not start, or not provable. */
   outcome: 'cancelled' | 'failed' | 'unknown' | null;
   failure: { code: string; message: string } | null;
+  /** Set once retention compacted the stream: the output is no longer kept (removed, or moved to the archive). */
+  retention: { output: Compacted['output']; at: number } | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -206,6 +211,11 @@ export const executionMachine = setup({
         ? { outcome: 'failed' as const, failure: { code: event.code, message: event.message } }
         : {},
     ),
+    compact: assign(({ event }) =>
+      event.type === 'execution.compacted' ? { retention: { output: event.output, at: event.at } } : {},
+    ),
+    /** A compacted stream's first event: the record comes back from the summary. */
+    restore: assign(({ event }) => (event.type === 'execution.compacted' ? contextOfSummary(event) : {})),
     markUnknown: assign(({ event }) =>
       event.type === 'execution.unknown'
         ? { outcome: 'unknown' as const, failure: { code: 'unknown', message: event.reason } }
@@ -231,13 +241,17 @@ export const executionMachine = setup({
     cancel: 'none',
     outcome: null,
     failure: null,
+    retention: null,
     createdAt: 0,
     updatedAt: 0,
   }),
   initial: 'pristine',
   states: {
     pristine: {
-      on: { 'execution.accepted': { target: 'accepted', actions: ['accept', 'stamp', use] } },
+      on: {
+        'execution.accepted': { target: 'accepted', actions: ['accept', 'stamp', use] },
+        'execution.compacted': { target: 'compacted', actions: ['restore', 'compact', 'stamp'] },
+      },
     },
     /** Persisted, never submitted. Recovery may take the use again (idempotent) and so reach dispatch. */
     accepted: {
@@ -313,13 +327,72 @@ export const executionMachine = setup({
         'runtime.recovered': { actions: unuse },
       },
     },
-    released: { type: 'final' },
+    /** Nothing left to do; retention may compact it once it is old enough. */
+    released: {
+      on: { 'execution.compacted': { target: 'compacted', actions: ['compact', 'stamp'] } },
+    },
+    /** The record is kept as a summary; the output and the events before it are gone. */
+    compacted: { type: 'final' },
   },
 });
 
 export type ExecutionSnapshot = SnapshotFrom<typeof executionMachine>;
 
-export const finished = (snapshot: ExecutionSnapshot): boolean => snapshot.status === 'done';
+/** Released or compacted: nothing is left to reconcile. */
+export const finished = (snapshot: ExecutionSnapshot): boolean => snapshot.status === 'done' || snapshot.value === 'released';
+
+/** The tombstone summary of a released execution (what `execution.compacted` keeps of it). */
+export function compactionSummary(
+  view: MachineView<ExecutionContext>,
+  output: Compacted['output'],
+  at: number,
+): Compacted {
+  const c = view.context;
+  const status = executionStatus(view);
+  if (view.state !== 'released' || status === 'accepted' || status === 'running') {
+    throw new Error(`execution ${c.id} is ${String(view.state)}: only a released execution is compacted`);
+  }
+  return {
+    type: 'execution.compacted',
+    operationId: c.operationId,
+    inputDigest: c.inputDigest,
+    environmentId: c.environmentId,
+    target: c.target,
+    command: c.command,
+    ...(c.version !== undefined ? { version: c.version } : {}),
+    scope: c.scope,
+    status,
+    exitCode: c.exit?.exitCode ?? null,
+    signal: c.exit?.signal ?? null,
+    failure: c.failure,
+    createdAt: c.createdAt,
+    finishedAt: c.updatedAt,
+    outputBytes: Object.values(c.sizes ?? {}).reduce((sum, n) => sum + (n ?? 0), 0),
+    output,
+    artifacts: c.artifacts ?? {},
+    at,
+  };
+}
+
+/** The context a summary gives back: the same record (status, exit, failure) as before the compaction. */
+function contextOfSummary(e: Compacted): Partial<ExecutionContext> {
+  const exited = e.exitCode !== null || e.signal !== null || e.status === 'exited';
+  return {
+    operationId: e.operationId,
+    inputDigest: e.inputDigest,
+    environmentId: e.environmentId,
+    target: e.target,
+    command: e.command,
+    ...(e.version !== undefined ? { version: e.version } : {}),
+    scope: e.scope,
+    exit: exited ? { exitCode: e.exitCode, signal: e.signal, ...(e.status === 'cancelled' ? { cancelled: true } : {}), at: e.finishedAt } : null,
+    outcome: e.status === 'failed' || e.status === 'unknown' || (e.status === 'cancelled' && !exited) ? e.status : null,
+    failure: e.failure,
+    artifacts: e.artifacts,
+    createdAt: e.createdAt,
+    updatedAt: e.finishedAt,
+  };
+}
 
 /** The wire status of the execution record (DESIGN §8); the last four are terminal. */
 export const executionStatus = ({ state, context }: MachineView<ExecutionContext>): ExecutionStatus => {

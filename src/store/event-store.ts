@@ -66,9 +66,22 @@ export interface Subscription extends AsyncIterable<RecordedEvent> {
   close(): Promise<void>;
 }
 
+export interface CompactOptions {
+  /** The stream's current revision: the summary goes right after it, or the call fails with WrongExpectedVersion. */
+  expectedRevision: bigint;
+  /** Streams removed with it (its snapshots): they only derive from the events the compaction removes. */
+  dropStreams?: string[];
+}
+
 export interface EventStore {
   readonly kind: 'sqlite' | 'eventstoredb';
   append(stream: string, events: EventData[], options: AppendOptions): Promise<AppendResult>;
+  /**
+   * Appends `summary` at the stream's end and removes every event before it (and `dropStreams`): the summary becomes
+   * the stream's first event, at its own revision (revisions are not renumbered). No other event moves, so the
+   * global order of what remains is unchanged. A retry with the same summary id at the same revision is a no-op.
+   */
+  compactStream(stream: string, summary: EventData, options: CompactOptions): Promise<AppendResult>;
   /** Throws `not_found` (BerthError) for an absent stream, like EventStoreDB's StreamNotFound. */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;

@@ -12,6 +12,8 @@ import {
   type AllStreamResolvedEvent,
   type AppendResult as ClientAppendResult,
   type AppendToStreamOptions,
+  type DeleteResult,
+  type DeleteStreamOptions,
   type Direction,
   type EventData as ClientEventData,
   type JSONType,
@@ -21,6 +23,8 @@ import {
   type ReadStreamOptions as ClientReadStreamOptions,
   type RecordedEvent as ClientRecordedEvent,
   type ResolvedEvent,
+  type SetStreamMetadataOptions,
+  type StreamMetadata,
   type StreamingRead,
   type SubscribeToAllOptions,
 } from '@eventstore/db-client';
@@ -29,6 +33,7 @@ import {
   WrongExpectedVersion,
   type AppendOptions,
   type AppendResult,
+  type CompactOptions,
   type EventData,
   type EventStore,
   type ExpectedRevision,
@@ -65,6 +70,8 @@ export interface EventStoreDbClient {
   readStream(stream: string, options: ClientReadStreamOptions): AsyncIterable<ResolvedEvent>;
   readAll(options: ClientReadAllOptions): AsyncIterable<AllStreamResolvedEvent>;
   subscribeToAll(options: SubscribeToAllOptions): ClientSubscription;
+  setStreamMetadata(stream: string, metadata: StreamMetadata, options?: SetStreamMetadataOptions): Promise<ClientAppendResult>;
+  deleteStream(stream: string, options?: DeleteStreamOptions): Promise<DeleteResult>;
   dispose(): Promise<void>;
 }
 
@@ -162,6 +169,25 @@ export class EventStoreDbEventStore implements EventStore {
     const position =
       fromClientPosition(result.position) ?? positionOf(await this.recordAt(stream, result.nextExpectedRevision));
     return { nextRevision: result.nextExpectedRevision, position };
+  }
+
+  /**
+   * The summary is appended, then the stream's `$tb` (truncateBefore) set to its revision: reads start at the summary
+   * at once, and the server's next scavenge removes the events before it from disk (until then `$all` still holds
+   * them, in their places). The dropped streams are soft-deleted. Each step is safe to repeat.
+   */
+  async compactStream(stream: string, summary: EventData, options: CompactOptions): Promise<AppendResult> {
+    const appended = await this.append(stream, [summary], { expectedRevision: options.expectedRevision });
+    const truncateBefore = Number(appended.nextRevision);
+    await this.call(() => withDeadline(this.client.setStreamMetadata(stream, { truncateBefore }), this.timeoutMs), { stream }, true);
+    for (const dropped of options.dropStreams ?? []) {
+      try {
+        await this.call(() => withDeadline(this.client.deleteStream(dropped), this.timeoutMs), { stream: dropped }, true);
+      } catch (e) {
+        if (!isBerthError(e, 'not_found')) throw e;
+      }
+    }
+    return appended;
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -1,5 +1,13 @@
 /** A base for EventStore decorators (timing, counting): every call goes to the wrapped store unless overridden. */
-import type { AppendOptions, EventData, EventStore, ReadAllOptions, ReadStreamOptions, SubscribeOptions } from './event-store.ts';
+import type {
+  AppendOptions,
+  CompactOptions,
+  EventData,
+  EventStore,
+  ReadAllOptions,
+  ReadStreamOptions,
+  SubscribeOptions,
+} from './event-store.ts';
 
 export class ForwardingEventStore implements EventStore {
   constructor(readonly inner: EventStore) {}
@@ -9,6 +17,9 @@ export class ForwardingEventStore implements EventStore {
   }
   append(stream: string, events: EventData[], options: AppendOptions) {
     return this.inner.append(stream, events, options);
+  }
+  compactStream(stream: string, summary: EventData, options: CompactOptions) {
+    return this.inner.compactStream(stream, summary, options);
   }
   readStream(stream: string, options?: ReadStreamOptions) {
     return this.inner.readStream(stream, options);

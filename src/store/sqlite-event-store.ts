@@ -8,6 +8,7 @@ import {
   WrongExpectedVersion,
   type AppendOptions,
   type AppendResult,
+  type CompactOptions,
   type EventData,
   type EventStore,
   type ExpectedRevision,
@@ -37,10 +38,13 @@ interface SerializedEvent {
   metadata: string;
 }
 
-interface PendingAppend {
+interface AppendRequest {
   stream: string;
   events: SerializedEvent[];
   expected: ExpectedRevision;
+}
+
+interface PendingAppend extends AppendRequest {
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -114,10 +118,13 @@ export class SqliteEventStore implements EventStore {
     backwards: Database.Statement<[string, bigint, number], EventRow>;
     all: Database.Statement<[bigint, number], EventRow>;
     head: Database.Statement<[], { head: bigint | null }>;
+    dropBefore: Database.Statement<[string, bigint]>;
+    dropStream: Database.Statement<[string]>;
   };
 
   private readonly commitBatch: Database.Transaction<(batch: PendingAppend[]) => Outcome[]>;
   private readonly commitIsolated: Database.Transaction<(batch: PendingAppend[]) => Outcome[]>;
+  private readonly commitCompaction: Database.Transaction<(p: AppendRequest, dropStreams: string[]) => Outcome>;
 
   private constructor(db: Database.Database, opts: SqliteEventStoreOptions) {
     this.db = db;
@@ -144,6 +151,8 @@ export class SqliteEventStore implements EventStore {
         .prepare<[bigint, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position ASC LIMIT ?`)
         .raw(true),
       head: db.prepare('SELECT MAX(position) AS head FROM events'),
+      dropBefore: db.prepare('DELETE FROM events WHERE stream = ? AND revision < ?'),
+      dropStream: db.prepare('DELETE FROM events WHERE stream = ?'),
     };
     this.signal = new AppendSignal(() => this.readHead(), opts.pollIntervalMs ?? 50);
     // An append refused before its first insert leaves nothing to undo, so the appends of a batch share the one
@@ -160,6 +169,7 @@ export class SqliteEventStore implements EventStore {
         }
       }),
     );
+    this.commitCompaction = this.compactionTransaction();
     const isolated = db.transaction((p: PendingAppend) => this.appendOne(p));
     this.commitIsolated = db.transaction((batch: PendingAppend[]): Outcome[] =>
       batch.map((p) => {
@@ -170,6 +180,18 @@ export class SqliteEventStore implements EventStore {
         }
       }),
     );
+  }
+
+  /** Removing the rows before the summary in the summary's own transaction: a crash leaves both or neither. */
+  private compactionTransaction() {
+    return this.db.transaction((p: AppendRequest, dropStreams: string[]): Outcome => {
+      const outcome = this.appendOne(p);
+      if (outcome.ok) {
+        this.stmts.dropBefore.run(p.stream, outcome.result.nextRevision);
+        for (const s of dropStreams) this.stmts.dropStream.run(s);
+      }
+      return outcome;
+    });
   }
 
   /** Opens (creating if needed) the store in `file`. Several processes may open the same file. */
@@ -205,6 +227,17 @@ export class SqliteEventStore implements EventStore {
         setImmediate(() => this.flush());
       }
     });
+  }
+
+  /** One IMMEDIATE transaction of its own, beside the group commit (compactions are rare maintenance). */
+  async compactStream(stream: string, summary: EventData, options: CompactOptions): Promise<AppendResult> {
+    this.assertOpen();
+    const append = { stream, events: serialize(stream, [summary]), expected: options.expectedRevision };
+    const outcome = this.commitCompaction.immediate(append, options.dropStreams ?? []);
+    this.stats.commits++;
+    if (!outcome.ok) throw outcome.error;
+    if (outcome.wrote) this.signal.notify();
+    return outcome.result;
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -314,7 +347,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** EventStoreDB's rules: check the expected revision, recognise a retried append by its ids, else insert. */
-  private appendOne(p: PendingAppend): Outcome {
+  private appendOne(p: AppendRequest): Outcome {
     const current = this.currentRevision(p.stream);
     const actual = current < 0n ? ('no_stream' as const) : current;
     const wrong = () => new WrongExpectedVersion(p.stream, p.expected, actual);

@@ -35,6 +35,8 @@ function interceptable(real: EventStoreDBClient): EventStoreDbClient {
     readStream: (stream, options) => real.readStream(stream, options),
     readAll: (options) => real.readAll(options),
     subscribeToAll: (options) => real.subscribeToAll(options),
+    setStreamMetadata: (stream, metadata, options) => real.setStreamMetadata(stream, metadata, options),
+    deleteStream: (stream, options) => real.deleteStream(stream, options),
     dispose: () => real.dispose(),
   };
 }

@@ -290,6 +290,54 @@ export function eventStoreConformance(
       });
     });
 
+    describe('compactStream', () => {
+      it('should leave the summary as the stream\'s first event at its own revision, drop the named streams and move no other event', async () => {
+        const s = stream();
+        const other = stream();
+        const snapshots = stream('snap');
+        await store.append(s, [event('t.a')], { expectedRevision: 'no_stream' });
+        const between = await store.append(other, [event('t.o'), event('t.o')], { expectedRevision: 'no_stream' });
+        await store.append(s, [event('t.b'), event('t.c')], { expectedRevision: 0n });
+        await store.append(snapshots, [event('t.snap')], { expectedRevision: 'no_stream' });
+        const otherBefore = await store.readStream(other);
+        const summary = event('t.summary', { kept: true });
+
+        const done = await store.compactStream(s, summary, { expectedRevision: 2n, dropStreams: [snapshots] });
+        expect(done.nextRevision).toBe(3n);
+        expect(done.position).toBeGreaterThan(between.position);
+
+        const left = await store.readStream(s);
+        expect(left.map((e) => [e.id, e.revision, e.type, e.data])).toEqual([[summary.id, 3n, 't.summary', { kept: true }]]);
+        expect(await store.readStream(s, { from: 0n })).toHaveLength(1);
+        expect(await store.streamRevision(s)).toBe(3n);
+        expect(await store.streamRevision(snapshots)).toBe('no_stream');
+        const otherAfter = await store.readStream(other);
+        expect(otherAfter.map((e) => [e.id, e.position])).toEqual(otherBefore.map((e) => [e.id, e.position]));
+
+        // The stream goes on after its summary.
+        const next = await store.append(s, [event('t.d')], { expectedRevision: 3n });
+        expect(next.nextRevision).toBe(4n);
+        expect((await store.readStream(s)).map((e) => e.revision)).toEqual([3n, 4n]);
+      });
+
+      it('should refuse a stale expected revision and remove nothing', async () => {
+        const s = stream();
+        await store.append(s, [event('t.a'), event('t.b')], { expectedRevision: 'no_stream' });
+        await expectWrongVersion(store.compactStream(s, event('t.summary'), { expectedRevision: 0n }), 1n);
+        expect((await store.readStream(s)).map((e) => e.type)).toEqual(['t.a', 't.b']);
+      });
+
+      it('should treat a repeat of the same summary at the same revision as done', async () => {
+        const s = stream();
+        await store.append(s, [event('t.a')], { expectedRevision: 'no_stream' });
+        const summary = event('t.summary');
+        const first = await store.compactStream(s, summary, { expectedRevision: 0n });
+        const again = await store.compactStream(s, summary, { expectedRevision: 0n });
+        expect(again).toEqual(first);
+        expect((await store.readStream(s)).map((e) => e.id)).toEqual([summary.id]);
+      });
+    });
+
     describe('subscribeToAll', () => {
       it('should deliver catch-up then live events with no gap and no duplicate while appends race', async () => {
         const category = `sub${run}`;

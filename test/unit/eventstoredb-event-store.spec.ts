@@ -109,6 +109,14 @@ class ScriptedClient implements EventStoreDbClient {
     return next();
   }
 
+  async setStreamMetadata(): Promise<ClientAppendResult> {
+    throw new Error('no scripted metadata write');
+  }
+
+  async deleteStream(): Promise<never> {
+    throw new Error('no scripted delete');
+  }
+
   readStream(stream: string, options: ClientReadStreamOptions) {
     this.readStreams.push(options);
     const log = this.log;

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
-import { executionMachine, executionStatus, finished, reject } from '../../../src/machines/execution.machine.ts';
+import {
+  compactionSummary,
+  executionMachine,
+  executionStatus,
+  finished,
+  reject,
+  type ExecutionContext,
+} from '../../../src/machines/execution.machine.ts';
 import { viewOf } from '../../../src/machines/machine-view.ts';
 import { executionActor, persistedRoundTrip, snapshotAfter } from './machine-actors.ts';
 
@@ -217,5 +224,64 @@ describe('execution machine: snapshots', () => {
       const r = persistedRoundTrip(executionMachine, s);
       expect([r.value, r.context, r.status, executionStatus(viewOf(r))]).toStrictEqual([s.value, s.context, s.status, executionStatus(viewOf(s))]);
     }
+  });
+});
+
+describe('execution machine: retention compacts a released execution to its summary', () => {
+  const full = [accepted, dispatched, started, exited, drained, saved, released];
+  const summaryOf = (history: object[], output: 'removed' | 'archived' = 'removed') =>
+    compactionSummary(viewOf(snapshotAfter(executionActor, ID, history as never)), output, 90_000);
+  const recordOf = (s: ReturnType<typeof snapshotAfter>) => {
+    const c = s.context as ExecutionContext;
+    return { status: executionStatus(viewOf(s)), exit: c.exit && [c.exit.exitCode, c.exit.signal], failure: c.failure, operationId: c.operationId, inputDigest: c.inputDigest, target: c.target, command: c.command, scope: c.scope, createdAt: c.createdAt };
+  };
+
+  it('should take the summary only once released, with no effect, and end final', () => {
+    const summary = summaryOf(full);
+    expect(summary).toMatchObject({ status: 'exited', exitCode: 0, outputBytes: 3, output: 'removed', createdAt: 1_000, finishedAt: 1_600 });
+    const outcome = spec.given(full as never).when(summary).then({ state: 'compacted', actions: [] });
+    expect(outcome.context.retention).toEqual({ output: 'removed', at: 90_000 });
+    const s = snapshotAfter(executionActor, ID, [...full, summary] as never);
+    expect(s.status).toBe('done');
+    expect(finished(s)).toBe(true);
+    for (const unfinished of [[accepted], [accepted, dispatched, started], [accepted, dispatched, started, exited, drained, saved]]) {
+      spec.given(unfinished as never).when(summary).thenRejects('invalid_state');
+    }
+  });
+
+  it('should count a released execution as finished though retention may still compact it', () => {
+    const s = snapshotAfter(executionActor, ID, full as never);
+    expect(s.status).not.toBe('done');
+    expect(finished(s)).toBe(true);
+    spec.given(full as never).when(recovered).thenRejects('invalid_state');
+  });
+
+  it('should rebuild the same record from the summary alone, as the first event of a compacted stream', () => {
+    const histories = [
+      full,
+      [accepted, cancelRequested, released],
+      [accepted, dispatched, at('failed', 1_150, { code: 'stale_target', message: 'gone' }), released],
+      [accepted, dispatched, at('unknown', 1_150, { reason: 'no receipt' }), released],
+      [accepted, dispatched, started, cancelRequested, at('exited', 1_300, { exitCode: null, signal: 'SIGTERM', cancelled: true }), drained, saved, released],
+    ];
+    for (const history of histories) {
+      const before = snapshotAfter(executionActor, ID, history as never);
+      const summary = summaryOf(history, 'archived');
+      const fromSummary = snapshotAfter(executionActor, ID, [summary] as never);
+      expect(fromSummary.value).toBe('compacted');
+      expect(recordOf(fromSummary)).toStrictEqual(recordOf(before));
+      expect(recordOf(snapshotAfter(executionActor, ID, [...history, summary] as never))).toStrictEqual(recordOf(before));
+    }
+  });
+
+  it('should answer a repeated acceptance of a compacted execution as already accepted, or a conflict for another input', () => {
+    const summary = summaryOf(full);
+    const e = spec.given([summary] as never).when(accepted).thenRejects('invalid_state');
+    expect(e.detail.reason).toBe('already_accepted');
+    spec.given([summary] as never).when({ ...accepted, inputDigest: 'sha256:other' }).thenRejects('operation_conflict');
+  });
+
+  it('should refuse to summarise an execution that is not released', () => {
+    expect(() => summaryOf([accepted, dispatched, started])).toThrow(/only a released execution/);
   });
 });
