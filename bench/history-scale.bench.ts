@@ -1,0 +1,301 @@
+/**
+ * Issue 12's bench at history scale: a real `berth serve` on a store holding the events of BENCH_HISTORY_EXECUTIONS
+ * (default 1,000,000) finished executions (history-generator.ts), against the same server on an empty store in the
+ * same run: RSS after start, start to /healthz, `GET /v1/executions?limit=100` p50 at the start, middle and end of
+ * the list, and `true` end to end. The generated data directory (several GB at a million) is cached in the temporary
+ * directory across runs, projections caught up; each run measures a copy of it. Remove `berth-bench-history-*` there
+ * to reclaim the space.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { figure, median } from './figure.ts';
+import { GENERATOR_VERSION, generateHistory, type GeneratedHistory } from './history-generator.ts';
+
+const EXECUTIONS = Number(process.env.BENCH_HISTORY_EXECUTIONS ?? 1_000_000);
+/** Server starts per side (alternating sides); start time and RSS are their medians. */
+const STARTS = Number(process.env.BENCH_HISTORY_STARTS ?? 3);
+const LIST_RUNS = 50;
+/** A list sampled this long stops early (after 3 rounds at the least): an unpaginated list of 400,000 takes seconds. */
+const LIST_BUDGET_MS = 90_000;
+const TRUE_RUNS = 21;
+const SETTLE_MS = 2_000;
+/** Generous per-execution size for the disk check (measured: about 7.5 KB per execution, twice: cache and copy). */
+const BYTES_PER_EXECUTION = 9_000;
+const berthBin = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'berth.js');
+const TOKEN = 'bench-history-admin-token-0123456789';
+const bench = `history-scale-${EXECUTIONS}`;
+
+const cacheDir = join(tmpdir(), `berth-bench-history-${EXECUTIONS}-v${GENERATOR_VERSION}`);
+const cachedData = join(cacheDir, 'data');
+const markerFile = join(cacheDir, 'complete.json');
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const seconds = (startMs: number) => ((performance.now() - startMs) / 1000).toFixed(1);
+
+/** What the cache holds once generated and caught up; a directory without it (or with other sizes) is regenerated. */
+interface Marker {
+  history: GeneratedHistory;
+  eventsBytes: number;
+  projectionsBytes: number;
+  generationS: number;
+  catchUpS: number;
+}
+
+const fileSize = (file: string): number => (existsSync(file) ? statSync(file).size : -1);
+
+function intactCache(): Marker | undefined {
+  if (!existsSync(markerFile)) return undefined;
+  const marker = JSON.parse(readFileSync(markerFile, 'utf8')) as Marker;
+  const intact =
+    fileSize(join(cachedData, 'events.sqlite3')) === marker.eventsBytes &&
+    fileSize(join(cachedData, 'projections.sqlite3')) === marker.projectionsBytes &&
+    fileSize(join(cachedData, 'events.sqlite3-wal')) <= 0;
+  return intact ? marker : undefined;
+}
+
+function checkDisk(): void {
+  const fs = statfsSync(tmpdir());
+  const free = fs.bavail * fs.bsize;
+  const needed = 2 * EXECUTIONS * BYTES_PER_EXECUTION;
+  log(`disk: ${(free / 1e9).toFixed(1)} GB free in ${tmpdir()}, this scale needs about ${(needed / 1e9).toFixed(1)} GB (cache and one copy)`);
+  if (free < needed) throw new Error(`not enough disk in ${tmpdir()} for ${EXECUTIONS} executions`);
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+interface Server {
+  url: string;
+  child: ChildProcess;
+  startMs: number;
+  stop(): Promise<void>;
+}
+
+/** `berth serve` on `dataDir`; resolves once /healthz answers, with the time from spawn to that answer. */
+async function startServer(dataDir: string): Promise<Server> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BERTH_')));
+  const began = performance.now();
+  const child = spawn(process.execPath, [berthBin, 'serve', '--data-dir', dataDir, '--port', String(port)], {
+    env: { ...env, BERTH_TOKEN: TOKEN, BERTH_LOG_LEVEL: 'error', BERTH_DOCKER: '0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = once(child, 'exit');
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (;;) {
+    if (gone) throw new Error(`berth serve exited before /healthz answered: ${stderr.slice(-2000)}`);
+    const ok = await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const startMs = performance.now() - began;
+  return {
+    url,
+    child,
+    startMs,
+    async stop() {
+      if (gone) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+      const [code] = await exited;
+      clearTimeout(timer);
+      if (code !== 0) throw new Error(`berth serve stopped with ${code}: ${stderr.slice(-2000)}`);
+    },
+  };
+}
+
+function rssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB$/m);
+  if (!line) throw new Error(`no VmRSS for ${pid}`);
+  return Number(line[1]) / 1024;
+}
+
+const call = (server: Server, path: string, body?: unknown): Promise<Response> =>
+  fetch(`${server.url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+async function json<T>(server: Server, path: string, body?: unknown): Promise<T> {
+  const response = await call(server, path, body);
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${text.slice(0, 500)}`);
+  return JSON.parse(text) as T;
+}
+
+interface ListFigures {
+  paginated: boolean;
+  records: number;
+  p50: { start: number; middle: number; end: number };
+}
+
+/**
+ * Walks the list once by 1000 (the pagination contract: `limit`, opaque `cursor`, `x-berth-next-cursor` while more may
+ * follow) keeping the cursors at its middle and near its end, then times `limit=100` pages at the three offsets, in
+ * rounds. A server without the contract refuses `limit`: then every request is the whole list, unparameterised.
+ */
+async function measureList(server: Server): Promise<ListFigures> {
+  const probe = await call(server, '/v1/executions?limit=1000');
+  const paginated = probe.status !== 400;
+  let records = 0;
+  const cursors: string[] = [];
+  if (paginated) {
+    let response = probe;
+    for (;;) {
+      if (!response.ok) throw new Error(`list: ${response.status} ${await response.text()}`);
+      records += ((await response.json()) as unknown[]).length;
+      const next = response.headers.get('x-berth-next-cursor');
+      if (!next) break;
+      cursors.push(next);
+      response = await call(server, `/v1/executions?limit=1000&cursor=${encodeURIComponent(next)}`);
+    }
+  } else {
+    await probe.arrayBuffer();
+    records = (await json<unknown[]>(server, '/v1/executions')).length;
+  }
+  const page = (cursor: string | undefined) =>
+    !paginated ? '/v1/executions' : cursor === undefined ? '/v1/executions?limit=100' : `/v1/executions?limit=100&cursor=${encodeURIComponent(cursor)}`;
+  const paths = { start: page(undefined), middle: page(cursors[Math.floor(cursors.length / 2)]), end: page(cursors.at(-1)) };
+  const samples = { start: [] as number[], middle: [] as number[], end: [] as number[] };
+  const sampling = performance.now();
+  for (let i = 0; i < LIST_RUNS && (i < 3 || performance.now() - sampling < LIST_BUDGET_MS); i++) {
+    for (const at of ['start', 'middle', 'end'] as const) {
+      const began = performance.now();
+      const response = await call(server, paths[at]);
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`${paths[at]}: ${response.status}`);
+      samples[at].push(performance.now() - began);
+    }
+  }
+  log(`list: ${samples.start.length} rounds of start, middle and end pages`);
+  return { paginated, records, p50: { start: median(samples.start), middle: median(samples.middle), end: median(samples.end) } };
+}
+
+/** Submit `true`, then long-poll until its output is saved (what a caller waits for); p50 after a few untimed runs. */
+async function measureTrue(server: Server, environment: string): Promise<number> {
+  const run = async () => {
+    const began = performance.now();
+    const { id } = await json<{ id: string }>(server, '/v1/executions', { operationId: `bench-${randomUUID()}`, environment, command: ['true'] });
+    for (;;) {
+      const record = await json<{ status: string; step: string; exitCode?: number }>(server, `/v1/executions/${id}?waitMs=20000`);
+      if (['saved', 'released', 'closing'].includes(record.step)) {
+        if (record.status !== 'exited' || record.exitCode !== 0) throw new Error(`true failed: ${JSON.stringify(record)}`);
+        return performance.now() - began;
+      }
+    }
+  };
+  for (let i = 0; i < 3; i++) await run();
+  const samples: number[] = [];
+  for (let i = 0; i < TRUE_RUNS; i++) samples.push(await run());
+  return median(samples);
+}
+
+/** Generates the history into the cache, then lets a real server's projections catch up and stops it cleanly. */
+async function prepareCache(): Promise<Marker> {
+  rmSync(cacheDir, { recursive: true, force: true });
+  checkDisk();
+  mkdirSync(cachedData, { recursive: true });
+  const began = performance.now();
+  const history = await generateHistory(cachedData, EXECUTIONS, log);
+  const generationS = (performance.now() - began) / 1000;
+  log(`generated ${history.executions} executions (${history.events} events) in ${generationS.toFixed(1)} s`);
+  const server = await startServer(cachedData);
+  const catchUpS = server.startMs / 1000;
+  log(`first start on the generated store (projections catch up): ${catchUpS.toFixed(1)} s, RSS ${rssMb(server.child.pid!).toFixed(0)} MB`);
+  await server.stop();
+  const marker: Marker = {
+    history,
+    eventsBytes: fileSize(join(cachedData, 'events.sqlite3')),
+    projectionsBytes: fileSize(join(cachedData, 'projections.sqlite3')),
+    generationS,
+    catchUpS,
+  };
+  writeFileSync(markerFile, JSON.stringify(marker, null, 2));
+  return marker;
+}
+
+interface Side {
+  starts: number[];
+  rss: number[];
+  list?: ListFigures;
+  trueMs?: number;
+}
+
+/** One start of a side: start time and RSS always; on the last start the list and `true`, then a clean stop. */
+async function measureStart(dataDir: string, side: Side, last: boolean, environment: (s: Server) => Promise<string>): Promise<void> {
+  const server = await startServer(dataDir);
+  try {
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    side.starts.push(server.startMs);
+    side.rss.push(rssMb(server.child.pid!));
+    if (last) {
+      side.list = await measureList(server);
+      side.trueMs = await measureTrue(server, await environment(server));
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+const empty: Side = { starts: [], rss: [] };
+const history: Side = { starts: [], rss: [] };
+const emptyDir = mkdtempSync(join(tmpdir(), 'berth-bench-history-empty-'));
+const runDir = mkdtempSync(join(tmpdir(), 'berth-bench-history-run-'));
+try {
+  let marker = intactCache();
+  if (marker) log(`reusing ${cacheDir} (generated in ${marker.generationS.toFixed(1)} s, caught up in ${marker.catchUpS.toFixed(1)} s)`);
+  else marker = await prepareCache();
+  const copyStarted = performance.now();
+  const copy = spawnSync('cp', ['-a', '--reflink=auto', cachedData, join(runDir, 'data')], { stdio: 'inherit' });
+  if (copy.status !== 0) throw new Error('copying the cached history failed');
+  log(`copied the history (${(marker.eventsBytes / 1e9).toFixed(2)} GB of events) in ${seconds(copyStarted)} s; load average ${loadavg()[0].toFixed(1)}`);
+  const historyData = join(runDir, 'data');
+  const defaultEnvironment = marker.history.defaultEnvironment;
+  let emptyEnvironment: string | undefined;
+  for (let i = 0; i < STARTS; i++) {
+    const last = i === STARTS - 1;
+    await measureStart(emptyDir, empty, last, async (s) => {
+      emptyEnvironment ??= (await json<{ id: string }>(s, '/v1/environments', { name: 'bench', profile: { provider: 'native' } })).id;
+      return emptyEnvironment;
+    });
+    await measureStart(historyData, history, last, async () => defaultEnvironment);
+  }
+  const list = (s: Side) => s.list!;
+  log(
+    `${EXECUTIONS} executions (${marker.history.events} events; ${list(history).records} in the listed scope 'default'); ` +
+      `list ${list(history).paginated ? 'paginated' : 'NOT paginated (the server refuses limit: every request returns the whole list)'}; ` +
+      `starts ms empty [${empty.starts.map((x) => x.toFixed(0))}] history [${history.starts.map((x) => x.toFixed(0))}]; ` +
+      `RSS MB empty [${empty.rss.map((x) => x.toFixed(0))}] history [${history.rss.map((x) => x.toFixed(0))}]; load average ${loadavg()[0].toFixed(1)}`,
+  );
+  log(`informational: generation ${marker.generationS.toFixed(1)} s, projections' catch-up (first start) ${marker.catchUpS.toFixed(1)} s`);
+  figure(`${bench}-rss-after-start`, median(history.rss), 'MB', median(empty.rss), { op: '<=', ratio: 1.5 });
+  // The issue's bound is 1.5x empty + 2 s: as a ratio to the empty-store figure of this run.
+  const emptyStart = median(empty.starts);
+  figure(`${bench}-start-to-healthz`, median(history.starts), 'ms', emptyStart, { op: '<=', ratio: Number(((1.5 * emptyStart + 2000) / emptyStart).toFixed(3)) });
+  for (const at of ['start', 'middle', 'end'] as const) {
+    // Against the empty store's list (one empty page: it has no middle or end).
+    figure(`${bench}-list-limit-100-p50-${at}`, list(history).p50[at], 'ms', list(empty).p50.start, { op: '<=', ratio: 2 });
+  }
+  figure(`${bench}-true-e2e-p50`, history.trueMs!, 'ms', empty.trueMs!, { op: '<=', ratio: 1.2 });
+} finally {
+  rmSync(runDir, { recursive: true, force: true });
+  rmSync(emptyDir, { recursive: true, force: true });
+}
