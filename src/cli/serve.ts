@@ -75,7 +75,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve).once('SIGTERM', resolve);
   });
-  const berth = await startBerth({ settings: config, runtimeId: config.runtimeId, logger: log, policy: config.policy, hiddenFromSandbox: tokensFile ? [tokensFile] : [] });
+  const berth = await startBerth({
+    settings: config,
+    runtimeId: config.runtimeId,
+    logger: log,
+    policy: config.policy,
+    hiddenFromSandbox: tokensFile ? [tokensFile] : [],
+    ...(config.retention ? { retention: config.retention } : {}),
+  });
   const { identity, store } = berth.runtime;
   const gateway: Gateway = buildGateway({
     api: berth.api,

@@ -31,6 +31,7 @@ import { executionsPlugin } from './routes/executions.ts';
 import { harnessesPlugin } from './routes/harnesses.ts';
 import { healthPlugin } from './routes/health.ts';
 import { openApiPlugin } from './routes/openapi.ts';
+import { retentionPlugin } from './routes/retention.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
 import { streamsPlugin } from './routes/streams.ts';
 import { installUnreadBodyDiscard } from './unread-body.ts';
@@ -102,6 +103,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     catalogPlugin,
     streamsPlugin,
     eventsPlugin,
+    retentionPlugin,
   ];
   plugins.push(openApiPlugin(() => routes, { title: 'Berth', version }));
   const routes = plugins.flatMap((plugin) => plugin.routes);

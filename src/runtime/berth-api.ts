@@ -36,12 +36,15 @@ import type {
 import type { Services } from './services.ts';
 import { replayStoredStream } from './core/stream-replay.ts';
 import { ScopeIndex } from './core/scope-index.ts';
+import type { Retention, RetentionReport } from './maintenance/retention.ts';
 
 export interface BerthApiOptions {
   /** The environment new sessions select when they name none (seed 000: explicit null disables it). */
   defaultEnvironmentId?: string | null;
   /** Members' ceilings and quotas (role-policy.ts). Default: defaultRolePolicy. */
   policy?: RolePolicy;
+  /** The retention policy's passes, when the admin turned retention on. */
+  retentionPasses?: Retention;
 }
 
 export class BerthApi implements RuntimeApi {
@@ -222,6 +225,14 @@ export class BerthApi implements RuntimeApi {
         }
       },
     };
+  }
+
+  /** Every scope's executions are aged: the admin's only. */
+  async runRetention(caller: Caller): Promise<RetentionReport> {
+    if (isMember(caller)) throw new BerthError('forbidden', 'Retention covers every scope: it needs an admin token.', { role: caller.role });
+    const retention = this.options.retentionPasses;
+    if (!retention) throw new BerthError('invalid_state', 'Retention is off: the admin sets BERTH_RETENTION_DAYS to turn it on.', { reason: 'retention_off' });
+    return retention.run(this.services.now());
   }
 
   /** Counts of every scope: the admin's only. */

@@ -15,8 +15,10 @@ import { ArtifactStore } from '../store/artifact-store.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { BerthApi, type BerthApiOptions } from './berth-api.ts';
 import { BerthRuntime } from './core/berth-runtime.ts';
-import type { Settings } from './config.ts';
+import type { RetentionSettings, Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
+import { Retention } from './maintenance/retention.ts';
+import { ArtifactArchive } from '../store/artifact-archive.ts';
 import { DataDirLock } from './core/data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
 import * as registry from './registry.ts';
@@ -37,6 +39,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   hiddenFromSandbox?: string[];
   /** The Environments content chapter (seed 001). Default: from BERTH_ENVIRONMENTS_CONTENT and friends (content-settings.ts). */
   content?: ContentSettings;
+  /** Retention of finished executions' output (config.ts resolveRetention); absent: off. */
+  retention?: RetentionSettings;
 }
 
 export interface Berth {
@@ -104,6 +108,15 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   }
   let runtime: BerthRuntime<Services> | undefined;
   let api: BerthApi;
+  const retention = opts.retention
+    ? new Retention({
+        actors: () => actors!,
+        artifacts: services.artifacts,
+        aged: (cutoff, limit) => (runtime!.projections.get('activity')!.query.finishedBefore(cutoff, limit) as { id: string }[]).map((x) => x.id),
+        settings: opts.retention,
+        ...(opts.retention.archiveDir ? { archive: new ArtifactArchive(opts.retention.archiveDir, [dataDir]) } : {}),
+      })
+    : undefined;
   try {
     runtime = await BerthRuntime.start<Services>({
       settings: opts.settings,
@@ -116,12 +129,15 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       onActors: (a) => {
         actors = a;
       },
-      maintenanceTasks: maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections, providers }),
+      maintenanceTasks: [
+        ...maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections, providers }),
+        ...(retention ? [retention.task()] : []),
+      ],
     });
     try {
       // Recovery reconciles the active-allocation index before work is admitted.
       await settleActiveAllocations(runtime.actors, runtime.projections);
-      api = new BerthApi(runtime, services, opts);
+      api = new BerthApi(runtime, services, { ...opts, ...(retention ? { retentionPasses: retention } : {}) });
       // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is
       // settled before work is admitted.
       await api.content?.recover();

@@ -6,7 +6,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
 import { defaultRolePolicy, type RolePolicy } from './role-policy.ts';
@@ -65,6 +65,49 @@ export interface BerthConfig extends Settings {
   runtimeId: string;
   /** Members' profile ceilings and scope quotas (role-policy.ts), from BERTH_MEMBER_* and BERTH_QUOTA_*. */
   policy: RolePolicy;
+  /** Retention of finished executions' output (BERTH_RETENTION_*); undefined: off, everything is kept. */
+  retention?: RetentionSettings;
+}
+
+/** The admin's retention policy: executions released longer ago than `days` lose their output and old events. */
+export interface RetentionSettings {
+  /** Age (since the execution's last change) past which it is compacted; fractions of a day are allowed. */
+  days: number;
+  /** Absolute directory (outside the data directory) aged artifacts are moved to; absent: they are removed. */
+  archiveDir?: string;
+}
+
+const retentionSchema = z.object({
+  BERTH_RETENTION_DAYS: z.coerce.number().positive('must be a positive number of days').max(1_000_000).optional(),
+  BERTH_RETENTION_ARCHIVE_DIR: z.string().trim().refine(isAbsolute, 'must be an absolute path').optional(),
+});
+
+/**
+ * The retention policy from the environment (off unless BERTH_RETENTION_DAYS is set). The archive directory may not
+ * lie inside the data directory, where members' managed workspaces and the server's own files live.
+ */
+export function resolveRetention(dataDir: string, env: NodeJS.ProcessEnv = process.env): RetentionSettings | undefined {
+  const given = Object.fromEntries(Object.keys(retentionSchema.shape).flatMap((k) => (env[k] ? [[k, env[k]]] : [])));
+  const parsed = retentionSchema.safeParse(given);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+  const v = parsed.data;
+  if (v?.BERTH_RETENTION_ARCHIVE_DIR !== undefined) {
+    const archiveDir = resolve(v.BERTH_RETENTION_ARCHIVE_DIR);
+    const within = (dir: string, candidate: string) => {
+      const rel = relative(dir, candidate);
+      return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    };
+    if (within(resolve(dataDir), archiveDir) || within(archiveDir, resolve(dataDir))) {
+      problems.push('BERTH_RETENTION_ARCHIVE_DIR: must lie outside the data directory (and not contain it)');
+    }
+    if (v.BERTH_RETENTION_DAYS === undefined) problems.push('BERTH_RETENTION_ARCHIVE_DIR: needs BERTH_RETENTION_DAYS');
+  }
+  if (problems.length > 0) throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
+  if (v?.BERTH_RETENTION_DAYS === undefined) return undefined;
+  return {
+    days: v.BERTH_RETENTION_DAYS,
+    ...(v.BERTH_RETENTION_ARCHIVE_DIR !== undefined ? { archiveDir: resolve(v.BERTH_RETENTION_ARCHIVE_DIR) } : {}),
+  };
 }
 
 /** Merges flags, environment and defaults; throws `invalid_request` naming every bad setting. No file is touched. */
@@ -127,6 +170,7 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): BerthConfig {
   const settings = resolveSettings(flags, env);
   const policy = resolveRolePolicy(env);
+  const retention = resolveRetention(settings.dataDir, env);
   try {
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {
@@ -135,13 +179,14 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     });
   }
   const runtimeId = keptValue(join(settings.dataDir, 'runtime-id'), () => `rt_${randomUUID().replaceAll('-', '')}`);
-  if (settings.token) return { ...settings, token: settings.token, tokenGenerated: false, runtimeId, policy };
+  const kept = { runtimeId, policy, ...(retention ? { retention } : {}) };
+  if (settings.token) return { ...settings, token: settings.token, tokenGenerated: false, ...kept };
   let generated = false;
   const token = keptValue(join(settings.dataDir, 'token'), () => {
     generated = true;
     return `bt_${randomBytes(24).toString('base64url')}`;
   });
-  return { ...settings, token, tokenGenerated: generated, runtimeId, policy };
+  return { ...settings, token, tokenGenerated: generated, ...kept };
 }
 
 /** The trimmed content of `file`, or a fresh value written there (mode 0600, never overwriting a racing writer's). */

@@ -8,6 +8,7 @@ import type { Ownership, Profile, ProviderKind } from '../../schemas/profile.ts'
 import type { EnvironmentState, ExecutionStatus } from '../../schemas/states.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { Caller } from './caller.ts';
+import type { RetentionReport } from './maintenance/retention.ts';
 import type { ContentApi } from './builds/content-api.ts';
 
 export type { Caller } from './caller.ts';
@@ -178,4 +179,6 @@ export interface RuntimeApi {
   events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> };
   /** Prometheus text over every scope; `forbidden` for members. */
   metrics(caller: Caller): Promise<string>;
+  /** One retention pass now (the admin's; `invalid_state` when retention is off). */
+  runRetention(caller: Caller): Promise<RetentionReport>;
 }

@@ -1,11 +1,13 @@
 /**
  * Content-addressed artifact store: large payloads (command output, file bytes) live here as files named by their
- * sha256, and events carry only {digest, size} (DESIGN §3). Files are immutable once published.
+ * sha256, and events carry only {digest, size} (DESIGN §3). Files are immutable once published; each publish of the
+ * same bytes renews the file's mtime, so retention can tell an artifact no recent holder saved.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, createReadStream, openSync, read } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
+import type { ArtifactArchive } from './artifact-archive.ts';
 import { type ArtifactCopier, sharedCopier } from './artifact-copy.ts';
 
 export interface ArtifactRef {
@@ -86,9 +88,12 @@ export class ArtifactStore {
     return path.join(this.root, `.tmp-${randomUUID()}`);
   }
 
-  /** Renames a synced, read-only temporary file into place; an artifact already there is kept as it is. */
+  /**
+   * Renames a synced, read-only temporary file into place; an artifact already there is kept, its mtime renewed (one
+   * retention is removing meanwhile is published again from this copy).
+   */
   private async publish(tmp: string, ref: ArtifactRef): Promise<ArtifactRef> {
-    if (await this.has(ref)) {
+    if ((await this.has(ref)) && (await this.renew(ref))) {
       await rm(tmp, { force: true });
       return ref;
     }
@@ -96,6 +101,53 @@ export class ArtifactStore {
     await mkdir(path.dirname(dest), { recursive: true });
     await rename(tmp, dest);
     return ref;
+  }
+
+  private async renew(ref: ArtifactRef): Promise<boolean> {
+    const now = new Date();
+    return utimes(this.pathOf(ref.digest), now, now).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
+   * Retention of one artifact: unless it was published at or after `publishedBefore` (another holder saved the same
+   * bytes since, and still needs them), it is removed, or moved into `archive`. An empty artifact is always kept (every
+   * empty stream shares it). The file is first renamed aside, so a publish racing with this either renewed it before
+   * (then it is put back) or finds it gone and publishes its own copy.
+   */
+  async expire(ref: ArtifactRef, publishedBefore: number, archive?: ArtifactArchive): Promise<'removed' | 'archived' | 'kept'> {
+    const file = this.pathOf(ref.digest);
+    const fresh = async (p: string) => (await stat(p)).mtimeMs >= publishedBefore;
+    try {
+      if (ref.size === 0 || (await fresh(file))) return 'kept';
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return archive ? 'archived' : 'removed';
+      throw e;
+    }
+    const aside = this.tmpPath();
+    try {
+      await rename(file, aside);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return archive ? 'archived' : 'removed';
+      throw e;
+    }
+    if (await fresh(aside)) {
+      await rename(aside, file);
+      return 'kept';
+    }
+    if (!archive) {
+      await rm(aside, { force: true });
+      return 'removed';
+    }
+    try {
+      await archive.moveIn(aside, ref.digest);
+    } catch (e) {
+      await rename(aside, file); // kept where it was: the pass reports the failure
+      throw e;
+    }
+    return 'archived';
   }
 
   async has(ref: ArtifactRef): Promise<boolean> {

@@ -26,7 +26,7 @@ import type { Services } from '../services.ts';
 import { versionMount } from './version-exec.ts';
 
 /** Lifecycle steps after which the record and its output no longer change. */
-const SETTLED = new Set(['saved', 'released', 'closing']);
+const SETTLED = new Set(['saved', 'released', 'closing', 'compacted']);
 /** Steps before the submit: no spool to read or watch yet (from dispatch on it reads empty until the command writes). */
 const UNSUBMITTED = new Set(['pristine', 'accepted']);
 /** Steps before the command runs: nothing to write stdin to or resize yet. */
@@ -79,8 +79,8 @@ export class ExecutionService {
   /** Member admissions per scope that passed the quota and whose acceptance the activity model has not folded yet. */
   private readonly admitting = new Map<string, number>();
   /**
-   * Where saved executions' output is (their scope and artifacts: recorded once, then never changed; artifacts are
-   * never removed), the oldest first out, so that reading it chunk by chunk does not load the actor for every chunk.
+   * Where saved executions' output is (their scope and artifacts: recorded once, then never changed; retention
+   * alone removes artifacts, and a read that finds one gone answers output_expired), the oldest first out, so that reading it chunk by chunk does not load the actor for every chunk.
    */
   private readonly savedOutputs = new Map<string, { scope: string; artifacts: ExecutionContext['artifacts'] }>();
   /**
@@ -254,7 +254,7 @@ export class ExecutionService {
     if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });
     const max = Math.min(Math.max(1, maxBytes), READ_MAX);
     const known = this.savedOutputs.get(id);
-    if (known && inScope(caller, known.scope)) return this.readSaved(known.artifacts, stream, cursor, max, into);
+    if (known && inScope(caller, known.scope)) return this.readSaved(id, known.artifacts, stream, cursor, max, into);
     const spooled = this.spooledOutputs.get(id);
     if (spooled && inScope(caller, spooled.scope)) {
       // Bytes in the spool before its end are the execution's output whatever its step (what is saved is that
@@ -265,8 +265,9 @@ export class ExecutionService {
     }
     const view = await this.view(caller, id);
     const c = view.context;
+    if (c.retention) throw outputExpired(id, c.retention);
     if (c.artifacts) this.rememberSaved(id, c.scope, c.artifacts);
-    if (SETTLED.has(String(view.state)) || c.artifacts) return this.readSaved(c.artifacts, stream, cursor, max, into);
+    if (SETTLED.has(String(view.state)) || c.artifacts) return this.readSaved(id, c.artifacts, stream, cursor, max, into);
     // From dispatch on, the spool is read: the first bytes go out as they land, not once the start is recorded.
     if (UNSUBMITTED.has(String(view.state))) return { data: Buffer.alloc(0), next: cursor, closed: false, complete: false };
     const executor = await this.deps.services.executorFor(c.target.allocationId);
@@ -277,10 +278,15 @@ export class ExecutionService {
     return { data: chunk.data, next: chunk.next, closed: chunk.closed, complete: false };
   }
 
-  private async readSaved(artifacts: ExecutionContext['artifacts'], stream: OutputStream, cursor: number, max: number, into?: Buffer): Promise<OutputRead> {
+  /** A saved artifact gone from the store was aged out by retention (its stream may not be compacted yet). */
+  private async readSaved(id: string, artifacts: ExecutionContext['artifacts'], stream: OutputStream, cursor: number, max: number, into?: Buffer): Promise<OutputRead> {
     const saved = artifacts?.[stream];
     if (!saved || cursor >= saved.size) return { data: Buffer.alloc(0), next: Math.max(cursor, saved?.size ?? 0), closed: true, complete: true };
-    const data = await this.deps.artifacts.readRange(saved, cursor, max, into);
+    const data = await this.deps.artifacts.readRange(saved, cursor, max, into).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ENOENT') throw e;
+      this.savedOutputs.delete(id);
+      throw outputExpired(id, null);
+    });
     const complete = cursor + data.length >= saved.size;
     return { data, next: cursor + data.length, closed: complete, complete };
   }
@@ -404,6 +410,12 @@ export class ExecutionService {
     return this.deps.services.executorFor(view.context.target.allocationId);
   }
 }
+
+const outputExpired = (executionId: string, retention: ExecutionContext['retention']) =>
+  new BerthError('output_expired', 'The output of this execution aged out under the retention policy; its record is kept.', {
+    executionId,
+    ...(retention ? { output: retention.output, at: retention.at } : {}),
+  });
 
 /** Adds `id` to a bounded map (the oldest first out). */
 function remember<T>(map: Map<string, T>, id: string, value: T): void {

@@ -1,0 +1,82 @@
+/**
+ * Retention (off unless the admin sets BERTH_RETENTION_DAYS): a released execution whose last change is older than
+ * the policy's age loses its output artifacts (removed, or moved to the archive directory) and its stream is compacted
+ * to one `execution.compacted` summary that keeps its record. Only released executions are touched; the machine
+ * refuses the summary in any other state, so an unfinished actor never is.
+ */
+import { isBerthError } from '../../../schemas/errors.ts';
+import type { ActorRuntime } from '../../actors/actor-runtime.ts';
+import { compactionSummary, type ExecutionContext } from '../../machines/execution.machine.ts';
+import type { ArtifactArchive } from '../../store/artifact-archive.ts';
+import type { ArtifactStore } from '../../store/artifact-store.ts';
+import type { RetentionSettings } from '../config.ts';
+import type { MaintenanceTask } from './maintenance-loop.ts';
+
+const DAY_MS = 86_400_000;
+
+export interface RetentionDeps {
+  actors: () => ActorRuntime<any>;
+  artifacts: ArtifactStore;
+  /** Ids of released, not yet compacted executions last changed before `cutoff` (ms), oldest first, at most `limit`. */
+  aged: (cutoff: number, limit: number) => string[];
+  settings: RetentionSettings;
+  archive?: ArtifactArchive;
+  /** Executions one pass compacts at most (default 256): a pass is bounded whatever the backlog. */
+  batch?: number;
+}
+
+/** What one pass did. `kept`: artifacts another, newer execution saved too (they go when it ages out). */
+export interface RetentionReport {
+  cutoff: number;
+  compacted: number;
+  removed: number;
+  archived: number;
+  kept: number;
+  failed: number;
+  lastError?: string;
+}
+
+export class Retention {
+  private running?: Promise<RetentionReport>;
+
+  constructor(private readonly deps: RetentionDeps) {}
+
+  /** One pass with the clock reading `now` (ms); a pass asked for while one runs joins it. */
+  run(now: number): Promise<RetentionReport> {
+    this.running ??= this.pass(now).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  task(): MaintenanceTask {
+    return { name: 'retention', run: async (now) => void (await this.run(now.getTime())) };
+  }
+
+  private async pass(now: number): Promise<RetentionReport> {
+    const cutoff = now - this.deps.settings.days * DAY_MS;
+    const report: RetentionReport = { cutoff, compacted: 0, removed: 0, archived: 0, kept: 0, failed: 0 };
+    for (const id of this.deps.aged(cutoff, this.deps.batch ?? 256)) {
+      try {
+        if (await this.compact(id, cutoff, now, report)) report.compacted++;
+      } catch (e) {
+        // Left as it was (a refused archive, a lost race): the next pass tries again; the report says why.
+        report.failed++;
+        report.lastError = isBerthError(e) ? e.message : String(e);
+      }
+    }
+    return report;
+  }
+
+  /** Artifacts first, then the summary: a crash between leaves a released execution whose output reads as expired. */
+  private async compact(id: string, cutoff: number, now: number, report: RetentionReport): Promise<boolean> {
+    const actors = this.deps.actors();
+    const view = await actors.get<ExecutionContext>('execution', id);
+    // The read model may lag the actor: the actor's own state and clock decide.
+    if (!view || view.state !== 'released' || view.context.updatedAt >= cutoff) return false;
+    for (const ref of Object.values(view.context.artifacts ?? {})) {
+      if (ref) report[await this.deps.artifacts.expire(ref, cutoff, this.deps.archive)]++;
+    }
+    const output = this.deps.archive ? 'archived' : 'removed';
+    await actors.send('execution', id, compactionSummary(view, output, now), { compact: true });
+    return true;
+  }
+}
