@@ -30,7 +30,7 @@ import { schemaVersionOf, splitEvent, validateIncoming } from './event-codec.ts'
 import { persist, stateLabel, type YieldedAction } from './machine-step.ts';
 import { Mailboxes } from './mailbox.ts';
 import { catchUp, rehydrate, streamOf, type LoadedActor } from './rehydrate.ts';
-import { scanUnfinished } from './recovery-scan.ts';
+import { loadListed, scanUnfinished } from './recovery-scan.ts';
 import { snapshotStreamOf, writeSnapshot } from './snapshot-stream.ts';
 
 /** The pino methods the runtime uses; any pino logger fits. */
@@ -196,14 +196,18 @@ export class ActorRuntime<S = unknown> {
   }
 
   /**
-   * Rehydrates every unfinished actor of every registered type (one scan of the log) and sends `runtime.recovered`
-   * to each one whose state accepts it; the machines answer with inspection effects. An actor with a corrupt event
-   * is logged and counted as failed while the others are still reconciled. Call after `start`, before admitting work.
+   * Rehydrates every unfinished actor of every registered type and sends `runtime.recovered` to each one whose state
+   * accepts it. Which actors are unfinished comes from `unfinishedStreams` (an index the projection engine keeps, so
+   * the cost follows the work in flight) or, without one, from a scan of the log. The machines answer with
+   * inspection effects. An actor with a corrupt event is logged and counted as failed while the others are still
+   * reconciled. Call after `start`, before admitting work.
    */
-  async recover(): Promise<RecoveryReport> {
+  async recover(unfinishedStreams?: readonly string[]): Promise<RecoveryReport> {
     const t0 = performance.now();
     const identity = this.started();
-    const scan = await scanUnfinished(this.store, this.types.values());
+    const scan = unfinishedStreams
+      ? await loadListed(this.store, this.types.values(), unfinishedStreams)
+      : await scanUnfinished(this.store, this.types.values());
     for (const { stream, error } of scan.failed) {
       this.logger.error({ err: error, stream }, 'actor cannot be rehydrated; it is not reconciled');
     }

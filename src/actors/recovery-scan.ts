@@ -8,7 +8,7 @@
 import type { EventStore } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
 import { storedEventOf, type StoredEvent } from './event-codec.ts';
-import { catchUp, foldStored, fromSnapshot, type LoadedActor } from './rehydrate.ts';
+import { catchUp, foldStored, fromSnapshot, rehydrate, type LoadedActor } from './rehydrate.ts';
 import { decodeSnapshot, SNAPSHOT_PREFIX, type StoredSnapshot } from './snapshot-stream.ts';
 
 export interface ScannedActor {
@@ -50,6 +50,29 @@ export function streamResolver(types: Iterable<ActorType>) {
     }
     return undefined;
   };
+}
+
+/**
+ * Rehydrates the actors of the streams an index of unfinished actors lists (the projection engine keeps one), a
+ * window at a time: what a start costs is the work in flight, not the log. Streams of unregistered types are skipped.
+ */
+export async function loadListed(store: EventStore, types: Iterable<ActorType>, streams: readonly string[], window = 256): Promise<ScanResult> {
+  const resolve = streamResolver(types);
+  const result: ScanResult = { unfinished: [], failed: [] };
+  for (let i = 0; i < streams.length; i += window) {
+    await Promise.all(
+      streams.slice(i, i + window).map(async (stream) => {
+        const r = resolve(stream);
+        if (!r) return;
+        try {
+          result.unfinished.push({ ...r, stream, loaded: await rehydrate(store, r.actorType, r.id) });
+        } catch (error) {
+          result.failed.push({ stream, error });
+        }
+      }),
+    );
+  }
+  return result;
 }
 
 export async function scanUnfinished(

@@ -5,7 +5,7 @@
 import type { ProviderKind } from '../../schemas/profile.ts';
 import type { allocationEvents } from '../../schemas/events/allocation.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection, type StoredEvent } from './projection.ts';
+import { defineProjection, table, type StoredEvent, type Tables } from './projection.ts';
 
 export interface ActiveAllocation {
   allocationId: string;
@@ -22,11 +22,15 @@ export interface ActiveAllocation {
 
 const REPORT_STATE: Record<string, string> = { ready: 'ready', pending: 'pending', absent: 'failed', unknown: 'unknown', fenced: 'fenced' };
 
-function reduce(state: Map<string, ActiveAllocation>, e: StoredEvent<typeof allocationEvents>): Map<string, ActiveAllocation> {
+interface AllocationTables {
+  allocations: ActiveAllocation;
+}
+
+function reduce(t: Tables<AllocationTables>, e: StoredEvent<typeof allocationEvents>): void {
   const id = e.stream.slice('allocation-'.length);
   if (e.type === 'allocation.intended') {
     const d = e.data;
-    state.set(id, {
+    t.allocations.put(id, {
       allocationId: id,
       environmentId: d.environmentId,
       requestId: d.requestId,
@@ -38,10 +42,10 @@ function reduce(state: Map<string, ActiveAllocation>, e: StoredEvent<typeof allo
       createdAt: d.at,
       updatedAt: d.at,
     });
-    return state;
+    return;
   }
-  const a = state.get(id);
-  if (!a) return state;
+  const a = t.allocations.get(id);
+  if (!a) return;
   if (typeof e.data.at === 'number') a.updatedAt = nextUpdatedAt(a.updatedAt, e.data.at);
   switch (e.type) {
     case 'allocation.reported': {
@@ -81,23 +85,23 @@ function reduce(state: Map<string, ActiveAllocation>, e: StoredEvent<typeof allo
       break;
     }
   }
-  if (a.state === 'released' || a.state === 'failed') state.delete(id);
-  return state;
+  if (a.state === 'released' || a.state === 'failed') t.allocations.delete(id);
+  else t.allocations.put(id, a);
 }
 
 export const activeAllocationsProjection = defineProjection({
   name: 'active-allocations',
-  version: 2,
+  version: 3,
   filter: { streamPrefixes: ['allocation-'] },
-  init: () => new Map<string, ActiveAllocation>(),
+  // Rows leave when their allocation is released: the table holds the allocations alive, never the history.
+  tables: { allocations: table<ActiveAllocation>({ columns: ['environmentId'], indexes: [['environmentId']] }) },
   reduce,
   queries: {
-    list: (s: Map<string, ActiveAllocation>) => [...s.values()],
-    ofEnvironment: (s: Map<string, ActiveAllocation>, environmentId: string) =>
-      [...s.values()].filter((a) => a.environmentId === environmentId),
-    get: (s: Map<string, ActiveAllocation>, id: string) => s.get(id),
+    list: (t): ActiveAllocation[] => t.allocations.all(),
+    ofEnvironment: (t, environmentId: string): ActiveAllocation[] => t.allocations.all({ environmentId }),
+    get: (t, id: string): ActiveAllocation | undefined => t.allocations.get(id),
     /** Uses retained by allocations, for the Environment API's "retained uses". */
-    retainedUses: (s: Map<string, ActiveAllocation>) =>
-      [...s.values()].flatMap((a) => Object.entries(a.uses).map(([useId, u]) => ({ allocationId: a.allocationId, useId, ...u }))),
+    retainedUses: (t) =>
+      t.allocations.all().flatMap((a) => Object.entries(a.uses).map(([useId, u]) => ({ allocationId: a.allocationId, useId, ...u }))),
   },
 });

@@ -1,12 +1,15 @@
 /**
- * The activity view: every execution with its status, lifecycle step and structured failure, never payloads (no
- * command, no output, no environment values). Unfinished operations are those whose lifecycle has not reached
- * `released`: what recovery and maintenance still own, listed with `unfinished: true`.
+ * The activity view: every execution with its status, lifecycle step and structured failure. Its rows also keep what
+ * an execution record shows (command, target, version), so a listing page is one index range read; the activity
+ * listing itself never shows payloads (no command, no output, no environment values). Unfinished operations are
+ * those whose lifecycle has not reached `released`: what recovery and maintenance still own. Per-status and per-scope
+ * totals are kept beside, so quotas and metrics never count the history.
  */
-import type { executionEvents } from '../../schemas/events/execution.ts';
+import type { executionEvents, Target } from '../../schemas/events/execution.ts';
 import type { ExecutionStatus } from '../../schemas/states.ts';
 import { outputExceededFailure } from '../machines/execution.machine.ts';
-import { defineProjection, type StoredEvent } from './projection.ts';
+import { nextUpdatedAt } from '../machines/updated-at.ts';
+import { defineProjection, table, type Page, type StoredEvent, type Tables } from './projection.ts';
 
 export interface ActivityEntry {
   id: string;
@@ -16,7 +19,7 @@ export interface ActivityEntry {
   allocationId: string;
   scope: string;
   status: ExecutionStatus;
-  /** The execution machine's state (accepted … released, closing): what remains to reconcile. */
+  /** The execution machine's state (accepted … released, closing, compacted): what remains to reconcile. */
   step: string;
   exitCode: number | null;
   signal: string | null;
@@ -29,6 +32,32 @@ export interface ActivityEntry {
 
 export type ActivityItem = ActivityEntry & { unfinished: boolean };
 
+/** An execution's row: its activity entry and the rest of its record. */
+export interface ExecutionRow extends ActivityItem {
+  target: Target;
+  command: string[];
+  version?: number;
+  /** Set once it exited (an exit code or a signal). */
+  exited: boolean;
+}
+
+interface StatusCount {
+  status: ExecutionStatus;
+  n: number;
+}
+
+interface ScopeTotal {
+  scope: string;
+  /** Drained output bytes its executions keep on disk. */
+  outputBytes: number;
+}
+
+interface ActivityTables {
+  executions: ExecutionRow;
+  statuses: StatusCount;
+  scopes: ScopeTotal;
+}
+
 /** The machine state each event enters (cancellation requests and recovery notices leave it where it is). */
 const STEP_OF: Record<string, string> = {
   'execution.dispatched': 'dispatched',
@@ -39,34 +68,23 @@ const STEP_OF: Record<string, string> = {
   'execution.released': 'released',
   'execution.failed': 'closing',
   'execution.unknown': 'closing',
+  'execution.compacted': 'compacted',
 };
 
-function reduce(state: Map<string, ActivityEntry>, e: StoredEvent<typeof executionEvents>): Map<string, ActivityEntry> {
+type ExecutionStoredEvent = StoredEvent<typeof executionEvents>;
+
+function reduce(t: Tables<ActivityTables>, e: ExecutionStoredEvent): void {
   const id = e.stream.slice('execution-'.length);
-  if (e.type === 'execution.accepted') {
-    const d = e.data;
-    state.set(id, {
-      id,
-      kind: 'execution',
-      operationId: d.operationId,
-      environmentId: d.environmentId,
-      allocationId: d.target.allocationId,
-      scope: d.scope,
-      status: 'accepted',
-      step: 'accepted',
-      exitCode: null,
-      signal: null,
-      failure: null,
-      outputBytes: null,
-      createdAt: d.at,
-      updatedAt: d.at,
-    });
-    return state;
+  if (e.type === 'execution.accepted' || (e.type === 'execution.compacted' && !t.executions.get(id))) {
+    const row = created(id, e);
+    t.executions.put(id, row);
+    count(t, row.status, 1);
+    return;
   }
-  const x = state.get(id);
-  if (!x) return state;
-  if (e.type === 'runtime.recovered') return state;
-  if (typeof e.data.at === 'number') x.updatedAt = Math.max(x.updatedAt + 1, e.data.at);
+  const x = t.executions.get(id);
+  if (!x || e.type === 'runtime.recovered') return;
+  const was = x.status;
+  x.updatedAt = nextUpdatedAt(x.updatedAt, e.data.at);
   x.step = STEP_OF[e.type] ?? x.step;
   switch (e.type) {
     case 'execution.started':
@@ -76,6 +94,7 @@ function reduce(state: Map<string, ActivityEntry>, e: StoredEvent<typeof executi
       x.status = e.data.cancelled ? 'cancelled' : 'exited';
       x.exitCode = e.data.exitCode;
       x.signal = e.data.signal;
+      x.exited = true;
       break;
     case 'execution.cancel_requested':
       // Before dispatch nothing was sent: the cancel completes at once (the machine closes).
@@ -86,6 +105,7 @@ function reduce(state: Map<string, ActivityEntry>, e: StoredEvent<typeof executi
       break;
     case 'execution.drained':
       x.outputBytes = Object.values(e.data.sizes).reduce((sum, n) => sum + (n ?? 0), 0);
+      addBytes(t, x.scope, x.outputBytes);
       break;
     case 'execution.output_exceeded':
       x.failure = outputExceededFailure(e.data);
@@ -98,30 +118,116 @@ function reduce(state: Map<string, ActivityEntry>, e: StoredEvent<typeof executi
       x.status = 'unknown';
       x.failure = { code: 'unknown', message: e.data.reason };
       break;
+    case 'execution.compacted':
+      // Its output left this host (removed or archived): the scope keeps those bytes no longer.
+      addBytes(t, x.scope, -(x.outputBytes ?? 0));
+      break;
   }
-  return state;
+  x.unfinished = x.step !== 'released' && x.step !== 'compacted';
+  t.executions.put(id, x);
+  if (x.status !== was) {
+    count(t, was, -1);
+    count(t, x.status, 1);
+  }
 }
 
-const item = (x: ActivityEntry): ActivityItem => ({ ...x, unfinished: x.step !== 'released' });
+/** The row an execution's first event starts: its acceptance, or the tombstone of a compacted stream. */
+function created(id: string, e: Extract<ExecutionStoredEvent, { type: 'execution.accepted' | 'execution.compacted' }>): ExecutionRow {
+  const d = e.data;
+  const common = {
+    id,
+    kind: 'execution' as const,
+    operationId: d.operationId,
+    environmentId: d.environmentId,
+    allocationId: d.target.allocationId,
+    scope: d.scope,
+    target: d.target,
+    command: d.command,
+    ...(d.version !== undefined ? { version: d.version } : {}),
+  };
+  if (e.type === 'execution.accepted') {
+    return { ...common, status: 'accepted', step: 'accepted', exitCode: null, signal: null, failure: null, outputBytes: null, exited: false, unfinished: true, createdAt: d.at, updatedAt: d.at };
+  }
+  const c = e.data;
+  return {
+    ...common,
+    status: c.status,
+    step: 'compacted',
+    exitCode: c.exitCode,
+    signal: c.signal,
+    failure: c.failure,
+    outputBytes: c.outputBytes,
+    exited: c.exitCode !== null || c.signal !== null,
+    unfinished: false,
+    createdAt: c.createdAt,
+    updatedAt: c.at,
+  };
+}
+
+function count(t: Tables<ActivityTables>, status: ExecutionStatus, by: number): void {
+  const c = t.statuses.get(status) ?? { status, n: 0 };
+  c.n += by;
+  t.statuses.put(status, c);
+}
+
+function addBytes(t: Tables<ActivityTables>, scope: string, bytes: number): void {
+  const s = t.scopes.get(scope) ?? { scope, outputBytes: 0 };
+  s.outputBytes += bytes;
+  t.scopes.put(scope, s);
+}
+
+/** The activity item of a row: no payloads. */
+export const activityItem = ({ target: _t, command: _c, version: _v, exited: _e, ...item }: ExecutionRow): ActivityItem => item;
+
+export interface ExecutionFilter {
+  /** Undefined: every scope. */
+  scope?: string;
+  environmentId?: string;
+  status?: ExecutionStatus;
+}
 
 export const activityProjection = defineProjection({
   name: 'activity',
-  version: 3,
+  version: 4,
   filter: { streamPrefixes: ['execution-'] },
-  init: () => new Map<string, ActivityEntry>(),
+  tables: {
+    executions: table<ExecutionRow>({
+      columns: ['scope', 'environmentId', 'status', 'step', 'unfinished'],
+      indexes: [['scope'], ['scope', 'status'], ['scope', 'environmentId'], ['environmentId'], ['status'], ['unfinished'], ['step']],
+    }),
+    statuses: table<StatusCount>(),
+    scopes: table<ScopeTotal>(),
+  },
   reduce,
   queries: {
-    /** Every execution of `scope` (all scopes when undefined), oldest first. */
-    list: (s: Map<string, ActivityEntry>, scope?: string): ActivityItem[] =>
-      [...s.values()].filter((x) => scope === undefined || x.scope === scope).map(item),
-    get: (s: Map<string, ActivityEntry>, id: string): ActivityEntry | undefined => s.get(id),
+    /** One page of executions matching `filter`, oldest first (or newest first), from after the cursor. */
+    page: (t, filter: ExecutionFilter, after: number | undefined, limit: number, order: 'asc' | 'desc' = 'asc'): Page<ExecutionRow> =>
+      t.executions.page({ where: filter, after, limit, order }),
+    get: (t, id: string): ExecutionRow | undefined => t.executions.get(id),
+    list: (t, scope?: string): ActivityItem[] => t.executions.all({ scope }).map(activityItem),
     /** Operations whose lifecycle is not finished (released): what recovery and maintenance still own. */
-    unfinished: (s: Map<string, ActivityEntry>, scope?: string): ActivityItem[] =>
-      [...s.values()].filter((x) => x.step !== 'released' && (scope === undefined || x.scope === scope)).map(item),
-    byStatus: (s: Map<string, ActivityEntry>) => {
-      const counts: Record<string, number> = {};
-      for (const x of s.values()) counts[x.status] = (counts[x.status] ?? 0) + 1;
-      return counts;
+    unfinished: (t, scope?: string): ExecutionRow[] => t.executions.all({ unfinished: true, scope }),
+    /** Executions of `scope` not yet terminal (accepted or running): what its concurrency quota counts. */
+    live: (t, scope: string): number => t.executions.count({ scope, status: ['accepted', 'running'] }),
+    /** Drained output bytes the scope's executions keep on disk. */
+    outputBytes: (t, scope: string): number => t.scopes.get(scope)?.outputBytes ?? 0,
+    byStatus: (t): Record<string, number> => Object.fromEntries(t.statuses.all().map((c) => [c.status, c.n])),
+    /**
+     * Released executions last updated before `cutoff` (ms), oldest first, at most `limit`: what retention may
+     * compact. Rows are in creation order, so the walk stops at the first one created after the cutoff.
+     */
+    finishedBefore: (t, cutoff: number, limit: number): ExecutionRow[] => {
+      const found: ExecutionRow[] = [];
+      let after: number | undefined;
+      for (;;) {
+        const page = t.executions.page({ where: { step: 'released' }, after, limit: 500 });
+        for (const x of page.rows) {
+          if (x.createdAt >= cutoff) return found;
+          if (x.updatedAt < cutoff && found.push(x) >= limit) return found;
+        }
+        if (page.next === undefined) return found;
+        after = page.next;
+      }
     },
   },
 });

@@ -8,7 +8,7 @@ import type { environmentEvents } from '../../schemas/events/environment.ts';
 import type { EnvironmentState } from '../../schemas/states.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection, type StoredEvent } from './projection.ts';
+import { defineProjection, table, type Page, type StoredEvent, type Tables } from './projection.ts';
 
 /** The environment actor's record and content (seed 001 §4: every build in version order, and the pointers). */
 type ActorFields = 'id' | 'name' | 'slug' | 'scope' | 'profile' | 'generation' | 'versions' | 'latestVersion' | 'building' | 'activeVersion' | 'createdAt' | 'updatedAt';
@@ -35,11 +35,15 @@ const STATE_BY_EVENT: Partial<Record<EnvironmentStoredEvent['type'], Environment
   'environment.allocation_released': 'idle',
 };
 
-function reduce(state: Map<string, CatalogEntry>, e: EnvironmentStoredEvent): Map<string, CatalogEntry> {
+interface CatalogTables {
+  environments: CatalogEntry;
+}
+
+function reduce(t: Tables<CatalogTables>, e: EnvironmentStoredEvent): void {
   const id = e.stream.slice('environment-'.length);
   if (e.type === 'environment.created') {
     const d = e.data;
-    state.set(id, {
+    t.environments.put(id, {
       id,
       name: d.name,
       slug: d.slug,
@@ -57,15 +61,15 @@ function reduce(state: Map<string, CatalogEntry>, e: EnvironmentStoredEvent): Ma
       createdAt: d.at,
       updatedAt: d.at,
     });
-    return state;
+    return;
   }
-  const entry = state.get(id);
+  const entry = t.environments.get(id);
   // runtime.recovered changes nothing the catalog shows (the machine does not stamp it either).
-  if (!entry || e.type === 'runtime.recovered') return state;
+  if (!entry || e.type === 'runtime.recovered') return;
   // A deleted environment is gone for good (its machine's final state): nothing lists, finds or names it again.
   if (e.type === 'environment.deleted') {
-    state.delete(id);
-    return state;
+    t.environments.delete(id);
+    return;
   }
   entry.updatedAt = nextUpdatedAt(entry.updatedAt, e.data.at);
   entry.state = STATE_BY_EVENT[e.type] ?? entry.state;
@@ -87,7 +91,7 @@ function reduce(state: Map<string, CatalogEntry>, e: EnvironmentStoredEvent): Ma
       foldContent(entry, e);
       break;
   }
-  return state;
+  t.environments.put(id, entry);
 }
 
 /** The fields given change; null clears description and entry. */
@@ -119,14 +123,19 @@ function foldContent(entry: CatalogEntry, e: EnvironmentStoredEvent): void {
 
 export const catalogProjection = defineProjection({
   name: 'catalog',
-  version: 4,
+  version: 5,
   filter: { streamPrefixes: ['environment-'] },
-  init: () => new Map<string, CatalogEntry>(),
+  tables: { environments: table<CatalogEntry>({ columns: ['scope', 'slug'], indexes: [['scope', 'slug']] }) },
   reduce,
   queries: {
-    list: (s: Map<string, CatalogEntry>, scope?: string) => [...s.values()].filter((e) => scope === undefined || e.scope === scope),
-    get: (s: Map<string, CatalogEntry>, id: string) => s.get(id),
-    bySlug: (s: Map<string, CatalogEntry>, scope: string, slug: string) =>
-      [...s.values()].find((e) => e.scope === scope && e.slug === slug),
+    /** One page of `scope`'s environments (every scope's when undefined), oldest first, from after the cursor. */
+    page: (t, scope: string | undefined, after: number | undefined, limit: number): Page<CatalogEntry> =>
+      t.environments.page({ where: { scope }, after, limit }),
+    count: (t, scope: string): number => t.environments.count({ scope }),
+    list: (t, scope?: string): CatalogEntry[] => t.environments.all({ scope }),
+    /** Every environment: for maintenance, which walks each one. */
+    all: (t): CatalogEntry[] => t.environments.all(),
+    get: (t, id: string): CatalogEntry | undefined => t.environments.get(id),
+    bySlug: (t, scope: string, slug: string): CatalogEntry | undefined => t.environments.all({ scope, slug })[0],
   },
 });

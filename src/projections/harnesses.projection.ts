@@ -3,7 +3,7 @@
  * and the harnesses naming one environment (seed 001 §5: what a rebuild will reach) are listed without a scan.
  */
 import type { harnessEvents } from '../../schemas/events/harness.ts';
-import { defineProjection, type StoredEvent } from './projection.ts';
+import { defineProjection, table, type Page, type StoredEvent, type Tables } from './projection.ts';
 
 export interface HarnessEntry {
   id: string;
@@ -12,27 +12,31 @@ export interface HarnessEntry {
   createdAt: number;
 }
 
-function reduce(state: Map<string, HarnessEntry>, e: StoredEvent<typeof harnessEvents>): Map<string, HarnessEntry> {
-  const id = e.stream.slice('harness-'.length);
-  if (e.type === 'harness.created') state.set(id, { id, scope: e.data.scope, environmentId: e.data.environmentId ?? null, createdAt: e.data.at });
-  else if (e.type === 'harness.deleted') state.delete(id);
-  else if (e.type === 'harness.updated' && e.data.environmentId !== undefined) {
-    const entry = state.get(id);
-    if (entry) entry.environmentId = e.data.environmentId;
-  }
-  return state;
+interface HarnessTables {
+  harnesses: HarnessEntry;
 }
 
-const byCreation = (a: HarnessEntry, b: HarnessEntry) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
+function reduce(t: Tables<HarnessTables>, e: StoredEvent<typeof harnessEvents>): void {
+  const id = e.stream.slice('harness-'.length);
+  if (e.type === 'harness.created') t.harnesses.put(id, { id, scope: e.data.scope, environmentId: e.data.environmentId ?? null, createdAt: e.data.at });
+  else if (e.type === 'harness.deleted') t.harnesses.delete(id);
+  else if (e.type === 'harness.updated' && e.data.environmentId !== undefined) {
+    const entry = t.harnesses.get(id);
+    if (entry) t.harnesses.put(id, { ...entry, environmentId: e.data.environmentId });
+  }
+}
 
 export const harnessesProjection = defineProjection({
   name: 'harnesses',
-  version: 1,
+  version: 2,
   filter: { streamPrefixes: ['harness-'] },
-  init: () => new Map<string, HarnessEntry>(),
+  tables: { harnesses: table<HarnessEntry>({ columns: ['scope', 'environmentId'], indexes: [['scope'], ['environmentId']] }) },
   reduce,
   queries: {
-    list: (s: Map<string, HarnessEntry>, scope?: string) => [...s.values()].filter((h) => scope === undefined || h.scope === scope).sort(byCreation),
-    naming: (s: Map<string, HarnessEntry>, environmentId: string) => [...s.values()].filter((h) => h.environmentId === environmentId).sort(byCreation),
+    /** One page of `scope`'s harnesses (every scope's when undefined), in creation order, from after the cursor. */
+    page: (t, scope: string | undefined, after: number | undefined, limit: number): Page<HarnessEntry> =>
+      t.harnesses.page({ where: { scope }, after, limit }),
+    naming: (t, environmentId: string): HarnessEntry[] => t.harnesses.all({ environmentId }),
+    list: (t, scope?: string): HarnessEntry[] => t.harnesses.all({ scope }),
   },
 });

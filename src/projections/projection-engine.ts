@@ -2,22 +2,22 @@
  * The projection engine: keeps every registered read model up to date with the global log. One subscription to all
  * events feeds every model; each model applies the events its filter selects and advances its position on every
  * event, so `waitFor(P)` works for any position P (a store-side filtered subscription could not tell a model that
- * it has passed P when the event at P is not for it). Checkpoints (position + state snapshot) are saved together
- * every `checkpointIntervalMs` / `checkpointEvery` events and at stop, so a restart resumes exactly where it was.
+ * it has passed P when the event at P is not for it). Rows and positions are committed together every
+ * `checkpointIntervalMs` / `checkpointEvery` events and at stop, so a restart resumes exactly where it was, and a
+ * commit costs what changed since the last one.
  */
-import { serialize, deserialize } from 'node:v8';
 import { pino, type Logger } from 'pino';
 import { isBerthError } from '../../schemas/errors.ts';
 import { matchesFilter, type EventStore, type RecordedEvent, type Subscription } from '../store/event-store.ts';
-import type { CheckpointStore, Checkpoint } from './checkpoint-store.ts';
 import type { Projection, Queries } from './projection.ts';
+import type { ReadModelStore } from './read-model-store.ts';
 import { ReadModel } from './read-model.ts';
 
 export interface ProjectionEngineOptions {
   store: EventStore;
-  checkpoints: CheckpointStore;
+  models: ReadModelStore;
   logger?: Logger;
-  /** Save dirty checkpoints this often (ms). Default 1000. */
+  /** Commit changed rows and positions this often (ms). Default 1000. */
   checkpointIntervalMs?: number;
   /** ...and after this many events. Default 10 000. */
   checkpointEvery?: number;
@@ -27,14 +27,13 @@ export interface ProjectionEngineOptions {
 
 interface Entry {
   model: ReadModel;
-  /** Position of the last saved checkpoint, and whether the state changed since. */
+  /** Position of the last checkpoint set. */
   savedPosition: bigint;
-  stateDirty: boolean;
 }
 
 export class ProjectionEngine {
   private readonly store: EventStore;
-  private readonly checkpoints: CheckpointStore;
+  private readonly readModels: ReadModelStore;
   private readonly log: Logger;
   private readonly checkpointIntervalMs: number;
   private readonly checkpointEvery: number;
@@ -58,7 +57,7 @@ export class ProjectionEngine {
 
   constructor(opts: ProjectionEngineOptions) {
     this.store = opts.store;
-    this.checkpoints = opts.checkpoints;
+    this.readModels = opts.models;
     this.log = opts.logger ?? pino({ level: 'silent' });
     this.checkpointIntervalMs = opts.checkpointIntervalMs ?? 1000;
     this.checkpointEvery = opts.checkpointEvery ?? 10_000;
@@ -67,12 +66,24 @@ export class ProjectionEngine {
     this.fatal.catch(() => undefined);
   }
 
-  /** Adds a projection (before `start`) and returns its read model. */
-  register<S, Q extends Queries<S>>(projection: Projection<S, Q>): ReadModel<S, Q> {
+  /**
+   * Adds a projection (before `start`) and returns its read model, on its saved tables when they are of this
+   * projection version (a crashed rebuild's unfinished generation is dropped), else on new empty ones.
+   */
+  register<T, Q extends Queries<T>>(projection: Projection<T, Q>): ReadModel<T, Q> {
     if (this.started) throw new Error(`projection ${projection.name} registered after the engine started`);
     if (this.entries.has(projection.name)) throw new Error(`projection ${projection.name} is registered twice`);
-    const model = new ReadModel(projection);
-    this.entries.set(projection.name, { model, savedPosition: -1n, stateDirty: false });
+    const saved = this.readModels.checkpoint(projection.name);
+    let model: ReadModel<T, Q>;
+    if (saved && saved.version === projection.version) {
+      this.readModels.drop(projection.name, saved.generation);
+      model = new ReadModel(projection, this.readModels.tables(projection, saved.generation), saved.generation, saved.position);
+    } else {
+      if (saved) this.log.info({ projection: projection.name, version: saved.version }, 'read model of another version dropped');
+      model = this.fresh(projection, (saved?.generation ?? 0) + 1);
+    }
+    this.readModels.commit();
+    this.entries.set(projection.name, { model, savedPosition: model.position });
     return model;
   }
 
@@ -84,14 +95,15 @@ export class ProjectionEngine {
     return [...this.entries.values()].map((e) => e.model);
   }
 
-  /** Loads each model's snapshot when it is valid for this log and version, then follows the log. */
+  /** Keeps each model's tables when they were built from this log, up to its head at most; then follows the log. */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     const head = await this.store.headPosition();
     this.logIdentity = await this.firstEventId();
-    this.checkpoints.adoptLog(this.logIdentity);
+    this.readModels.adoptLog(this.logIdentity);
     for (const entry of this.entries.values()) this.restore(entry, head);
+    this.readModels.commit();
     if (this.entries.size === 0) return; // nothing to keep up to date: do not read the log at all
     this.loop = this.follow();
     this.timer = setInterval(() => this.saveCheckpoints(), this.checkpointIntervalMs);
@@ -144,23 +156,21 @@ export class ProjectionEngine {
     for (const { model } of this.entries.values()) model.abandonWaiters();
   }
 
+  /** Starts a model over on new tables when its rows came from another log or reach past this log's head. */
   private restore(entry: Entry, head: bigint): void {
     const { model } = entry;
-    const saved = this.checkpoints.load(model.name);
-    if (!saved) return;
-    if (saved.version !== model.projection.version || saved.position > head) {
-      // Another reducer version, or a log that is shorter than the checkpoint: the snapshot cannot be trusted.
-      this.log.info({ projection: model.name, position: saved.position.toString() }, 'projection snapshot discarded');
-      this.checkpoints.remove(model.name);
-      return;
-    }
-    try {
-      model.reset(deserialize(saved.state), saved.position);
-      entry.savedPosition = saved.position;
-    } catch (e) {
-      this.log.warn({ projection: model.name, err: e }, 'projection snapshot unreadable; rebuilding from the start');
-      this.checkpoints.remove(model.name);
-    }
+    if (this.readModels.checkpoint(model.name) && model.position <= head) return;
+    if (model.position >= 0n) this.log.info({ projection: model.name, position: model.position.toString() }, 'read model discarded');
+    const fresh = this.fresh(model.projection, model.generation + 1);
+    model.reset(fresh.tables, fresh.generation, -1n);
+    entry.savedPosition = -1n;
+  }
+
+  /** A model on new empty tables of `generation` (every other generation dropped), recorded at position -1. */
+  private fresh<T, Q extends Queries<T>>(projection: Projection<T, Q>, generation: number): ReadModel<T, Q> {
+    this.readModels.drop(projection.name);
+    this.readModels.setCheckpoint(projection.name, { version: projection.version, generation, position: -1n });
+    return new ReadModel(projection, this.readModels.tables(projection, generation), generation);
   }
 
   /** The live loop: one subscription from the lowest model position; resubscribes with backoff when it drops. */
@@ -196,25 +206,25 @@ export class ProjectionEngine {
     if (this.logIdentity === '') {
       // Every model started from an empty log, so this is the log's first event: it names the log.
       this.logIdentity = event.id;
-      this.checkpoints.adoptLog(event.id);
+      this.readModels.adoptLog(event.id);
     }
     this.loopPosition = event.position;
     for (const entry of this.entries.values()) {
       const { model } = entry;
       if (model.error || event.position <= model.position) continue;
-      this.applyTo(entry, model, event);
+      this.applyTo(model, event);
     }
     if (++this.sinceCheckpoint >= this.checkpointEvery) this.saveCheckpoints();
   }
 
-  private applyTo(entry: Entry, model: ReadModel, event: RecordedEvent): void {
+  private applyTo(model: ReadModel, event: RecordedEvent): void {
     if (!matchesFilter(event, model.projection.filter)) {
-      model.advance(model.state, event.position);
+      model.advance(event.position);
       return;
     }
     try {
-      model.advance(model.projection.reduce(model.state, event), event.position);
-      entry.stateDirty = true;
+      this.readModels.atomically(() => model.projection.reduce(model.tables, event));
+      model.advance(event.position);
     } catch (e) {
       this.log.error({ err: e, projection: model.name, position: event.position.toString() }, 'projection failed');
       model.fail(e, event.position);
@@ -223,31 +233,35 @@ export class ProjectionEngine {
 
   private async rebuildNow(entry: Entry): Promise<void> {
     const { model } = entry;
-    const fresh = new ReadModel(model.projection);
+    const generation = model.generation + 1;
+    const fresh = new ReadModel(model.projection, this.readModels.tables(model.projection, generation), generation);
     let position = -1n;
     const readPage = async () => {
       const page = await this.store.readAll({ fromPosition: position < 0n ? 'start' : position, maxCount: this.pageSize });
       for (const event of page) {
-        this.applyTo(entry, fresh, event);
+        this.applyTo(fresh, event);
         if (fresh.error) throw fresh.error;
         position = event.position;
       }
       return page.length;
     };
-    // Bulk of the work while the live model keeps serving; then pause the live loop and close the gap.
-    while ((await readPage()) === this.pageSize);
     let open!: () => void;
-    this.gate = new Promise((r) => (open = r));
     try {
+      // Bulk of the work while the live model keeps serving; then pause the live loop and close the gap.
+      while ((await readPage()) === this.pageSize);
+      this.gate = new Promise((r) => (open = r));
       // Up to whatever the live loop has handled, which a failed model skipped.
       const target = model.position > this.loopPosition ? model.position : this.loopPosition;
       while (position < target && (await readPage()) > 0);
-      model.reset(fresh.state, position > target ? position : target);
-      entry.stateDirty = true;
+      model.reset(fresh.tables, generation, position > target ? position : target);
+      this.readModels.drop(model.name, generation);
       this.saveCheckpoints();
+    } catch (e) {
+      if (model.generation !== generation) this.readModels.drop(model.name, model.generation);
+      throw e;
     } finally {
       this.gate = undefined;
-      open();
+      open?.();
     }
     this.log.info({ projection: model.name, position: model.position.toString() }, 'projection rebuilt');
   }
@@ -260,32 +274,20 @@ export class ProjectionEngine {
     return lowest ?? -1n;
   }
 
+  /** Sets each moved model's position beside its rows and commits them together. */
   private saveCheckpoints(): void {
     this.sinceCheckpoint = 0;
-    const changed: { entry: Entry; checkpoint: Checkpoint }[] = [];
-    for (const entry of this.entries.values()) {
-      const { model } = entry;
-      if (model.position === entry.savedPosition && !entry.stateDirty) continue;
-      changed.push({
-        entry,
-        checkpoint: {
-          name: model.name,
-          version: model.projection.version,
-          position: model.position,
-          state: entry.stateDirty || entry.savedPosition < 0n ? serialize(model.state) : undefined,
-        },
-      });
-    }
-    if (changed.length === 0) return;
     try {
-      this.checkpoints.save(changed.map((c) => c.checkpoint));
-      for (const { entry, checkpoint } of changed) {
-        entry.savedPosition = checkpoint.position;
-        entry.stateDirty = false;
+      for (const entry of this.entries.values()) {
+        const { model } = entry;
+        if (model.position === entry.savedPosition) continue;
+        this.readModels.setCheckpoint(model.name, { version: model.projection.version, generation: model.generation, position: model.position });
+        entry.savedPosition = model.position;
       }
+      this.readModels.commit();
     } catch (e) {
-      // A failed save only costs replay time after a restart; the models stay correct in memory.
-      this.log.warn({ err: e }, 'projection checkpoints not saved');
+      // The rows and positions stay in the open transaction; the next checkpoint commits them.
+      this.log.warn({ err: e }, 'projection checkpoints not committed');
     }
   }
 

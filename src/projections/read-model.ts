@@ -1,10 +1,9 @@
 /**
- * A read model: the in-memory state of one projection, the global position it reflects, and `waitFor` for
- * read-your-writes (a writer that appended at position P waits until the model has scanned P). Only the projection
- * engine changes it.
+ * A read model: the tables of one projection, the global position they reflect, and `waitFor` for read-your-writes
+ * (a writer that appended at position P waits until the model has scanned P). Only the projection engine changes it.
  */
 import { BerthError } from '../../schemas/errors.ts';
-import type { BoundQueries, Projection, Queries } from './projection.ts';
+import type { BoundQueries, Projection, Queries, Tables } from './projection.ts';
 
 interface Waiter {
   position: bigint;
@@ -13,30 +12,38 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-export class ReadModel<S = any, Q extends Queries<S> = Queries<S>> {
-  readonly projection: Projection<S, Q>;
-  readonly query: BoundQueries<S, Q>;
-  private current: S;
+export class ReadModel<T = any, Q extends Queries<T> = Queries<T>> {
+  readonly projection: Projection<T, Q>;
+  readonly query: BoundQueries<T, Q>;
+  private current: Tables<T>;
+  private currentGeneration: number;
   private at = -1n;
   private failure?: BerthError;
   private waiters: Waiter[] = [];
 
-  constructor(projection: Projection<S, Q>) {
+  constructor(projection: Projection<T, Q>, tables: Tables<T>, generation: number, position = -1n) {
     this.projection = projection;
-    this.current = projection.init();
+    this.current = tables;
+    this.currentGeneration = generation;
+    this.at = position;
     const bound: Record<string, (...args: unknown[]) => unknown> = {};
     for (const [name, fn] of Object.entries(projection.queries ?? {})) {
       bound[name] = (...args) => fn(this.current, ...args);
     }
-    this.query = bound as BoundQueries<S, Q>;
+    this.query = bound as BoundQueries<T, Q>;
   }
 
   get name(): string {
     return this.projection.name;
   }
 
-  get state(): S {
+  get tables(): Tables<T> {
     return this.current;
+  }
+
+  /** Which generation of the projection's tables this model reads. */
+  get generation(): number {
+    return this.currentGeneration;
   }
 
   /** The global position of the last event this model has scanned (-1n: none). Events outside its filter count. */
@@ -70,17 +77,17 @@ export class ReadModel<S = any, Q extends Queries<S> = Queries<S>> {
     });
   }
 
-  /** @internal engine only: replace state and position together (snapshot load, rebuild swap). */
-  reset(state: S, position: bigint): void {
-    this.current = state;
+  /** @internal engine only: replace tables and position together (rebuild swap). */
+  reset(tables: Tables<T>, generation: number, position: bigint): void {
+    this.current = tables;
+    this.currentGeneration = generation;
     this.at = position;
     this.failure = undefined;
     this.release();
   }
 
-  /** @internal engine only: the reducer produced `state` for the event at `position` (or skipped it). */
-  advance(state: S, position: bigint): void {
-    this.current = state;
+  /** @internal engine only: the tables reflect the event at `position` (applied or skipped). */
+  advance(position: bigint): void {
     this.at = position;
     if (this.waiters.length > 0) this.release();
   }

@@ -9,9 +9,9 @@ import { pino, type Logger } from 'pino';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import { ActorRuntime, type RecoveryReport } from '../../actors/index.ts';
 import type { ActorType, RuntimeIdentity } from '../../actors/actor-type.ts';
-import { CheckpointStore } from '../../projections/checkpoint-store.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { ProjectionEngine } from '../../projections/projection-engine.ts';
+import { SqliteReadModelStore } from '../../projections/sqlite-read-model-store.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import type { Settings } from '../config.ts';
 import { MaintenanceLoop, type MaintenanceTask } from '../maintenance/maintenance-loop.ts';
@@ -40,7 +40,7 @@ export class BerthRuntime<S = unknown> {
   readonly maintenance: MaintenanceLoop;
   readonly identity: RuntimeIdentity;
   readonly recovery: RecoveryReport;
-  private readonly checkpoints: CheckpointStore;
+  private readonly readModels: SqliteReadModelStore;
   private readonly log: Logger;
   private stopping?: Promise<void>;
   private readonly shutdown?: AbortController;
@@ -49,7 +49,7 @@ export class BerthRuntime<S = unknown> {
     store: EventStore;
     actors: ActorRuntime<S>;
     projections: ProjectionEngine;
-    checkpoints: CheckpointStore;
+    readModels: SqliteReadModelStore;
     maintenance: MaintenanceLoop;
     identity: RuntimeIdentity;
     recovery: RecoveryReport;
@@ -60,7 +60,7 @@ export class BerthRuntime<S = unknown> {
     this.store = parts.store;
     this.actors = parts.actors;
     this.projections = parts.projections;
-    this.checkpoints = parts.checkpoints;
+    this.readModels = parts.readModels;
     this.maintenance = parts.maintenance;
     this.identity = parts.identity;
     this.recovery = parts.recovery;
@@ -80,22 +80,24 @@ export class BerthRuntime<S = unknown> {
       const identity = await fence(actors);
       log.info({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }, 'epoch fenced');
 
-      const checkpoints = CheckpointStore.open(join(settings.dataDir, 'projections.sqlite3'));
-      undo.unshift(() => checkpoints.close());
-      const projections = new ProjectionEngine({ store, checkpoints, logger: log });
+      const readModels = SqliteReadModelStore.open(join(settings.dataDir, 'projections.sqlite3'));
+      undo.unshift(() => readModels.close());
+      const projections = new ProjectionEngine({ store, models: readModels, logger: log });
       for (const p of opts.projections) projections.register(p);
       await projections.start();
       undo.unshift(() => projections.stop());
       await projections.catchUp();
       log.info({ models: projections.models.length }, 'projections caught up');
 
-      const recovery = await actors.recover();
+      // The index of unfinished actors is caught up with the log: recovery reads exactly the work in flight.
+      const unfinished = projections.get('unfinished-actors')?.query.streams() as string[] | undefined;
+      const recovery = await actors.recover(unfinished);
       log.info({ ...recovery }, 'recovery done');
 
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
       for (const task of opts.maintenanceTasks ?? []) maintenance.add(task);
       maintenance.start();
-      return new BerthRuntime({ store, actors, projections, checkpoints, maintenance, identity, recovery, log, shutdown: opts.shutdown });
+      return new BerthRuntime({ store, actors, projections, readModels, maintenance, identity, recovery, log, shutdown: opts.shutdown });
     } catch (e) {
       opts.shutdown?.abort();
       for (const close of undo) await Promise.resolve().then(close).catch(() => undefined);
@@ -110,7 +112,7 @@ export class BerthRuntime<S = unknown> {
       this.shutdown?.abort();
       await this.actors.whenIdle();
       await this.projections.stop();
-      this.checkpoints.close();
+      this.readModels.close();
       await this.store.close();
       this.log.info({ runtimeId: this.identity.runtimeId, epoch: this.identity.epoch }, 'runtime stopped');
     })();

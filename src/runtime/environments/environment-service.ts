@@ -84,7 +84,7 @@ export class EnvironmentService {
         throw new BerthError('environment_exists', `An environment of this scope already has the slug "${slug}".`, { slug });
       }
       // Creates are serialised and each waits for the catalog to show it: the count includes every earlier one.
-      assertQuota(caller, 'environments', this.deps.policy.quotas.environments, (this.deps.catalog.query.list(caller.scope) as CatalogEntry[]).length);
+      assertQuota(caller, 'environments', this.deps.policy.quotas.environments, this.deps.catalog.query.count(caller.scope) as number);
       const id = newEnvironmentId();
       const sent = await this.deps.actors.send('environment', id, {
         type: 'environment.created',

@@ -10,10 +10,11 @@ import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import { executionStatus, type ExecutionContext } from '../../machines/execution.machine.ts';
 import type { MachineView } from '../../machines/machine-view.ts';
-import type { ActivityEntry, ActivityItem } from '../../projections/activity.projection.ts';
+import type { ActivityEntry, ActivityItem, ExecutionRow } from '../../projections/activity.projection.ts';
+import type { Page } from '../../projections/projection.ts';
 import { assertCommandEnv } from '../../providers/command-env.ts';
 import type { OutputStream } from '../../../schemas/output.ts';
-import { terminalStatuses, type ExecutionStatus } from '../../../schemas/states.ts';
+import type { ExecutionStatus } from '../../../schemas/states.ts';
 import type { Executor } from '../../providers/provider.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
@@ -132,9 +133,9 @@ export class ExecutionService {
     await activity.waitFor(await this.deps.head(), ADMISSION_READ_WAIT_MS);
     assertQuota(caller, 'scope_output_bytes', policy.quotas.scopeOutputBytes, await this.outputBytesOf(caller.scope));
     // From here to the count's increment nothing awaits: concurrent admissions of the scope see each other.
-    const live = (activity.query.list(caller.scope) as ActivityItem[]).filter((x) => !terminalStatuses.has(x.status));
+    const live = activity.query.live(caller.scope) as number;
     const admitting = this.admitting.get(caller.scope) ?? 0;
-    assertQuota(caller, 'concurrent_executions', policy.quotas.concurrentExecutions, live.length + admitting);
+    assertQuota(caller, 'concurrent_executions', policy.quotas.concurrentExecutions, live + admitting);
     this.admitting.set(caller.scope, admitting + 1);
     const leave = () => {
       const left = (this.admitting.get(caller.scope) ?? 1) - 1;
@@ -149,10 +150,9 @@ export class ExecutionService {
 
   /** Output bytes the scope's executions keep: drained sizes, and the spool sizes of those still writing. */
   private async outputBytesOf(scope: string): Promise<number> {
-    let total = 0;
-    for (const x of this.deps.activity.query.list(scope) as ActivityItem[]) {
-      if (x.outputBytes !== null) total += x.outputBytes;
-      else if (SPOOLING.has(x.step)) total += await this.spooledBytes(x);
+    let total = this.deps.activity.query.outputBytes(scope) as number;
+    for (const x of this.deps.activity.query.unfinished(scope) as ActivityItem[]) {
+      if (x.outputBytes === null && SPOOLING.has(x.step)) total += await this.spooledBytes(x);
     }
     return total;
   }
@@ -232,10 +232,16 @@ export class ExecutionService {
       const view = await this.deps.actors.get<ExecutionContext>('execution', executionIdOf(caller.scope, query.operationId));
       return view && view.state !== 'pristine' ? [this.record(view)].filter(matches) : [];
     }
-    const entries = (this.deps.activity.query.list(scopeOf(caller)) as ActivityEntry[]).filter((x) =>
-      matches({ environment: x.environmentId, status: x.status }),
-    );
-    return Promise.all(entries.map((x) => this.get(caller, x.id)));
+    // Read your writes: the listing includes what was accepted before it was asked for.
+    await this.deps.activity.waitFor(await this.deps.head(), ADMISSION_READ_WAIT_MS);
+    const rows: ExecutionRow[] = [];
+    const filter = { scope: scopeOf(caller), environmentId: query.environment, status: query.status };
+    for (let after: number | undefined, page: Page<ExecutionRow>; ; after = page.next) {
+      page = this.deps.activity.query.page(filter, after, 1000) as Page<ExecutionRow>;
+      rows.push(...page.rows);
+      if (page.next === undefined) break;
+    }
+    return rows.map(recordOf);
   }
 
   async cancel(caller: Caller, id: string): Promise<ExecutionRecord> {
@@ -332,6 +338,7 @@ export class ExecutionService {
     await (await this.live(caller, id)).resize(id, cols, rows);
   }
 
+  /** The record of a view of the actor; `recordOf` gives the same from the activity row. */
   record(view: MachineView<ExecutionContext>): ExecutionRecord {
     const c = view.context;
     return {
@@ -425,3 +432,19 @@ function remember<T>(map: Map<string, T>, id: string, value: T): void {
 }
 
 const scopeOf = (caller: Caller): string | undefined => (caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope);
+
+/** The execution record the activity row holds: what `record` gives for the actor in the same state. */
+const recordOf = (x: ExecutionRow): ExecutionRecord => ({
+  id: x.id,
+  operationId: x.operationId,
+  environment: x.environmentId,
+  target: x.target,
+  command: x.command,
+  status: x.status,
+  ...(x.exited ? { exitCode: x.exitCode, signal: x.signal } : {}),
+  ...(x.failure ? { failure: x.failure } : {}),
+  ...(x.version !== undefined ? { version: x.version } : {}),
+  step: x.step,
+  createdAt: x.createdAt,
+  updatedAt: x.updatedAt,
+});

@@ -143,7 +143,7 @@ export async function settleActiveAllocations(actors: ActorRuntime<any>, project
   for (;;) {
     await projections.catchUp();
     let unsettled = false;
-    for (const e of projections.get('catalog')!.query.list() as CatalogEntry[]) {
+    for (const e of projections.get('catalog')!.query.all() as CatalogEntry[]) {
       if ((e.state === 'acquiring' || e.state === 'releasing') && e.allocationId) {
         if (awaitsNotification(e.state, (await actors.get('allocation', e.allocationId))?.state)) unsettled = true;
       }

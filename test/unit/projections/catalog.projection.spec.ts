@@ -2,11 +2,15 @@
  * The catalog read model names an environment's state as the environment machine does: folded from the same events,
  * its entry's `state` is the machine's state after every one of them, and every live state is one the API documents.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { environmentStateSchema } from '../../../schemas/states.ts';
 import type { RecordedEvent } from '../../../src/store/event-store.ts';
 import { environmentMachine } from '../../../src/machines/environment.machine.ts';
 import { catalogProjection, type CatalogEntry } from '../../../src/projections/catalog.projection.ts';
+import { SqliteReadModelStore } from '../../../src/projections/sqlite-read-model-store.ts';
 import { environmentActor, snapshotAfter } from '../machines/machine-actors.ts';
 
 const ENV = `henv_${'c'.repeat(32)}`;
@@ -38,14 +42,21 @@ const recorded = ({ type, ...data }: { type: string }, i: number): RecordedEvent
 
 describe('catalog projection: one name per environment state', () => {
   it('should hold the environment machine\'s state after every event, and drop the environment once deleted', () => {
-    const catalog = catalogProjection.init();
-    history.forEach((event, i) => {
-      catalogProjection.reduce(catalog, recorded(event, i) as never);
-      const machineState = snapshotAfter(environmentActor, ENV, history.slice(0, i + 1) as never).value;
-      const entry: CatalogEntry | undefined = catalog.get(ENV);
-      if (machineState === 'deleted') expect(entry).toBeUndefined();
-      else expect([event.type, entry?.state]).toEqual([event.type, machineState]);
-    });
+    const dir = mkdtempSync(join(tmpdir(), 'berth-catalog-'));
+    const models = SqliteReadModelStore.open(join(dir, 'projections.sqlite3'));
+    try {
+      const catalog = models.tables(catalogProjection, 1);
+      history.forEach((event, i) => {
+        models.atomically(() => catalogProjection.reduce(catalog, recorded(event, i) as never));
+        const machineState = snapshotAfter(environmentActor, ENV, history.slice(0, i + 1) as never).value;
+        const entry: CatalogEntry | undefined = catalog.environments.get(ENV);
+        if (machineState === 'deleted') expect(entry).toBeUndefined();
+        else expect([event.type, entry?.state]).toEqual([event.type, machineState]);
+      });
+    } finally {
+      models.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('should document exactly the machine\'s live states as the API\'s environment states', () => {

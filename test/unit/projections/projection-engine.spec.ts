@@ -4,27 +4,29 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../../src/store/sqlite-event-store.ts';
-import { CheckpointStore } from '../../../src/projections/checkpoint-store.ts';
 import { ProjectionEngine } from '../../../src/projections/projection-engine.ts';
-import { defineProjection } from '../../../src/projections/projection.ts';
+import { defineProjection, table } from '../../../src/projections/projection.ts';
+import { SqliteReadModelStore } from '../../../src/projections/sqlite-read-model-store.ts';
 import type { RecordedEvent } from '../../../src/store/event-store.ts';
 
-/** Counts `counter-*` events per stream and remembers every position it applied, to catch double application. */
+/** Counts `counter-*` events per stream and records every position it applied; applying one twice fails the model. */
 const counterProjection = (calls: { n: number } = { n: 0 }, version = 1) =>
   defineProjection({
     name: 'counters',
     version,
     filter: { streamPrefixes: ['counter-'] },
-    init: () => ({ perStream: new Map<string, number>(), applied: [] as bigint[] }),
-    reduce(state, event: RecordedEvent) {
+    tables: { streams: table<{ n: number }>(), applied: table<{ position: string }>() },
+    reduce(t, event: RecordedEvent) {
       calls.n++;
-      state.perStream.set(event.stream, (state.perStream.get(event.stream) ?? 0) + 1);
-      state.applied.push(event.position);
-      return state;
+      const key = event.position.toString().padStart(12, '0');
+      if (t.applied.get(key)) throw new Error(`position ${event.position} applied twice`);
+      t.applied.put(key, { position: event.position.toString() });
+      t.streams.put(event.stream, { n: (t.streams.get(event.stream)?.n ?? 0) + 1 });
     },
     queries: {
-      count: (state, stream: string) => state.perStream.get(stream) ?? 0,
-      total: (state) => state.applied.length,
+      count: (t, stream: string) => t.streams.get(stream)?.n ?? 0,
+      total: (t) => t.applied.count(),
+      applied: (t) => t.applied.all().map((a) => a.position),
     },
   });
 
@@ -42,12 +44,13 @@ const append = async (stream: string, n: number) => {
   return position;
 };
 
-function engine(opts: { calls?: { n: number }; version?: number; interval?: number } = {}) {
-  const checkpoints = CheckpointStore.open(join(dir, 'projections.sqlite3'));
-  const e = new ProjectionEngine({ store, checkpoints, checkpointIntervalMs: opts.interval ?? 60_000 });
+function engine(opts: { calls?: { n: number }; version?: number; interval?: number; dropFirst?: boolean } = {}) {
+  const models = SqliteReadModelStore.open(join(dir, 'projections.sqlite3'));
+  if (opts.dropFirst) models.drop('counters');
+  const e = new ProjectionEngine({ store, models, checkpointIntervalMs: opts.interval ?? 60_000 });
   const model = e.register(counterProjection(opts.calls, opts.version));
-  open.push({ close: async () => (await e.stop(), checkpoints.close()) });
-  return { engine: e, model, checkpoints };
+  open.push({ close: async () => (await e.stop(), models.close()) });
+  return { engine: e, model, models };
 }
 
 beforeEach(() => {
@@ -82,7 +85,7 @@ describe('projection engine', () => {
     await first.engine.start();
     await first.engine.catchUp();
     await first.engine.stop();
-    first.checkpoints.close();
+    first.models.close();
     open.length = 0;
 
     await append('counter-a', 5);
@@ -93,8 +96,8 @@ describe('projection engine', () => {
     await second.engine.catchUp();
     expect(calls.n).toBe(5);
     expect(second.model.query.count('counter-a')).toBe(15);
-    const applied = second.model.state.applied;
-    expect(new Set(applied).size).toBe(applied.length);
+    expect(second.model.error).toBeUndefined();
+    expect(second.model.query.total()).toBe(15);
     expect(second.model.position).toBe(await store.headPosition());
   });
 
@@ -106,13 +109,18 @@ describe('projection engine', () => {
     crashed.engine.checkpoint();
     const tail = await append('counter-a', 5);
     expect(await crashed.model.waitFor(tail, 5000)).toBe(true);
-    // The crashed runtime never saved past 10 events; a new one starts from that snapshot.
+    const before = crashed.model.query.applied();
+    // The crash: its connection goes without a commit, so the rows of the last 5 events go with their position.
+    crashed.models.close();
+    await crashed.engine.stop();
+    open.length = 0;
     const calls = { n: 0 };
     const next = engine({ calls });
     await next.engine.start();
     await next.engine.catchUp();
     expect(calls.n).toBe(5);
-    expect(next.model.state.applied).toEqual(crashed.model.state.applied);
+    expect(next.model.error).toBeUndefined();
+    expect(next.model.query.applied()).toEqual(before);
   });
 
   it('should rebuild from zero to the same state as incremental application, while appends go on', async () => {
@@ -122,21 +130,23 @@ describe('projection engine', () => {
     await append('other-x', 5);
     await append('counter-b', 20);
     await e.catchUp();
-    const incremental = structuredClone(model.state);
+    const incremental = model.query.applied();
     const during = append('counter-c', 30);
     await e.rebuild('counters');
     const head = await during;
     expect(await model.waitFor(head, 5000)).toBe(true);
-    expect(model.state.applied.slice(0, incremental.applied.length)).toEqual(incremental.applied);
+    expect(model.error).toBeUndefined();
+    expect(model.query.applied().slice(0, incremental.length)).toEqual(incremental);
     expect(model.query.count('counter-b')).toBe(20);
     expect(model.query.count('counter-c')).toBe(30);
-    expect(new Set(model.state.applied).size).toBe(model.state.applied.length);
+    const rebuilt = model.query.applied();
+    await e.stop();
 
-    const fresh = engine();
-    fresh.checkpoints.remove('counters');
+    const fresh = engine({ dropFirst: true });
     await fresh.engine.start();
     await fresh.engine.catchUp();
-    expect(fresh.model.state).toEqual(model.state);
+    expect(fresh.model.query.applied()).toEqual(rebuilt);
+    expect(fresh.model.query.count('counter-c')).toBe(30);
   });
 
   it('should resolve waitFor at the position of a later write, and false after the timeout', async () => {
@@ -170,18 +180,20 @@ describe('projection engine', () => {
 
   it('should fail only the model whose reducer throws, and recover it by rebuild', async () => {
     let broken = true;
-    const checkpoints = CheckpointStore.open(join(dir, 'projections.sqlite3'));
-    const e = new ProjectionEngine({ store, checkpoints });
-    open.push({ close: async () => (await e.stop(), checkpoints.close()) });
+    const models = SqliteReadModelStore.open(join(dir, 'projections.sqlite3'));
+    const e = new ProjectionEngine({ store, models });
+    open.push({ close: async () => (await e.stop(), models.close()) });
     const fragile = e.register(
       defineProjection({
         name: 'fragile',
         version: 1,
-        init: () => 0,
-        reduce: (n: number, event) => {
+        tables: { seen: table<{ stream: string }>() },
+        reduce: (t, event) => {
+          t.seen.put(event.position.toString(), { stream: event.stream });
+          // It wrote before it threw: none of that may stay.
           if (broken && event.stream === 'poison-1') throw new Error('boom');
-          return n + 1;
         },
+        queries: { n: (t) => t.seen.count() },
       }),
     );
     const counters = e.register(counterProjection());
@@ -190,11 +202,11 @@ describe('projection engine', () => {
     await e.start();
     await expect(fragile.waitFor(poison, 5000)).rejects.toMatchObject({ code: 'internal' });
     expect(await counters.waitFor(poison, 5000)).toBe(true);
-    expect(fragile.state).toBe(2);
+    expect(fragile.query.n()).toBe(2);
     broken = false;
     await e.rebuild('fragile');
     const head = await append('counter-a', 1);
     expect(await fragile.waitFor(head, 5000)).toBe(true);
-    expect(fragile.state).toBe(4);
+    expect(fragile.query.n()).toBe(4);
   });
 });

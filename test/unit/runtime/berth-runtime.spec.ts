@@ -10,7 +10,7 @@ import { setup } from 'xstate';
 import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defineActor } from '../../../src/actors/actor-type.ts';
-import { defineProjection } from '../../../src/projections/projection.ts';
+import { defineProjection, table } from '../../../src/projections/projection.ts';
 import { BerthRuntime } from '../../../src/runtime/core/berth-runtime.ts';
 import { waitFor } from '../../fixtures/wait-for.ts';
 
@@ -39,8 +39,9 @@ const jobLog = defineProjection({
   name: 'job-log',
   version: 1,
   filter: { streamPrefixes: ['job-'] },
-  init: () => [] as string[],
-  reduce: (types, e) => [...types, e.type],
+  tables: { seen: table<{ position: string; type: string }>() },
+  reduce: (t, e) => t.seen.put(e.position.toString().padStart(12, '0'), { position: e.position.toString(), type: e.type }),
+  queries: { types: (t) => t.seen.all().map((x) => x.type) },
 });
 
 let dir: string;
@@ -79,9 +80,9 @@ describe('berth runtime', () => {
       projections: [
         {
           ...jobLog,
-          reduce: (types: string[], e) => {
-            if (e.type === 'runtime.recovered' && !seenAtRecovery) seenAtRecovery = [...types];
-            return [...types, e.type];
+          reduce: (t, e) => {
+            if (e.type === 'runtime.recovered' && !seenAtRecovery) seenAtRecovery = t.seen.all().map((x) => x.type);
+            jobLog.reduce(t, e);
           },
         },
       ],
@@ -92,7 +93,7 @@ describe('berth runtime', () => {
     expect(await second.actors.get('job', 'j1')).toMatchObject({ state: 'done', finished: true });
     const model = second.projections.get('job-log')!;
     expect(await model.waitFor(await second.store.headPosition(), 5000)).toBe(true);
-    expect(model.state).toEqual(['job.requested', 'runtime.recovered', 'job.done']);
+    expect(model.query.types()).toEqual(['job.requested', 'runtime.recovered', 'job.done']);
     // The read model already held the pre-crash history when recovery wrote its first event.
     expect(seenAtRecovery).toEqual(['job.requested']);
   });

@@ -1,0 +1,151 @@
+/**
+ * One read-model table on SQLite: `seq` (insertion order, never reused, so a page cursor stays valid while rows come
+ * and go), the key, the row as JSON, and one `c_<column>` per filter column, with the spec's indexes each ending in
+ * `seq`. Recently used rows stay parsed in a bounded cache, so a reducer's read-modify-write of a live row skips SQL.
+ */
+import type Database from 'better-sqlite3';
+import type { ColumnValue, Page, PageRequest, Table, TableSpec, Where } from './projection.ts';
+
+/** Rows written by one `atomically` call, per table: a row, or null for a delete. */
+export type PendingWrites = Map<SqliteTable<any>, Map<string, unknown>>;
+
+const CACHE_ROWS = 4096;
+
+const sqlValue = (v: unknown): ColumnValue => {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'string' || typeof v === 'number') return v;
+  throw new TypeError(`a filter column holds ${typeof v}; only strings, numbers, booleans and null`);
+};
+
+export class SqliteTable<R> implements Table<R> {
+  private readonly columns: readonly string[];
+  private readonly cache = new Map<string, R>();
+  private readonly statements = new Map<string, Database.Statement>();
+  private readonly getRow: Database.Statement<[string], { row: string }>;
+  private readonly upsert: Database.Statement;
+  private readonly remove: Database.Statement<[string]>;
+
+  constructor(
+    private readonly db: Database.Database,
+    readonly sqlName: string,
+    spec: TableSpec<R>,
+    private readonly pending: () => PendingWrites | undefined,
+  ) {
+    this.columns = spec.columns ?? [];
+    const cols = this.columns.map((c) => `"c_${c}"`);
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS "${sqlName}" (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, row TEXT NOT NULL${cols.map((c) => `, ${c}`).join('')})`,
+    );
+    (spec.indexes ?? []).forEach((index, i) => {
+      db.exec(`CREATE INDEX IF NOT EXISTS "${sqlName}__i${i}" ON "${sqlName}" (${index.map((c) => `"c_${c}"`).join(', ')}, seq)`);
+    });
+    this.getRow = db.prepare(`SELECT row FROM "${sqlName}" WHERE key = ?`);
+    this.upsert = db.prepare(
+      `INSERT INTO "${sqlName}" (key, row${cols.map((c) => `, ${c}`).join('')}) VALUES (?, ?${cols.map(() => ', ?').join('')})
+       ON CONFLICT (key) DO UPDATE SET row = excluded.row${cols.map((c) => `, ${c} = excluded.${c}`).join('')}`,
+    );
+    this.remove = db.prepare(`DELETE FROM "${sqlName}" WHERE key = ?`);
+  }
+
+  get(key: string): R | undefined {
+    const pending = this.pending()?.get(this);
+    if (pending?.has(key)) return (pending.get(key) as R | null) ?? undefined;
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return hit;
+    const found = this.getRow.get(key);
+    if (!found) return undefined;
+    const row = JSON.parse(found.row) as R;
+    this.remember(key, row);
+    return row;
+  }
+
+  put(key: string, row: R): void {
+    this.writes().set(key, row);
+  }
+
+  delete(key: string): void {
+    this.writes().set(key, null);
+  }
+
+  page({ where = {}, after, limit, order = 'asc' }: PageRequest<R>): Page<R> {
+    const [sql, args] = this.select(where, order, after);
+    const rows = this.statement(`${sql} LIMIT ?`).all(...args, limit + 1) as { seq: number; row: string }[];
+    const more = rows.length > limit;
+    if (more) rows.length = limit;
+    return { rows: rows.map((r) => JSON.parse(r.row) as R), ...(more ? { next: rows[rows.length - 1].seq } : {}) };
+  }
+
+  count(where: Where<R> = {}): number {
+    const [clause, args] = this.filter(where);
+    return (this.statement(`SELECT count(*) AS n FROM "${this.sqlName}"${clause}`).get(...args) as { n: number }).n;
+  }
+
+  all(where: Where<R> = {}): R[] {
+    const [sql, args] = this.select(where, 'asc');
+    return (this.statement(sql).all(...args) as { row: string }[]).map((r) => JSON.parse(r.row) as R);
+  }
+
+  /** @internal store only: writes one `atomically` call's rows. */
+  flush(rows: Map<string, unknown>): void {
+    for (const [key, row] of rows) {
+      if (row === null) {
+        this.remove.run(key);
+        this.cache.delete(key);
+      } else {
+        const r = row as Record<string, unknown>;
+        this.upsert.run(key, JSON.stringify(row), ...this.columns.map((c) => sqlValue(r[c])));
+        this.remember(key, row as R);
+      }
+    }
+  }
+
+  /** @internal store only: a reducer that threw may have changed cached rows in place before failing. */
+  forget(): void {
+    this.cache.clear();
+  }
+
+  private writes(): Map<string, unknown> {
+    const pending = this.pending();
+    if (!pending) throw new Error(`table ${this.sqlName} written outside the projection engine's apply`);
+    let rows = pending.get(this);
+    if (!rows) pending.set(this, (rows = new Map()));
+    return rows;
+  }
+
+  private remember(key: string, row: R): void {
+    this.cache.delete(key);
+    this.cache.set(key, row);
+    if (this.cache.size > CACHE_ROWS) this.cache.delete(this.cache.keys().next().value as string);
+  }
+
+  private select(where: Where<R>, order: 'asc' | 'desc', after?: number): [string, ColumnValue[]] {
+    const [clause, args] = this.filter(where, after === undefined ? undefined : [order === 'asc' ? '>' : '<', after]);
+    return [`SELECT seq, row FROM "${this.sqlName}"${clause} ORDER BY seq ${order === 'asc' ? 'ASC' : 'DESC'}`, args];
+  }
+
+  private filter(where: Where<R>, seq?: ['>' | '<', number]): [string, ColumnValue[]] {
+    const terms: string[] = [];
+    const args: ColumnValue[] = [];
+    for (const [column, value] of Object.entries(where) as [string, ColumnValue | readonly ColumnValue[] | undefined][]) {
+      if (value === undefined) continue;
+      if (!this.columns.includes(column)) throw new Error(`table ${this.sqlName} has no filter column ${column}`);
+      const values = Array.isArray(value) ? value : [value as ColumnValue];
+      if (values.length === 0) return [' WHERE 0', []];
+      if (values.length === 1 && values[0] === null) terms.push(`"c_${column}" IS NULL`);
+      else terms.push(values.length === 1 ? `"c_${column}" = ?` : `"c_${column}" IN (${values.map(() => '?').join(', ')})`);
+      for (const v of values) if (!(values.length === 1 && v === null)) args.push(sqlValue(v));
+    }
+    if (seq) {
+      terms.push(`seq ${seq[0]} ?`);
+      args.push(seq[1]);
+    }
+    return [terms.length > 0 ? ` WHERE ${terms.join(' AND ')}` : '', args];
+  }
+
+  private statement(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
+    return s;
+  }
+}
