@@ -6,14 +6,27 @@ import { hash } from 'node:crypto';
 
 // A fixed namespace for Berth's event ids (a random v4 uuid chosen once).
 const NAMESPACE = Buffer.from('6f1c2a9e4b7d4f0e9a53c8d2e1b7a604', 'hex');
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
+// The namespace followed by the name is hashed from one reused buffer: a Buffer.from and a Buffer.concat per id were
+// a third of the id, and every decision computes one.
+let input = Buffer.allocUnsafe(1024);
+NAMESPACE.copy(input);
 
 export function nameUuid(name: string): string {
-  // One-shot hash: a Hash object per id cost half of the id (every decision computes one).
-  const h = hash('sha1', Buffer.concat([NAMESPACE, Buffer.from(name)]), 'buffer');
-  h[6] = (h[6] & 0x0f) | 0x50;
-  h[8] = (h[8] & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+  const most = NAMESPACE.length + name.length * 3; // UTF-8 takes at most 3 bytes per UTF-16 unit
+  if (most > input.length) {
+    input = Buffer.allocUnsafe(most * 2);
+    NAMESPACE.copy(input);
+  }
+  const length = NAMESPACE.length + input.write(name, NAMESPACE.length, 'utf8');
+  const h = hash('sha1', input.subarray(0, length), 'buffer') as unknown as Buffer;
+  const version = (h[6] & 0x0f) | 0x50;
+  const variant = (h[8] & 0x3f) | 0x80;
+  return (
+    HEX[h[0]] + HEX[h[1]] + HEX[h[2]] + HEX[h[3]] + '-' + HEX[h[4]] + HEX[h[5]] + '-' + HEX[version] + HEX[h[7]] + '-' +
+    HEX[variant] + HEX[h[9]] + '-' + HEX[h[10]] + HEX[h[11]] + HEX[h[12]] + HEX[h[13]] + HEX[h[14]] + HEX[h[15]]
+  );
 }
 
 /**
