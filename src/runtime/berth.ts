@@ -15,9 +15,9 @@ import { ArtifactStore } from '../store/artifact-store.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { BerthApi, type BerthApiOptions } from './berth-api.ts';
 import { BerthRuntime } from './core/berth-runtime.ts';
-import type { RetentionSettings, Settings } from './config.ts';
+import type { Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
-import { Retention } from './maintenance/retention.ts';
+import { Retention, type RetentionSettings } from './maintenance/retention.ts';
 import { ArtifactArchive } from '../store/artifact-archive.ts';
 import { DataDirLock } from './core/data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
@@ -41,6 +41,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   content?: ContentSettings;
   /** Retention of finished executions' output (config.ts resolveRetention); absent: off. */
   retention?: RetentionSettings;
+  /** The clock events and retention read (ms since the epoch); tests age executions with their own. */
+  now?: () => number;
 }
 
 export interface Berth {
@@ -74,7 +76,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const services: Services = {
     providers,
     artifacts: new ArtifactStore(join(dataDir, 'artifacts')),
-    now: () => Date.now(),
+    now: opts.now ?? (() => Date.now()),
     shutdown: shutdown.signal,
     liveReaders: new LiveReaders(),
     async executorFor(allocationId) {

@@ -10,6 +10,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
 import { defaultRolePolicy, type RolePolicy } from './role-policy.ts';
+import type { RetentionSettings } from './maintenance/retention.ts';
 
 /** Values given on the command line; absent ones fall back to the environment. */
 export interface ConfigFlags {
@@ -67,14 +68,6 @@ export interface BerthConfig extends Settings {
   policy: RolePolicy;
   /** Retention of finished executions' output (BERTH_RETENTION_*); undefined: off, everything is kept. */
   retention?: RetentionSettings;
-}
-
-/** The admin's retention policy: executions released longer ago than `days` lose their output and old events. */
-export interface RetentionSettings {
-  /** Age (since the execution's last change) past which it is compacted; fractions of a day are allowed. */
-  days: number;
-  /** Absolute directory (outside the data directory) aged artifacts are moved to; absent: they are removed. */
-  archiveDir?: string;
 }
 
 const retentionSchema = z.object({

@@ -18,6 +18,8 @@ export const retentionPlugin = resourcePlugin([
       method: 'POST',
       path: '/v1/retention/run',
       summary: 'Run one retention pass now (admin only; invalid_state when retention is off)',
+      // The policy is the admin's environment: a request carries none, and one that tries is refused.
+      body: z.strictObject({}).optional(),
       responses: { 200: { description: 'What the pass did', schema: retentionReportSchema } },
     },
     async ({ deps, caller }) => deps.api.runRetention(caller),

@@ -9,10 +9,17 @@ import type { ActorRuntime } from '../../actors/actor-runtime.ts';
 import { compactionSummary, type ExecutionContext } from '../../machines/execution.machine.ts';
 import type { ArtifactArchive } from '../../store/artifact-archive.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
-import type { RetentionSettings } from '../config.ts';
 import type { MaintenanceTask } from './maintenance-loop.ts';
 
 const DAY_MS = 86_400_000;
+
+/** The admin's policy (config.ts reads it from BERTH_RETENTION_*). */
+export interface RetentionSettings {
+  /** Age (since the execution's last change) past which it is compacted; fractions of a day are allowed. */
+  days: number;
+  /** Absolute directory (outside the data directory) aged artifacts are moved to; absent: they are removed. */
+  archiveDir?: string;
+}
 
 export interface RetentionDeps {
   actors: () => ActorRuntime<any>;

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig, resolveSettings } from '../../../src/runtime/config.ts';
+import { loadConfig, resolveRetention, resolveSettings } from '../../../src/runtime/config.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -49,5 +49,34 @@ describe('config', () => {
     const second = loadConfig({ dataDir: dir }, {});
     expect(second).toMatchObject({ token: first.token, tokenGenerated: false, runtimeId: first.runtimeId });
     expect(loadConfig({ dataDir: dir }, { BERTH_TOKEN: 'x'.repeat(20) }).token).toBe('x'.repeat(20));
+  });
+});
+
+describe('retention settings', () => {
+  it('should be off unless BERTH_RETENTION_DAYS is set, and take fractions of a day', () => {
+    expect(resolveRetention('/srv/berth', {})).toBeUndefined();
+    expect(resolveRetention('/srv/berth', { BERTH_RETENTION_DAYS: '0.5' })).toEqual({ days: 0.5 });
+    expect(resolveRetention('/srv/berth', { BERTH_RETENTION_DAYS: '30', BERTH_RETENTION_ARCHIVE_DIR: '/archive/berth/' })).toEqual({
+      days: 30,
+      archiveDir: '/archive/berth',
+    });
+  });
+
+  it('should name every bad retention setting', () => {
+    const problems = (env: NodeJS.ProcessEnv) => {
+      try {
+        resolveRetention('/srv/berth', env);
+      } catch (e) {
+        return (e as { detail: { problems: string[] } }).detail.problems;
+      }
+      return [];
+    };
+    expect(problems({ BERTH_RETENTION_DAYS: '0' })).toEqual([expect.stringMatching(/^BERTH_RETENTION_DAYS: /)]);
+    expect(problems({ BERTH_RETENTION_DAYS: 'soon' })).toEqual([expect.stringMatching(/^BERTH_RETENTION_DAYS: /)]);
+    expect(problems({ BERTH_RETENTION_DAYS: '1', BERTH_RETENTION_ARCHIVE_DIR: 'relative/dir' })).toEqual([expect.stringMatching(/absolute/)]);
+    for (const inside of ['/srv/berth', '/srv/berth/artifacts', '/srv/berth/../berth/x', '/srv', '/']) {
+      expect(problems({ BERTH_RETENTION_DAYS: '1', BERTH_RETENTION_ARCHIVE_DIR: inside }), inside).toEqual([expect.stringMatching(/outside the data directory/)]);
+    }
+    expect(problems({ BERTH_RETENTION_ARCHIVE_DIR: '/archive' })).toEqual([expect.stringMatching(/needs BERTH_RETENTION_DAYS/)]);
   });
 });

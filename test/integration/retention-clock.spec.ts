@@ -1,0 +1,76 @@
+/**
+ * Retention on the runtime's own clock (in process, real SQLite files and real native commands): nothing is aged
+ * until the clock passes the policy's days, then released executions lose their output (removed: no archive) and
+ * keep their records across a restart, while a running command is left alone.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { isBerthError } from '../../schemas/errors.ts';
+import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import type { ExecutionRecord } from '../../src/runtime/runtime-api.ts';
+import { caller, environmentFor, settled, tempDir, testProviders } from './executions-harness.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
+
+const DAY = 86_400_000;
+const dir = tempDir('berth-retention-clock-');
+let offset = 0;
+let berth: Berth;
+
+const start = () =>
+  startBerth({
+    settings: { dataDir: dir.path, store: 'sqlite', maintenanceMs: 600_000 },
+    runtimeId: 'rt_retention',
+    providers: testProviders(dir.path, false),
+    retention: { days: 30 },
+    now: () => Date.now() + offset,
+  });
+
+beforeAll(async () => {
+  berth = await start();
+}, 60_000);
+
+afterAll(async () => {
+  await berth?.stop();
+  dir.remove();
+});
+
+const released = (id: string) =>
+  waitFor(() => berth.api.getExecution(caller, id), { until: (r) => r.step === 'released', timeoutMs: 30_000, what: `${id} released` });
+
+it('should age executions by the runtime clock, remove their output and keep their records across a restart', async () => {
+  const env = await environmentFor(berth.api, 'native', 'retention-clock');
+  const done: ExecutionRecord[] = [];
+  for (const word of ['alpha', 'beta']) {
+    const x = await berth.api.submitExecution(caller, { operationId: `clock-${word}`, environment: env, command: `echo ${word}-${process.pid}` });
+    await settled(berth.api, x.id);
+    done.push(await released(x.id));
+  }
+  const live = await berth.api.submitExecution(caller, { operationId: 'clock-live', environment: env, command: ['sleep', '300'] });
+  await waitFor(() => berth.api.getExecution(caller, live.id), { until: (r) => r.status === 'running', timeoutMs: 30_000, what: 'running' });
+  const artifacts = await Promise.all(done.map(async (x) => (await berth.runtime.actors.get('execution', x.id))!.context.artifacts.stdout));
+
+  // Not old enough yet: nothing happens.
+  expect(await berth.api.runRetention(caller)).toMatchObject({ compacted: 0 });
+  offset = 29 * DAY;
+  expect(await berth.api.runRetention(caller)).toMatchObject({ compacted: 0 });
+
+  offset = 31 * DAY;
+  const report = await berth.api.runRetention(caller);
+  expect(report).toMatchObject({ compacted: 2, removed: 2, archived: 0, failed: 0 });
+  for (const a of artifacts) expect(existsSync(join(dir.path, 'artifacts', a.digest.slice(7, 9), a.digest.slice(7)))).toBe(false);
+  expect(await berth.api.runRetention(caller)).toMatchObject({ compacted: 0 });
+
+  await berth.stop();
+  berth = await start();
+  for (const x of done) {
+    const record = await berth.api.getExecution(caller, x.id);
+    expect({ ...record, step: x.step, updatedAt: x.updatedAt }).toEqual(x);
+    expect(record.step).toBe('compacted');
+    const read = await berth.api.readOutput(caller, x.id, 'stdout', 0).catch((e: unknown) => e);
+    expect(isBerthError(read, 'output_expired'), String(read)).toBe(true);
+  }
+  expect((await berth.api.getExecution(caller, live.id)).status).toBe('running');
+  await berth.api.cancelExecution(caller, live.id);
+  await waitFor(() => berth.api.getExecution(caller, live.id), { until: (r) => r.status === 'cancelled', timeoutMs: 30_000, what: 'cancelled' });
+}, 120_000);
