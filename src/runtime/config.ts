@@ -6,11 +6,12 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
 import { defaultRolePolicy, type RolePolicy } from './role-policy.ts';
 import type { RetentionSettings } from './maintenance/retention.ts';
+import { isInside } from '../store/artifact-archive.ts';
 
 /** Values given on the command line; absent ones fall back to the environment. */
 export interface ConfigFlags {
@@ -86,11 +87,7 @@ export function resolveRetention(dataDir: string, env: NodeJS.ProcessEnv = proce
   const v = parsed.data;
   if (v?.BERTH_RETENTION_ARCHIVE_DIR !== undefined) {
     const archiveDir = resolve(v.BERTH_RETENTION_ARCHIVE_DIR);
-    const within = (dir: string, candidate: string) => {
-      const rel = relative(dir, candidate);
-      return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-    };
-    if (within(resolve(dataDir), archiveDir) || within(archiveDir, resolve(dataDir))) {
+    if (isInside(resolve(dataDir), archiveDir) || isInside(archiveDir, resolve(dataDir))) {
       problems.push('BERTH_RETENTION_ARCHIVE_DIR: must lie outside the data directory (and not contain it)');
     }
     if (v.BERTH_RETENTION_DAYS === undefined) problems.push('BERTH_RETENTION_ARCHIVE_DIR: needs BERTH_RETENTION_DAYS');

@@ -8,7 +8,8 @@ import { copyFile, lstat, mkdir, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
 
-const isInside = (dir: string, candidate: string): boolean => {
+/** Whether `candidate` is `dir` or lies below it (lexically: resolve links first where they matter). */
+export const isInside = (dir: string, candidate: string): boolean => {
   const rel = path.relative(dir, candidate);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 };
