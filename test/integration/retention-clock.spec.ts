@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import type { ExecutionRecord } from '../../src/runtime/runtime-api.ts';
-import { caller, environmentFor, settled, tempDir, testProviders } from './executions-harness.ts';
+import { caller, settled, tempDir, testProviders } from './executions-harness.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
 const DAY = 86_400_000;
@@ -39,7 +39,7 @@ const released = (id: string) =>
   waitFor(() => berth.api.getExecution(caller, id), { until: (r) => r.step === 'released', timeoutMs: 30_000, what: `${id} released` });
 
 it('should age executions by the runtime clock, remove their output and keep their records across a restart', async () => {
-  const env = await environmentFor(berth.api, 'native', 'retention-clock');
+  const env = (await berth.api.createEnvironment(caller, { name: 'retention-clock', profile: { provider: 'native' } })).id;
   const done: ExecutionRecord[] = [];
   for (const word of ['alpha', 'beta']) {
     const x = await berth.api.submitExecution(caller, { operationId: `clock-${word}`, environment: env, command: `echo ${word}-${process.pid}` });
