@@ -67,6 +67,11 @@ it('should age executions by the runtime clock, remove their output and keep the
     const record = await berth.api.getExecution(caller, x.id);
     expect({ ...record, step: x.step, updatedAt: x.updatedAt }).toEqual(x);
     expect(record.step).toBe('compacted');
+    // Its replay is the summary alone; the revisions before it are gone.
+    const replay = await berth.api.replay(caller, `execution-${x.id}`);
+    expect(replay.map((s) => [s.event.type, s.stateAfter])).toEqual([['execution.compacted', 'compacted']]);
+    expect(await berth.api.replay(caller, `execution-${x.id}`, Number(replay[0].event.revision) - 1)).toEqual([]);
+    expect(await berth.api.replay(caller, `execution-${x.id}`, Number(replay[0].event.revision))).toHaveLength(1);
     const read = await berth.api.readOutput(caller, x.id, 'stdout', 0).catch((e: unknown) => e);
     expect(isBerthError(read, 'output_expired'), String(read)).toBe(true);
   }

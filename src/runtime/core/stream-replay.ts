@@ -30,7 +30,9 @@ export async function replayStoredStream(
   opts: { at?: bigint; types?: ActorType[] } = {},
 ): Promise<StreamReplay> {
   const maxCount = opts.at === undefined ? undefined : Number(opts.at) + 1;
-  const events = maxCount === 0 ? [] : await store.readStream(stream, { from: 'start', maxCount });
+  const read = maxCount === 0 ? [] : await store.readStream(stream, { from: 'start', maxCount });
+  // A compacted stream starts at its summary's revision: what came before `at` may be gone.
+  const events = opts.at === undefined ? read : read.filter((e) => e.revision <= opts.at!);
   const actorType = actorTypeOfStream(stream, opts.types ?? actorTypes);
   if (!actorType) {
     return {
