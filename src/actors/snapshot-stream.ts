@@ -43,8 +43,12 @@ export function decodeSnapshot(recorded: RecordedEvent): StoredSnapshot {
 }
 
 export async function readLatestSnapshot(store: EventStore, actorStream: string): Promise<StoredSnapshot | undefined> {
+  const stream = snapshotStreamOf(actorStream);
+  // Most actors never grow a snapshot: one look at the revision instead of a read that fails with not_found (whose
+  // error, built and thrown per actor, was a tenth of recovering 10,000 actors).
+  if ((await store.streamRevision(stream)) === 'no_stream') return undefined;
   try {
-    const [last] = await store.readStream(snapshotStreamOf(actorStream), { direction: 'backwards', maxCount: 1 });
+    const [last] = await store.readStream(stream, { direction: 'backwards', maxCount: 1 });
     return last ? decodeSnapshot(last) : undefined;
   } catch (e) {
     if (isBerthError(e, 'not_found')) return undefined;
