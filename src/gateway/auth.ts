@@ -3,7 +3,7 @@
  * loaded at start. A token maps to the caller `{scope, role}` the runtime API is called with. Tokens are kept only as
  * SHA-256 digests, so lookups do not compare secrets byte by byte and a heap dump does not hold them.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -41,11 +41,14 @@ export interface TokenAuthOptions {
 }
 
 /** How a token is kept and keyed (never the token itself). */
-export const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');
+export const tokenDigest = (token: string): string => hash('sha256', token, 'hex');
 
 export function createTokenAuth(options: TokenAuthOptions): Authenticator {
   const callers = new Map<string, Caller>();
+  // A string of no configured token's length is no token: the log redaction asks about every long word of a URL.
+  const lengths = new Set<number>();
   const add = (token: string, caller: Caller) => {
+    lengths.add(token.length);
     const key = tokenDigest(token);
     const existing = callers.get(key);
     if (existing && (existing.scope !== caller.scope || existing.role !== caller.role)) {
@@ -56,7 +59,7 @@ export function createTokenAuth(options: TokenAuthOptions): Authenticator {
   if (options.adminToken) add(options.adminToken, { scope: options.adminScope ?? 'default', role: 'admin' });
   for (const entry of options.tokens ?? []) add(entry.token, { scope: entry.scope, role: entry.role });
   return {
-    authenticate: (token) => (token ? callers.get(tokenDigest(token)) : undefined),
+    authenticate: (token) => (token && lengths.has(token.length) ? callers.get(tokenDigest(token)) : undefined),
   };
 }
 

@@ -56,6 +56,8 @@ export function gatewayLogger(parent: Logger | undefined, isCredential: IsCreden
 /** One line per answered request (fastify's own request logging is off: it would print raw URLs). */
 export function installRequestLog(app: FastifyInstance, redactUrl: (url: string) => string): void {
   app.addHook('onResponse', async (request, reply) => {
+    // Redacting a URL hashes every long word of it against the known tokens: not for a line nobody will print.
+    if (!(request.log as Logger).isLevelEnabled('info')) return; // a child of gatewayLogger's pino logger
     request.log.info(
       { method: request.method, url: redactUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
