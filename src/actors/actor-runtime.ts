@@ -19,7 +19,6 @@ import {
   type AppendResult,
   type EventData,
   type EventStore,
-  type ExpectedRevision,
 } from '../store/event-store.ts';
 import { ActorCache } from './actor-cache.ts';
 import { RUNTIME_RECOVERED, type ActorType, type DomainEvent, type EffectContext, type RuntimeIdentity } from './actor-type.ts';
@@ -341,7 +340,9 @@ export class ActorRuntime<S = unknown> {
       try {
         result = opts.compact
           ? await this.compact(stream, steps, actor.revision)
-          : await this.appendRetryingUnknown(stream, steps.map((x) => x.stored), actor.revision < 0n ? 'no_stream' : actor.revision);
+          : await this.retryingUnknown(() =>
+              this.store.append(stream, steps.map((x) => x.stored), { expectedRevision: actor.revision < 0n ? 'no_stream' : actor.revision }),
+            );
       } catch (e) {
         this.cache.drop(stream);
         if (!isWrongExpectedVersion(e)) throw e;
@@ -378,13 +379,13 @@ export class ActorRuntime<S = unknown> {
   }
 
   /**
-   * An `unavailable` append may or may not have been written: it is retried with the same id and the same exact
+   * An `unavailable` write may or may not have happened: it is repeated with the same ids and the same exact
    * expected revision, which the store recognises as already written if it was (DESIGN §3).
    */
-  private async appendRetryingUnknown(stream: string, events: EventData[], expected: ExpectedRevision) {
+  private async retryingUnknown<T>(write: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store.append(stream, events, { expectedRevision: expected });
+        return await write();
       } catch (e) {
         if (!isBerthError(e, 'unavailable') || attempt >= this.maxAttempts) throw e;
         await new Promise((r) => setTimeout(r, 50 * attempt));
@@ -396,10 +397,10 @@ export class ActorRuntime<S = unknown> {
     if (steps.length !== 1 || revision < 0n) {
       throw new BerthError('internal', `a compaction of ${stream} is one event on an existing stream`, { stream });
     }
-    return this.store.compactStream(stream, steps[0].stored, {
-      expectedRevision: revision,
-      dropStreams: [snapshotStreamOf(stream)],
-    });
+    // Each of its steps is safe to repeat (EventStoreDB's are several calls, any of which may fail in passing).
+    return this.retryingUnknown(() =>
+      this.store.compactStream(stream, steps[0].stored, { expectedRevision: revision, dropStreams: [snapshotStreamOf(stream)] }),
+    );
   }
 
   private async load(actorType: ActorType, id: string, stream: string): Promise<LoadedActor> {
