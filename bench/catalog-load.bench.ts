@@ -1,5 +1,5 @@
 /**
- * `GET /v1/catalog` of a scope with 1,000 environments under load: autocannon (the npm load generator, a
+ * `GET /v1/catalog?limit=1000` (one page, the largest) of a scope with 1,000 environments under load: autocannon (the npm load generator, a
  * devDependency, so a fresh clone needs nothing else) with 32 connections for 5 s against the gateway over the real
  * runtime, and against a raw node:http server answering JSON.stringify of the same catalog held in memory (the least
  * any server must do per request). The servers take turns for 3 rounds (the machine is shared: a burst of other work
@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PAGE_LIMIT_MAX } from '../schemas/api.ts';
 import { caller, startBenchGateway } from './bench-gateway.ts';
 import { figure, median } from './figure.ts';
 
@@ -39,7 +40,7 @@ try {
     await bed.berth.api.createEnvironment(caller, { name: `catalog bench ${i}`, profile: { provider: 'native', idleSeconds: 600 } });
   }
   process.stderr.write(`catalog-load: created ${ENVIRONMENTS} environments in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
-  const catalog = await bed.berth.api.catalog(caller);
+  const catalog = (await bed.berth.api.catalog(caller, { limit: PAGE_LIMIT_MAX })).items;
   if (catalog.length !== ENVIRONMENTS) throw new Error(`catalog lists ${catalog.length} environments, not ${ENVIRONMENTS}`);
 
   const raw = http.createServer((_req, res) => {
@@ -48,7 +49,7 @@ try {
   });
   // Where the time goes: the same raw server asking the runtime API on every request (no gateway in between).
   const direct = http.createServer(async (_req, res) => {
-    const body = JSON.stringify(await bed.berth.api.catalog(caller));
+    const body = JSON.stringify((await bed.berth.api.catalog(caller, { limit: PAGE_LIMIT_MAX })).items);
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
     res.end(body);
   });
@@ -58,11 +59,11 @@ try {
   };
   const [rawUrl, directUrl] = [await urlOf(raw), await urlOf(direct)];
   // The servers must answer the same bytes, or the rates compare different work.
-  const answered = await (await fetch(`${bed.url}/v1/catalog`, { headers: bed.headers })).text();
+  const answered = await (await fetch(`${bed.url}/v1/catalog?limit=${PAGE_LIMIT_MAX}`, { headers: bed.headers })).text();
   if (answered !== JSON.stringify(catalog)) throw new Error('the gateway answers another catalog than the runtime API');
   const rates = { raw: [] as number[], direct: [] as number[], gateway: [] as number[] };
   for (let round = 1; round <= ROUNDS; round++) {
-    const measured = { raw: await load(rawUrl, {}), direct: await load(directUrl, {}), gateway: await load(`${bed.url}/v1/catalog`, { authorization: bed.headers.authorization! }) };
+    const measured = { raw: await load(rawUrl, {}), direct: await load(directUrl, {}), gateway: await load(`${bed.url}/v1/catalog?limit=${PAGE_LIMIT_MAX}`, { authorization: bed.headers.authorization! }) };
     for (const [server, { rps, failures }] of Object.entries(measured)) {
       // A failed request costs a server less than an answer: any would flatter its rate.
       if (failures > 0) throw new Error(`${failures} ${server} requests failed or were not 2xx`);

@@ -32,6 +32,25 @@ const decimalQuery = (max: number) =>
 
 export const cursorQuery = decimalQuery(Number.MAX_SAFE_INTEGER);
 
+/** Items per page of a list route: `limit` defaults to the first and may not exceed the second. */
+export const PAGE_LIMIT_DEFAULT = 100;
+export const PAGE_LIMIT_MAX = 1000;
+/** The response header that carries the cursor of the next page; absent on the last page. */
+export const NEXT_CURSOR_HEADER = 'x-berth-next-cursor';
+
+/** The query every list route takes: a page size, the opaque cursor of a previous page, the order (oldest first). */
+export const pageQuery = {
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, 'expected an integer from 1 to 1000')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(PAGE_LIMIT_MAX))
+    .optional(),
+  cursor: z.string().min(1).max(128).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+};
+export const listQuery = z.strictObject(pageQuery);
+
 export const idParams = z.strictObject({ id: resourceIdParam });
 
 export const errorBodySchema = z.strictObject({
@@ -178,6 +197,7 @@ export const listExecutionsQuery = z.strictObject({
   operationId: operationIdSchema.optional(),
   environment: resourceIdParam.optional(),
   status: executionStatusSchema.optional(),
+  ...pageQuery,
 });
 
 export const outputQuery = z.strictObject({

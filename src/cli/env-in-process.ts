@@ -5,7 +5,7 @@
  * both paths take and print the same shapes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { allocationSchema, createEnvironmentBody, environmentSchema } from '../../schemas/api.ts';
+import { allocationSchema, createEnvironmentBody, environmentSchema, PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { parseOrReject } from '../../schemas/parse-input.ts';
 import { startBerth } from '../runtime/berth.ts';
@@ -31,7 +31,10 @@ export async function openInProcess(options: { dataDir?: string; store?: string;
     contentUnavailable: api.content ? undefined : contentOff,
     // The body a server would check, with its sentence for a mistake (and its defaults filled in).
     create: async (input) => environmentSchema.parse(await api.createEnvironment(caller, parseOrReject(createEnvironmentBody, input, 'body'))),
-    list: async () => (await api.listEnvironments(caller)).map((e) => environmentSchema.parse(e)),
+    page: async (cursor) => {
+      const { items, next } = await api.listEnvironments(caller, { cursor, limit: PAGE_LIMIT_MAX });
+      return { items: items.map((e) => environmentSchema.parse(e)), ...(next !== undefined ? { next } : {}) };
+    },
     get: async (id) => environmentSchema.parse(await api.getEnvironment(caller, id)),
     remove: (id) => api.deleteEnvironment(caller, id),
     acquire: async (id) => allocationSchema.parse(await api.acquire(caller, id)),

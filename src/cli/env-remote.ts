@@ -2,6 +2,7 @@
  * `berth env …` on a running server (--url / BERTH_URL, --token / BERTH_TOKEN) through the typed client, in the
  * scope of the token. A server that stops answering becomes one clear sentence (remote.ts).
  */
+import { PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import type { EnvironmentCommands } from './environment-commands.ts';
 import { connectRemote, isUnreachable, serverUrl, unreachable } from './remote.ts';
 
@@ -21,7 +22,7 @@ export async function openRemote(values: { url?: string; token?: string }): Prom
   return {
     contentUnavailable: berth.capabilities.environments ? undefined : `The server at ${url} does not implement environment content.`,
     create: reached(environments.create),
-    list: reached(environments.list),
+    page: reached((cursor?: string) => environments.page({ cursor, limit: PAGE_LIMIT_MAX })),
     get: reached(environments.get),
     remove: reached(environments.delete),
     acquire: reached(environments.acquire),

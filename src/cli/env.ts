@@ -7,6 +7,7 @@
 import { BerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import type { Allocation, Environment } from '../client/berth-client.ts';
+import { everyItem } from '../client/pages.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { describeImport, describeVersion, followBuild, pushDirectory } from './env-content.ts';
 import { openInProcess } from './env-in-process.ts';
@@ -76,7 +77,7 @@ interface Subcommand {
 
 type Print = (json: unknown, text: string) => Promise<void>;
 
-const ref = (port: EnvironmentCommands, name: string) => findEnvironmentId(name, () => port.list());
+const ref = (port: EnvironmentCommands, name: string) => findEnvironmentId(name, everyItem(port.page));
 
 const table: Record<string, Subcommand> = {
   create: {
@@ -94,7 +95,7 @@ const table: Record<string, Subcommand> = {
   ls: {
     arity: [0, 0],
     prepare: () => async (port, print) => {
-      for (const e of await port.list()) await print(e, describeEnvironment(e));
+      for await (const e of everyItem(port.page)) await print(e, describeEnvironment(e));
     },
   },
   show: {

@@ -4,12 +4,14 @@
  */
 import type { Profile } from '../../schemas/profile.ts';
 import type { Allocation, BuildRecord, Environment, ImportResult, VersionList } from '../client/berth-client.ts';
+import type { Page } from '../client/pages.ts';
 
 export interface EnvironmentCommands {
   /** Why the content commands (push, build, versions, activate) cannot run here; undefined when they can. */
   readonly contentUnavailable: string | undefined;
   create(input: { name: string; description?: string; profile: Partial<Profile> }): Promise<Environment>;
-  list(): Promise<Environment[]>;
+  /** One page of the caller's environments (the largest a server gives), from `cursor`. */
+  page(cursor?: string): Promise<Page<Environment>>;
   get(id: string): Promise<Environment>;
   remove(id: string): Promise<void>;
   acquire(id: string): Promise<Allocation>;

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { Berth } from '../client/berth-client.ts';
 import { findEnvironmentId } from './environment-ref.ts';
@@ -65,4 +66,4 @@ export async function connectRemote(values: { url?: string; token?: string }): P
 }
 
 /** The environment `ref` names on the server (environment-ref.ts). */
-export const findEnvironment = (berth: Berth, ref: string): Promise<string> => findEnvironmentId(ref, () => berth.environments.list());
+export const findEnvironment = (berth: Berth, ref: string): Promise<string> => findEnvironmentId(ref, berth.environments.iterate({ limit: PAGE_LIMIT_MAX }));

@@ -6,7 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
+import { PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import { isBerthError } from '../../schemas/errors.ts';
+import { everyItem } from '../client/pages.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import { startBerth } from '../runtime/berth.ts';
 import type { BerthApi } from '../runtime/berth-api.ts';
@@ -40,7 +42,10 @@ export async function runCommand(argv: string[]): Promise<number> {
     logger: createLogger({ level: process.env.BERTH_LOG_LEVEL ?? 'warn' }),
   });
   try {
-    const environment = await findEnvironmentId(line.environment, () => berth.api.listEnvironments(caller));
+    const environment = await findEnvironmentId(
+      line.environment,
+      everyItem((cursor) => berth.api.listEnvironments(caller, { cursor, limit: PAGE_LIMIT_MAX })),
+    );
     const tty = values.tty ?? false;
     const record = await berth.api.submitExecution(caller, {
       operationId: values['operation-id'] ?? `run-${randomUUID()}`,

@@ -3,7 +3,9 @@
  * archive import, builds, versions), `executions.*` and `events.follow`. `executions.run` submits with an operationId
  * (generated when absent), follows the output over the WebSocket and reconnects transparently from its cursors; a
  * submit whose answer was lost is retried with the same operationId, which returns the existing execution, never a
- * second run. Server errors are BerthApiError.
+ * second run. Server errors are BerthApiError. Every list has `page(options)` (one page: its items and the `next`
+ * cursor), `iterate(options)` (an async iterator over every page from there) and `list()`, which walks every page
+ * and returns all the items in one array.
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
@@ -24,6 +26,7 @@ import { BerthApiError } from './berth-api-error.ts';
 import { followEvents, type EventFeed } from './event-feed.ts';
 import { followExecution, type FollowOptions } from './execution-follower.ts';
 import { HttpTransport } from './http-transport.ts';
+import { collect, everyItem, readPage, type Page, type PageOptions } from './pages.ts';
 import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
 
 export type Environment = z.output<typeof environmentSchema>;
@@ -47,6 +50,8 @@ export interface RunOptions extends Omit<FollowOptions, 'cursors' | 'onStatus'> 
   /** Called once the execution is accepted, with its record (its id in particular). */
   onSubmitted?: (record: ExecutionRecordJson) => void;
 }
+
+export type ExecutionQuery = { operationId?: string; environment?: string; status?: ExecutionStatus };
 
 export interface ConnectOptions {
   url: string;
@@ -76,13 +81,21 @@ export class Berth {
 
   readonly environments = {
     create: (input: CreateEnvironment) => this.http.json<Environment>('POST', '/v1/environments', { body: input }),
-    list: () => this.http.json<Environment[]>('GET', '/v1/environments'),
+    /** Every environment of the caller's scope (every page). */
+    list: () => collect(this.environments.iterate()),
+    page: (options: PageOptions = {}) => readPage<Environment>(this.http, '/v1/environments', { ...options }),
+    iterate: (options: PageOptions = {}) => everyItem((cursor) => this.environments.page({ ...options, cursor }), options.cursor),
     get: (id: string) => this.http.json<Environment>('GET', `/v1/environments/${path(id)}`),
     update: (id: string, patch: UpdateEnvironment) =>
       this.http.json<Environment>('PUT', `/v1/environments/${path(id)}`, { body: patch }),
     delete: (id: string) => this.http.json<void>('DELETE', `/v1/environments/${path(id)}`),
     acquire: (id: string) => this.http.json<Allocation>('POST', `/v1/environments/${path(id)}/allocations`),
-    allocations: (id: string) => this.http.json<Allocation[]>('GET', `/v1/environments/${path(id)}/allocations`),
+    /** Every allocation alive of the environment (every page). */
+    allocations: (id: string) => collect(this.environments.iterateAllocations(id)),
+    allocationsPage: (id: string, options: PageOptions = {}) =>
+      readPage<Allocation>(this.http, `/v1/environments/${path(id)}/allocations`, { ...options }),
+    iterateAllocations: (id: string, options: PageOptions = {}) =>
+      everyItem((cursor) => this.environments.allocationsPage(id, { ...options, cursor }), options.cursor),
     release: (id: string, allocationId: string) =>
       this.http.json<Allocation>('DELETE', `/v1/environments/${path(id, 'allocations', allocationId)}`),
     /** Imports a tar stream into the environment's source as it is produced (`replace` clears the source first). */
@@ -100,8 +113,10 @@ export class Berth {
   };
 
   readonly allocations = {
-    /** The active-allocation index of the caller's scope. */
-    active: () => this.http.json<Allocation[]>('GET', '/v1/allocations'),
+    /** The active-allocation index of the caller's scope (every page). */
+    active: () => collect(this.allocations.iterate()),
+    page: (options: PageOptions = {}) => readPage<Allocation>(this.http, '/v1/allocations', { ...options }),
+    iterate: (options: PageOptions = {}) => everyItem((cursor) => this.allocations.page({ ...options, cursor }), options.cursor),
   };
 
   readonly sessions = {
@@ -125,8 +140,11 @@ export class Berth {
     },
     get: (id: string, options: { waitMs?: number } = {}) =>
       this.http.json<ExecutionRecordJson>('GET', `/v1/executions/${path(id)}`, { query: options }),
-    list: (query: { operationId?: string; environment?: string; status?: ExecutionStatus } = {}) =>
-      this.http.json<ExecutionRecordJson[]>('GET', '/v1/executions', { query }),
+    /** Every execution record matching `query` (every page). */
+    list: (query: ExecutionQuery = {}) => collect(this.executions.iterate(query)),
+    page: (query: ExecutionQuery & PageOptions = {}) => readPage<ExecutionRecordJson>(this.http, '/v1/executions', { ...query }),
+    iterate: (query: ExecutionQuery & PageOptions = {}): AsyncGenerator<ExecutionRecordJson> =>
+      everyItem((cursor) => this.executions.page({ ...query, cursor }), query.cursor),
     cancel: (id: string) => this.http.json<ExecutionRecordJson>('POST', `/v1/executions/${path(id)}/cancel`),
     /** Bytes of one stream from a cursor, with the next cursor and whether the stream is complete. */
     output: async (id: string, options: { stream?: OutputStream; cursor?: number; maxBytes?: number } = {}) => {

@@ -10,6 +10,7 @@ export type {
   ConnectOptions,
   CreateEnvironment,
   Environment,
+  ExecutionQuery,
   ImportResult,
   ReplayStepJson,
   RunOptions,
@@ -20,6 +21,7 @@ export type {
 } from './berth-client.ts';
 export { BerthApiError, isBerthApiError } from './berth-api-error.ts';
 export type { EventFeed, FeedEvent } from './event-feed.ts';
+export type { Page, PageOptions } from './pages.ts';
 export type { FollowOptions, StdinSource, TerminalSize } from './execution-follower.ts';
 export type { BackoffOptions } from './reconnect-backoff.ts';
 export type { ExecutionRecordJson } from '../../schemas/api.ts';

@@ -5,7 +5,7 @@
 import type { ProviderKind } from '../../schemas/profile.ts';
 import type { allocationEvents } from '../../schemas/events/allocation.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection, table, type StoredEvent, type Tables } from './projection.ts';
+import { defineProjection, table, type Page, type PageRequest, type StoredEvent, type Tables } from './projection.ts';
 
 export interface ActiveAllocation {
   allocationId: string;
@@ -97,8 +97,11 @@ export const activeAllocationsProjection = defineProjection({
   tables: { allocations: table<ActiveAllocation>({ columns: ['environmentId'], indexes: [['environmentId']] }) },
   reduce,
   queries: {
+    /** Every allocation alive: for maintenance and metrics (the table holds work in flight, not the history). */
     list: (t): ActiveAllocation[] => t.allocations.all(),
-    ofEnvironment: (t, environmentId: string): ActiveAllocation[] => t.allocations.all({ environmentId }),
+    /** One page of the allocations alive (of one environment when named), in creation order, from after the cursor. */
+    page: (t, environmentId: string | undefined, range: Omit<PageRequest<ActiveAllocation>, 'where'>): Page<ActiveAllocation> =>
+      t.allocations.page({ ...range, where: { environmentId } }),
     get: (t, id: string): ActiveAllocation | undefined => t.allocations.get(id),
     /** Uses retained by allocations, for the Environment API's "retained uses". */
     retainedUses: (t) =>

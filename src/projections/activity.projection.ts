@@ -9,7 +9,7 @@ import type { executionEvents, Target } from '../../schemas/events/execution.ts'
 import type { ExecutionStatus } from '../../schemas/states.ts';
 import { outputExceededFailure } from '../machines/execution.machine.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection, table, type Page, type StoredEvent, type Tables } from './projection.ts';
+import { defineProjection, table, type Page, type PageRequest, type StoredEvent, type Tables } from './projection.ts';
 
 export interface ActivityEntry {
   id: string;
@@ -201,10 +201,9 @@ export const activityProjection = defineProjection({
   reduce,
   queries: {
     /** One page of executions matching `filter`, oldest first (or newest first), from after the cursor. */
-    page: (t, filter: ExecutionFilter, after: number | undefined, limit: number, order: 'asc' | 'desc' = 'asc'): Page<ExecutionRow> =>
-      t.executions.page({ where: filter, after, limit, order }),
+    page: (t, filter: ExecutionFilter, range: Omit<PageRequest<ExecutionRow>, 'where'>): Page<ExecutionRow> =>
+      t.executions.page({ ...range, where: filter }),
     get: (t, id: string): ExecutionRow | undefined => t.executions.get(id),
-    list: (t, scope?: string): ActivityItem[] => t.executions.all({ scope }).map(activityItem),
     /** Operations whose lifecycle is not finished (released): what recovery and maintenance still own. */
     unfinished: (t, scope?: string): ExecutionRow[] => t.executions.all({ unfinished: true, scope }),
     /** Executions of `scope` not yet terminal (accepted or running): what its concurrency quota counts. */

@@ -8,7 +8,7 @@ import type { environmentEvents } from '../../schemas/events/environment.ts';
 import type { EnvironmentState } from '../../schemas/states.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
-import { defineProjection, table, type Page, type StoredEvent, type Tables } from './projection.ts';
+import { defineProjection, table, type Page, type PageRequest, type StoredEvent, type Tables } from './projection.ts';
 
 /** The environment actor's record and content (seed 001 §4: every build in version order, and the pointers). */
 type ActorFields = 'id' | 'name' | 'slug' | 'scope' | 'profile' | 'generation' | 'versions' | 'latestVersion' | 'building' | 'activeVersion' | 'createdAt' | 'updatedAt';
@@ -128,11 +128,10 @@ export const catalogProjection = defineProjection({
   tables: { environments: table<CatalogEntry>({ columns: ['scope', 'slug'], indexes: [['scope', 'slug']] }) },
   reduce,
   queries: {
-    /** One page of `scope`'s environments (every scope's when undefined), oldest first, from after the cursor. */
-    page: (t, scope: string | undefined, after: number | undefined, limit: number): Page<CatalogEntry> =>
-      t.environments.page({ where: { scope }, after, limit }),
+    /** One page of `scope`'s environments (every scope's when undefined), in creation order, from after the cursor. */
+    page: (t, scope: string | undefined, range: Omit<PageRequest<CatalogEntry>, 'where'>): Page<CatalogEntry> =>
+      t.environments.page({ ...range, where: { scope } }),
     count: (t, scope: string): number => t.environments.count({ scope }),
-    list: (t, scope?: string): CatalogEntry[] => t.environments.all({ scope }),
     /** Every environment: for maintenance, which walks each one. */
     all: (t): CatalogEntry[] => t.environments.all(),
     get: (t, id: string): CatalogEntry | undefined => t.environments.get(id),

@@ -3,7 +3,7 @@
  * and the harnesses naming one environment (seed 001 §5: what a rebuild will reach) are listed without a scan.
  */
 import type { harnessEvents } from '../../schemas/events/harness.ts';
-import { defineProjection, table, type Page, type StoredEvent, type Tables } from './projection.ts';
+import { defineProjection, table, type Page, type PageRequest, type StoredEvent, type Tables } from './projection.ts';
 
 export interface HarnessEntry {
   id: string;
@@ -34,9 +34,8 @@ export const harnessesProjection = defineProjection({
   reduce,
   queries: {
     /** One page of `scope`'s harnesses (every scope's when undefined), in creation order, from after the cursor. */
-    page: (t, scope: string | undefined, after: number | undefined, limit: number): Page<HarnessEntry> =>
-      t.harnesses.page({ where: { scope }, after, limit }),
+    page: (t, scope: string | undefined, range: Omit<PageRequest<HarnessEntry>, 'where'>): Page<HarnessEntry> =>
+      t.harnesses.page({ ...range, where: { scope } }),
     naming: (t, environmentId: string): HarnessEntry[] => t.harnesses.all({ environmentId }),
-    list: (t, scope?: string): HarnessEntry[] => t.harnesses.all({ scope }),
   },
 });

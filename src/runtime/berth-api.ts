@@ -6,8 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { SessionContext } from '../machines/session.machine.ts';
-import type { ActiveAllocation } from '../projections/active-allocations.projection.ts';
-import type { ActivityEntry } from '../projections/activity.projection.ts';
+import type { ActivityItem } from '../projections/activity.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import type { ExecutionStatus } from '../../schemas/states.ts';
@@ -25,6 +24,7 @@ import type {
   Caller,
   CreateEnvironmentInput,
   EnvironmentView,
+  ExecutionQuery,
   ExecutionRecord,
   OutputRead,
   OutputSeen,
@@ -33,6 +33,7 @@ import type {
   SessionView,
   SubmitExecutionInput,
 } from './runtime-api.ts';
+import type { Listing, PageQuery } from './listing.ts';
 import type { Services } from './services.ts';
 import { replayStoredStream } from './core/stream-replay.ts';
 import { ScopeIndex } from './core/scope-index.ts';
@@ -102,8 +103,8 @@ export class BerthApi implements RuntimeApi {
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView> {
     return this.environments.create(caller, input);
   }
-  listEnvironments(caller: Caller): Promise<EnvironmentView[]> {
-    return this.environments.list(caller);
+  listEnvironments(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>> {
+    return this.environments.list(caller, page);
   }
   getEnvironment(caller: Caller, id: string): Promise<EnvironmentView> {
     return this.environments.get(caller, id);
@@ -118,21 +119,19 @@ export class BerthApi implements RuntimeApi {
   acquire(caller: Caller, environmentId: string): Promise<AllocationView> {
     return this.environments.acquire(caller, environmentId);
   }
-  listAllocations(caller: Caller, environmentId: string): Promise<AllocationView[]> {
-    return this.environments.listAllocations(caller, environmentId, this.model('active-allocations'));
+  listAllocations(caller: Caller, environmentId: string, page?: PageQuery): Promise<Listing<AllocationView>> {
+    return this.environments.listAllocations(caller, environmentId, page);
   }
   release(caller: Caller, environmentId: string, allocationId: string): Promise<AllocationView> {
     return this.environments.release(caller, environmentId, allocationId);
   }
 
-  async activeAllocations(caller: Caller): Promise<AllocationView[]> {
-    const visible = new Set((await this.environments.list(caller)).map((e) => e.id));
-    const active = (this.model('active-allocations').query.list() as ActiveAllocation[]).filter((a) => visible.has(a.environmentId));
-    return Promise.all(active.map((a) => this.environments.allocationView(a.allocationId)));
+  activeAllocations(caller: Caller, page?: PageQuery): Promise<Listing<AllocationView>> {
+    return this.environments.activeAllocations(caller, page);
   }
 
-  catalog(caller: Caller): Promise<EnvironmentView[]> {
-    return this.environments.list(caller);
+  catalog(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>> {
+    return this.environments.list(caller, page);
   }
 
   async createSession(caller: Caller, input: { environmentId?: string | null; workspaceId?: string; parentId?: string }): Promise<SessionView> {
@@ -180,7 +179,7 @@ export class BerthApi implements RuntimeApi {
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord> {
     return this.executions.get(caller, id, waitMs);
   }
-  listExecutions(caller: Caller, query: { operationId?: string; environment?: string; status?: ExecutionStatus }): Promise<ExecutionRecord[]> {
+  listExecutions(caller: Caller, query: ExecutionQuery & PageQuery = {}): Promise<Listing<ExecutionRecord>> {
     return this.executions.list(caller, query);
   }
   cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord> {
@@ -202,9 +201,8 @@ export class BerthApi implements RuntimeApi {
     return this.executions.resize(caller, id, cols, rows);
   }
 
-  async activity(caller: Caller): Promise<unknown[]> {
-    const scope = caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope;
-    return this.model('activity').query.list(scope) as ActivityEntry[];
+  activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>> {
+    return this.executions.activity(caller, page ?? {});
   }
 
   async replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]> {

@@ -8,3 +8,6 @@ export interface Caller {
 }
 
 export const inScope = (caller: Caller, scope: string): boolean => caller.scope === scope || (caller.role === 'admin' && caller.scope === '*');
+
+/** The scope a listing filters by: the caller's, or none (every scope) for an admin calling in scope `*`. */
+export const listedScope = (caller: Caller): string | undefined => (caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope);

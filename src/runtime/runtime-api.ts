@@ -10,6 +10,8 @@ import type { RecordedEvent } from '../store/event-store.ts';
 import type { Caller } from './caller.ts';
 import type { RetentionReport } from './maintenance/retention.ts';
 import type { ContentApi } from './builds/content-api.ts';
+import type { Listing, PageQuery } from './listing.ts';
+import type { ActivityItem } from '../projections/activity.projection.ts';
 
 export type { Caller } from './caller.ts';
 
@@ -104,6 +106,13 @@ export interface ExecutionRecord {
   updatedAt: number;
 }
 
+/** What a listing of executions filters by (an operationId names at most one). */
+export interface ExecutionQuery {
+  operationId?: string;
+  environment?: string;
+  status?: ExecutionStatus;
+}
+
 export interface OutputRead {
   data: Buffer;
   next: number;
@@ -133,17 +142,18 @@ export interface RuntimeApi {
   readonly content?: ContentApi;
 
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView>;
-  listEnvironments(caller: Caller): Promise<EnvironmentView[]>;
+  /** Every list takes a page query and returns one page and the cursor of the next (src/runtime/listing.ts). */
+  listEnvironments(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>>;
   getEnvironment(caller: Caller, id: string): Promise<EnvironmentView>;
   updateEnvironment(caller: Caller, id: string, patch: Partial<CreateEnvironmentInput>): Promise<EnvironmentView>;
   deleteEnvironment(caller: Caller, id: string): Promise<void>;
 
   acquire(caller: Caller, environmentId: string): Promise<AllocationView>;
-  listAllocations(caller: Caller, environmentId: string): Promise<AllocationView[]>;
+  listAllocations(caller: Caller, environmentId: string, page?: PageQuery): Promise<Listing<AllocationView>>;
   release(caller: Caller, environmentId: string, allocationId: string): Promise<AllocationView>;
   /** The active-allocation index. */
-  activeAllocations(caller: Caller): Promise<AllocationView[]>;
-  catalog(caller: Caller): Promise<EnvironmentView[]>;
+  activeAllocations(caller: Caller, page?: PageQuery): Promise<Listing<AllocationView>>;
+  catalog(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>>;
 
   createSession(
     caller: Caller,
@@ -153,10 +163,7 @@ export interface RuntimeApi {
 
   submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord>;
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord>;
-  listExecutions(
-    caller: Caller,
-    query: { operationId?: string; environment?: string; status?: ExecutionStatus },
-  ): Promise<ExecutionRecord[]>;
+  listExecutions(caller: Caller, query?: ExecutionQuery & PageQuery): Promise<Listing<ExecutionRecord>>;
   cancelExecution(caller: Caller, id: string): Promise<ExecutionRecord>;
   /**
    * Bytes of `stream` from `cursor`, at most `maxBytes`. With `into`, read into that buffer (at most its length) and
@@ -173,7 +180,7 @@ export interface RuntimeApi {
   resize(caller: Caller, id: string, cols: number, rows: number): Promise<void>;
 
   /** Executions and operations with status and structured failure, never payloads. */
-  activity(caller: Caller): Promise<unknown[]>;
+  activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>>;
   replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]>;
   /** The audit feed of the caller's scope, from an exclusive global position. */
   events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> };

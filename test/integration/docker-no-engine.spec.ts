@@ -70,7 +70,7 @@ describe('a Docker environment whose engine does not answer', () => {
       // releasing, and the environment is idle again.
       const view = await berth.api.getEnvironment(admin, env.id);
       expect(view).toMatchObject({ state: 'idle', allocation: null });
-      expect(await berth.api.activeAllocations(admin)).toEqual([]);
+      expect(await berth.api.activeAllocations(admin)).toEqual({ items: [] });
       const requested = (await berth.api.replay(admin, `environment-${env.id}`))
         .map((step) => step.event)
         .filter((e) => e.type === 'environment.acquisition_requested');

@@ -49,7 +49,7 @@ describe('deleting an environment', () => {
       await berth.api.deleteEnvironment(admin, env.id);
       expect(await codeOf(() => berth.api.getEnvironment(admin, env.id))).toBe('environment_not_found');
       expect((await berth.api.environments.allocationView(a.allocationId)).state).toBe('released');
-      expect(await berth.api.activeAllocations(admin)).toEqual([]);
+      expect(await berth.api.activeAllocations(admin)).toEqual({ items: [] });
       if (provider === 'docker') expect(await countLabelled(LABEL.allocationId, a.allocationId)).toEqual({ containers: 0, networks: 0, volumes: 0 });
     });
 

@@ -104,7 +104,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     expect(await countLabelled(LABEL.requestId, requestId)).toEqual({ containers: 0, networks: 0, volumes: 0 });
     expect(await countLabelled(LABEL.environmentId, env.id)).toEqual({ containers: 0, networks: 0, volumes: 0 });
     expect((await berth.api.getEnvironment(admin, env.id)).state).toBe('idle');
-    expect(await berth.api.activeAllocations(admin)).toEqual([]);
+    expect((await berth.api.activeAllocations(admin)).items).toEqual([]);
   });
 
   it('should give 50 concurrent acquires of one environment one allocation and one container', async () => {
@@ -114,7 +114,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     expect(new Set(answers.map((a) => a.allocationId)).size).toBe(1);
     expect(answers.every((a) => a.state === 'ready' && a.generation === 1)).toBe(true);
     expect((await countLabelled(LABEL.environmentId, env.id)).containers).toBe(1);
-    expect(await berth.api.listAllocations(admin, env.id)).toHaveLength(1);
+    expect((await berth.api.listAllocations(admin, env.id)).items).toHaveLength(1);
   });
 
   it('should refuse release while a use is held (environment_busy) and release once it is given back', async () => {
@@ -152,7 +152,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     const lost = await berth.api.environments.allocationView(a.allocationId);
     expect(lost.state).toBe('lost');
     expect(lost.uses).toEqual([{ useId: 'huse_kept', kind: 'physical' }]);
-    const index = await berth.api.activeAllocations(admin);
+    const index = (await berth.api.activeAllocations(admin)).items;
     expect(index.map((x) => [x.allocationId, x.state])).toEqual([[a.allocationId, 'lost']]);
 
     // Once its use is given back, the remains (network, volume) are released explicitly; a new acquire is generation 2.
@@ -253,11 +253,11 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     // Nothing was sent to the engine: the intent is confirmed absent at once, the environment idle again.
     expect(await allocationState(cut, String(refused.detail.allocationId))).toBe('failed');
     expect((await cut.api.getEnvironment(admin, env.id)).allocation).toBeNull();
-    expect(await cut.api.activeAllocations(admin)).toEqual([]);
+    expect((await cut.api.activeAllocations(admin)).items).toEqual([]);
     await stop(cut);
 
     const back = await start();
-    expect(await back.api.activeAllocations(admin)).toEqual([]);
+    expect((await back.api.activeAllocations(admin)).items).toEqual([]);
     const a = await back.api.acquire(admin, env.id);
     expect(a.generation).toBe(2);
     expect((await countLabelled(LABEL.environmentId, env.id)).containers).toBe(1);

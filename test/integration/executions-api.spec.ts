@@ -59,7 +59,7 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
 
   afterAll(async () => {
     // A failed test must not leave its command running: cancel whatever is still unfinished.
-    const open = berth ? ((await berth.api.activity(caller)) as { id: string; unfinished: boolean }[]).filter((x) => x.unfinished) : [];
+    const open = berth ? (((await berth.api.activity(caller)).items) as { id: string; unfinished: boolean }[]).filter((x) => x.unfinished) : [];
     for (const x of open) await berth.api.cancelExecution(caller, x.id).then(() => settled(berth.api, x.id), () => undefined);
     await berth?.stop();
     if (labels) await removeTestResources(labels);
@@ -82,7 +82,7 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
     expect(isBerthError(conflict, 'operation_conflict')).toBe(true);
     expect(await fileText(counter)).toBe('ran\n');
     expect(await fileText(other)).toBe('');
-    expect(await api.listExecutions(caller, { operationId: input.operationId })).toHaveLength(1);
+    expect((await api.listExecutions(caller, { operationId: input.operationId })).items).toHaveLength(1);
   });
 
   it.skipIf(skip)('should feed stdin to cat and give back the very same bytes', async () => {
@@ -147,7 +147,7 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
   }
 
   async function containerSleeps(): Promise<string[]> {
-    const [allocation] = await berth.api.listAllocations(caller, environment);
+    const [allocation] = (await berth.api.listAllocations(caller, environment)).items;
     const ps = await execIn(allocation.identity!.resourceId, ['/bin/sh', '-c', 'ps -o pid,args']);
     return ps.output.split('\n').filter((line) => line.includes('sleep 1000'));
   }
@@ -157,7 +157,7 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
     const marker = `${scratch}/stale-${uid()}`;
     const command = ['/bin/sh', '-c', `echo ran > ${marker}`];
     const old = await api.acquire(caller, environment);
-    await waitFor(async () => (await api.listAllocations(caller, environment))[0].uses, {
+    await waitFor(async () => ((await api.listAllocations(caller, environment)).items)[0].uses, {
       until: (uses) => uses.length === 0,
       timeoutMs: 20_000,
       what: 'the earlier executions to give their uses back',
@@ -231,13 +231,13 @@ describe.each(providers)('executions through the runtime API, %s provider', (kin
     const long = await api.submitExecution(caller, { operationId: `long-${uid()}`, environment, command: ['sleep', '1000'] });
     await waitFor(async () => (await api.getExecution(caller, long.id)).status, { until: (s) => s === 'running', timeoutMs: 20_000, what: 'running' });
 
-    const activity = (await api.activity(caller)) as Record<string, unknown>[];
+    const activity = (await api.activity(caller)).items as unknown as Record<string, unknown>[];
     const byId = new Map(activity.map((x) => [x.id, x]));
     for (const r of [...records, done]) {
       expect(byId.get(r.id), r.id).toMatchObject({ status: r.status, operationId: r.operationId, ...(r.failure ? { failure: r.failure } : {}) });
     }
     await waitFor(async () => (await api.getExecution(caller, done.id)).step, { until: (step) => step === 'released', timeoutMs: 20_000, what: 'released' });
-    const finished = ((await api.activity(caller)) as Record<string, unknown>[]).find((x) => x.id === done.id);
+    const finished = ((await api.activity(caller)).items as unknown as Record<string, unknown>[]).find((x) => x.id === done.id);
     expect(finished).toMatchObject({ status: 'exited', exitCode: 4, step: 'released', unfinished: false });
     expect(byId.get(long.id)).toMatchObject({ status: 'running', step: 'running', unfinished: true });
     expect(JSON.stringify(activity)).not.toContain(secretWord);

@@ -40,7 +40,7 @@ export const tempDir = (prefix: string): { path: string; remove(): void } => {
 
 /** The environment named `name` (created with the provider's profile when missing). */
 export async function environmentFor(api: RuntimeApi, kind: ProviderKind, name = `exec-${kind}`): Promise<string> {
-  const found = (await api.listEnvironments(caller)).find((e) => e.name === name);
+  const found = ((await api.listEnvironments(caller)).items).find((e) => e.name === name);
   if (found) return found.id;
   return (await api.createEnvironment(caller, { name, profile: { provider: kind } })).id;
 }

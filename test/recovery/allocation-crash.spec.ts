@@ -86,7 +86,7 @@ describe.skipIf(!dockerAvailable)('allocation under kill -9', () => {
     const [requestId] = await requestIds(envId);
     expect(await containerIds(requestId)).toEqual([]);
     // Reconciled before admission: the index holds nothing, the environment is idle again.
-    expect(await berth!.api.activeAllocations(admin)).toEqual([]);
+    expect((await berth!.api.activeAllocations(admin)).items).toEqual([]);
     expect((await berth!.api.getEnvironment(admin, envId)).state).toBe('idle');
 
     const a = await berth!.api.acquire(admin, envId);
@@ -110,7 +110,7 @@ describe.skipIf(!dockerAvailable)('allocation under kill -9', () => {
     await crash('acquire', envId, { BERTH_CRASH_AT: 'docker.container-created' });
     await start();
     const [requestId] = await requestIds(envId);
-    const [index] = await berth!.api.activeAllocations(admin);
+    const [index] = (await berth!.api.activeAllocations(admin)).items;
     expect(index).toMatchObject({ state: 'ready', generation: 1 });
     const created = await containerIds(requestId);
     expect(created).toEqual([index.identity!.resourceId]);
@@ -127,7 +127,7 @@ describe.skipIf(!dockerAvailable)('allocation under kill -9', () => {
     const [running] = await rawDocker.listContainers({ filters: { label: [`${LABEL.environmentId}=${envId}`] } });
     expect(running.State).toBe('running');
     await start();
-    const [index] = await berth!.api.activeAllocations(admin);
+    const [index] = (await berth!.api.activeAllocations(admin)).items;
     expect(index).toMatchObject({ state: 'ready', identity: { resourceId: running.Id } });
 
     const a = await berth!.api.acquire(admin, envId);
@@ -145,7 +145,7 @@ describe.skipIf(!dockerAvailable)('allocation under kill -9', () => {
     const a = await berth!.api.acquire(admin, envId);
     await crash('release', envId, { BERTH_CRASH_AFTER: point });
     await start();
-    expect(await berth!.api.activeAllocations(admin)).toEqual([]);
+    expect((await berth!.api.activeAllocations(admin)).items).toEqual([]);
     expect((await berth!.api.environments.allocationView(a.allocationId)).state).toBe('released');
     expect((await berth!.api.getEnvironment(admin, envId)).state).toBe('idle');
     expect(await countLabelled(LABEL.allocationId, a.allocationId)).toEqual({ containers: 0, networks: 0, volumes: 0 });

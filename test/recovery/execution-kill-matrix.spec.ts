@@ -111,7 +111,7 @@ describe.each(providers)('kill -9 matrix, %s provider', (kind) => {
         expect(types[types.indexOf(lastOfAppend(crashAfter)) + 1]).toBe('runtime.recovered');
         const environment = await environmentFor(api, kind);
         // Checked before the command that reads the ids file back takes a use of its own.
-        const allocations = await api.listAllocations(caller, environment);
+        const allocations = (await api.listAllocations(caller, environment)).items;
         expect(allocations.length).toBeGreaterThan(0);
         for (const a of allocations) expect(a.uses).toEqual([]);
         let ids: string;
@@ -166,7 +166,7 @@ describe('a terminal execution killed with its runtime', () => {
       const record = await released(berth.api, executionIdOf(caller.scope, 'op-pty'));
       expect(record).toMatchObject({ status: 'unknown', failure: { code: 'unknown' } });
       expect(readFileSync(marker, 'utf8')).toBe('run\n');
-      const [allocation] = await berth.api.listAllocations(caller, await environmentFor(berth.api, 'native'));
+      const [allocation] = (await berth.api.listAllocations(caller, await environmentFor(berth.api, 'native'))).items;
       expect(allocation.uses).toEqual([]);
     } finally {
       await berth.stop();

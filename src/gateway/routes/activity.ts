@@ -1,5 +1,6 @@
 /** `GET /v1/activity`: executions and operations with status and structured failure, never payloads. */
-import { activitySchema } from '../../../schemas/api.ts';
+import { activitySchema, listQuery } from '../../../schemas/api.ts';
+import { pagedResponse, sendPage } from '../paged-reply.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 
 export const activityPlugin = resourcePlugin([
@@ -8,8 +9,9 @@ export const activityPlugin = resourcePlugin([
       method: 'GET',
       path: '/v1/activity',
       summary: 'Executions and operations of the scope',
-      responses: { 200: { description: 'Activity entries', schema: activitySchema } },
+      query: listQuery,
+      responses: { 200: pagedResponse('Activity entries', activitySchema) },
     },
-    async ({ deps, caller }) => deps.api.activity(caller),
+    async ({ deps, caller, query, reply }) => sendPage(reply, await deps.api.activity(caller, query)),
   ),
 ]);

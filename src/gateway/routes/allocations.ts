@@ -1,6 +1,7 @@
 /** Allocations: acquire, list and release an environment's allocations, and the active-allocation index. */
 import { z } from 'zod';
-import { allocationParams, allocationSchema, idParams } from '../../../schemas/api.ts';
+import { allocationParams, allocationSchema, idParams, listQuery } from '../../../schemas/api.ts';
+import { pagedResponse, sendPage } from '../paged-reply.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 
 export const allocationsPlugin = resourcePlugin([
@@ -21,9 +22,10 @@ export const allocationsPlugin = resourcePlugin([
       path: '/v1/environments/{id}/allocations',
       summary: "An environment's allocations",
       params: idParams,
-      responses: { 200: { description: 'Allocations', schema: z.array(allocationSchema) } },
+      query: listQuery,
+      responses: { 200: pagedResponse('Allocations', z.array(allocationSchema)) },
     },
-    async ({ deps, caller, params }) => deps.api.listAllocations(caller, params.id),
+    async ({ deps, caller, params, query, reply }) => sendPage(reply, await deps.api.listAllocations(caller, params.id, query)),
   ),
   defineRoute(
     {
@@ -40,8 +42,9 @@ export const allocationsPlugin = resourcePlugin([
       method: 'GET',
       path: '/v1/allocations',
       summary: 'The active-allocation index of the scope',
-      responses: { 200: { description: 'Active allocations', schema: z.array(allocationSchema) } },
+      query: listQuery,
+      responses: { 200: pagedResponse('Active allocations', z.array(allocationSchema)) },
     },
-    async ({ deps, caller }) => deps.api.activeAllocations(caller),
+    async ({ deps, caller, query, reply }) => sendPage(reply, await deps.api.activeAllocations(caller, query)),
   ),
 ]);

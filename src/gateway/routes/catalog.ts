@@ -1,6 +1,7 @@
 /** `GET /v1/catalog`: the scope's environments as the catalog projection sees them. */
 import { z } from 'zod';
-import { environmentSchema } from '../../../schemas/api.ts';
+import { environmentSchema, listQuery } from '../../../schemas/api.ts';
+import { pagedResponse, sendPage } from '../paged-reply.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 
 export const catalogPlugin = resourcePlugin([
@@ -9,8 +10,9 @@ export const catalogPlugin = resourcePlugin([
       method: 'GET',
       path: '/v1/catalog',
       summary: 'The environment catalog of the scope',
-      responses: { 200: { description: 'Environments', schema: z.array(environmentSchema) } },
+      query: listQuery,
+      responses: { 200: pagedResponse('Environments', z.array(environmentSchema)) },
     },
-    async ({ deps, caller }) => deps.api.catalog(caller),
+    async ({ deps, caller, query, reply }) => sendPage(reply, await deps.api.catalog(caller, query)),
   ),
 ]);

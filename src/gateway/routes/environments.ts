@@ -1,6 +1,7 @@
 /** Environment CRUD with profile (seed 001 §2; DESIGN §8). The content protocol (files, import, build) is elsewhere. */
 import { z } from 'zod';
-import { createEnvironmentBody, environmentSchema, idParams, updateEnvironmentBody } from '../../../schemas/api.ts';
+import { createEnvironmentBody, environmentSchema, idParams, listQuery, updateEnvironmentBody } from '../../../schemas/api.ts';
+import { pagedResponse, sendPage } from '../paged-reply.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 
 export const environmentsPlugin = resourcePlugin([
@@ -20,9 +21,10 @@ export const environmentsPlugin = resourcePlugin([
       method: 'GET',
       path: '/v1/environments',
       summary: "List the caller's environments",
-      responses: { 200: { description: 'Environments', schema: z.array(environmentSchema) } },
+      query: listQuery,
+      responses: { 200: pagedResponse('Environments', z.array(environmentSchema)) },
     },
-    async ({ deps, caller }) => deps.api.listEnvironments(caller),
+    async ({ deps, caller, query, reply }) => sendPage(reply, await deps.api.listEnvironments(caller, query)),
   ),
   defineRoute(
     {

@@ -11,6 +11,7 @@ import {
   outputQuery,
   submitExecutionBody,
 } from '../../../schemas/api.ts';
+import { pagedResponse, sendPage } from '../paged-reply.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 
 export const executionsPlugin = resourcePlugin([
@@ -31,9 +32,9 @@ export const executionsPlugin = resourcePlugin([
       path: '/v1/executions',
       summary: 'List execution records by operationId, environment or status',
       query: listExecutionsQuery,
-      responses: { 200: { description: 'Execution records', schema: z.array(executionRecordSchema) } },
+      responses: { 200: pagedResponse('Execution records', z.array(executionRecordSchema)) },
     },
-    async ({ deps, caller, query }) => deps.api.listExecutions(caller, query),
+    async ({ deps, caller, query, reply }) => sendPage(reply, await deps.api.listExecutions(caller, query)),
   ),
   defineRoute(
     {

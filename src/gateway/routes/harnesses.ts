@@ -3,9 +3,10 @@
  * Naming an environment outside the caller's scope, or none that exists, is environment_not_found.
  */
 import { z } from 'zod';
-import { idParams } from '../../../schemas/api.ts';
+import { idParams, listQuery } from '../../../schemas/api.ts';
 import { createHarnessBody, harnessSchema, updateHarnessBody } from '../../../schemas/content-api.ts';
 import { contentOf, contentPlugin } from '../content-plugin.ts';
+import { pagedResponse, sendPage } from '../paged-reply.ts';
 import { defineRoute } from '../route.ts';
 
 export const harnessesPlugin = contentPlugin([
@@ -28,9 +29,10 @@ export const harnessesPlugin = contentPlugin([
           method: 'GET',
           path: '/v1/harnesses',
           summary: "The caller's harnesses",
-          responses: { 200: { description: 'Harnesses', schema: z.array(harnessSchema) } },
+          query: listQuery,
+          responses: { 200: pagedResponse('Harnesses', z.array(harnessSchema)) },
         },
-        async ({ deps, caller, request }) => contentOf(deps, request.method, request.url).listHarnesses(caller),
+        async ({ deps, caller, query, request, reply }) => sendPage(reply, await contentOf(deps, request.method, request.url).listHarnesses(caller, query)),
       ),
       defineRoute(
         {

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Body } from '../../content/import/byte-reader.ts';
 import type { ImportResult } from '../../content/import/import-result.ts';
 import type { Caller } from '../caller.ts';
+import type { Listing, PageQuery } from '../listing.ts';
 
 export interface FileTree {
   files: { count: number; bytes: number };
@@ -95,7 +96,7 @@ export interface ContentApi {
   activate(caller: Caller, environmentId: string, version: number): Promise<VersionList>;
 
   createHarness(caller: Caller, input: HarnessInput & { name: string }): Promise<HarnessView>;
-  listHarnesses(caller: Caller): Promise<HarnessView[]>;
+  listHarnesses(caller: Caller, page?: PageQuery): Promise<Listing<HarnessView>>;
   getHarness(caller: Caller, id: string): Promise<HarnessView>;
   updateHarness(caller: Caller, id: string, patch: HarnessInput): Promise<HarnessView>;
   deleteHarness(caller: Caller, id: string): Promise<void>;

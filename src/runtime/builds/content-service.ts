@@ -31,6 +31,7 @@ import type { EnvironmentContentFields } from '../environments/environment-view.
 import type { EnvironmentService } from '../environments/environment-service.ts';
 import type { HarnessService } from './harness-service.ts';
 import type { Caller } from '../runtime-api.ts';
+import type { Listing, PageQuery } from '../listing.ts';
 
 export interface ContentServiceDeps {
   actors: ActorRuntime<any>;
@@ -193,8 +194,8 @@ export class ContentService implements ContentApi {
   createHarness(caller: Caller, input: HarnessInput & { name: string }): Promise<HarnessView> {
     return this.deps.harnesses.create(caller, input);
   }
-  listHarnesses(caller: Caller): Promise<HarnessView[]> {
-    return this.deps.harnesses.list(caller);
+  listHarnesses(caller: Caller, page?: PageQuery): Promise<Listing<HarnessView>> {
+    return this.deps.harnesses.list(caller, page);
   }
   getHarness(caller: Caller, id: string): Promise<HarnessView> {
     return this.deps.harnesses.get(caller, id);

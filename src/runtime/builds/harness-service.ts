@@ -9,9 +9,11 @@ import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import type { HarnessContext } from '../../machines/harness.machine.ts';
 import type { HarnessEntry } from '../../projections/harnesses.projection.ts';
+import type { Page } from '../../projections/projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { HarnessInput, HarnessView } from './content-api.ts';
-import { inScope } from '../caller.ts';
+import { inScope, listedScope } from '../caller.ts';
+import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 import type { EnvironmentService } from '../environments/environment-service.ts';
 import type { Caller } from '../runtime-api.ts';
 
@@ -42,9 +44,9 @@ export class HarnessService {
     return this.get(caller, id);
   }
 
-  list(caller: Caller): Promise<HarnessView[]> {
-    const scope = caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope;
-    return this.views(caller, this.deps.harnesses.query.list(scope) as HarnessEntry[]);
+  async list(caller: Caller, query?: PageQuery): Promise<Listing<HarnessView>> {
+    const page = this.deps.harnesses.query.page(listedScope(caller), pageRange(query)) as Page<HarnessEntry>;
+    return listingOf(page, await this.views(caller, page.rows));
   }
 
   async get(caller: Caller, id: string): Promise<HarnessView> {

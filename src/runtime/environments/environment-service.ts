@@ -13,6 +13,7 @@ import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { EnvironmentContext } from '../../machines/environment.machine.ts';
 import { executionStatus, type ExecutionContext } from '../../machines/execution.machine.ts';
+import type { Page } from '../../projections/projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
 import type { CatalogEntry } from '../../projections/catalog.projection.ts';
@@ -20,7 +21,8 @@ import type { ProviderRegistry } from '../provider-registry.ts';
 import { assertQuota, assertWithinPolicy, effectiveProfile, type RolePolicy } from '../role-policy.ts';
 import { environmentView, type EnvironmentContentFields } from './environment-view.ts';
 import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } from '../runtime-api.ts';
-import { inScope } from '../caller.ts';
+import { inScope, listedScope } from '../caller.ts';
+import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 import { waitUntil } from './wait-until.ts';
 
 /** How long an acquire waits for an allocation under way before answering `unavailable`. */
@@ -104,10 +106,12 @@ export class EnvironmentService {
     return run;
   }
 
-  /** The caller's environments (every scope's for the admin of `*`), from the read models. */
-  async list(caller: Caller): Promise<EnvironmentView[]> {
+  /** One page of the caller's environments (every scope's for the admin of `*`), from the read models. */
+  async list(caller: Caller, query?: PageQuery): Promise<Listing<EnvironmentView>> {
+    const range = pageRange(query);
     await this.readModelsCaughtUp();
-    return this.render(this.deps.catalog.query.list(caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope) as CatalogEntry[]);
+    const page = this.deps.catalog.query.page(listedScope(caller), range) as Page<CatalogEntry>;
+    return listingOf(page, await this.render(page.rows));
   }
 
   async get(caller: Caller, id: string): Promise<EnvironmentView> {
@@ -387,10 +391,36 @@ export class EnvironmentService {
     return this.allocationView(allocationId);
   }
 
-  async listAllocations(caller: Caller, id: string, active: ReadModel): Promise<AllocationView[]> {
+  /** One page of the allocations alive of one of the caller's environments. */
+  async listAllocations(caller: Caller, id: string, query?: PageQuery): Promise<Listing<AllocationView>> {
+    const range = pageRange(query);
     await this.context(caller, id);
-    const ids = (active.query.ofEnvironment(id) as { allocationId: string }[]).map((a) => a.allocationId);
-    return Promise.all(ids.map((allocationId) => this.allocationView(allocationId)));
+    const page = this.deps.allocations.query.page(id, range) as Page<ActiveAllocation>;
+    return listingOf(page, await Promise.all(page.rows.map((a) => this.allocationView(a.allocationId))));
+  }
+
+  /**
+   * One page of the active-allocation index, the caller's scope only. Allocations carry no scope: rows of other
+   * scopes' environments are skipped and more are read until the page is full. The index holds only allocations
+   * alive, so that walk is bounded by the work in flight, not the history.
+   */
+  async activeAllocations(caller: Caller, query?: PageQuery): Promise<Listing<AllocationView>> {
+    const range = pageRange(query);
+    await this.readModelsCaughtUp();
+    const visible: ActiveAllocation[] = [];
+    let page: Page<ActiveAllocation> = { rows: [], next: range.after };
+    // Each read asks for what the page still lacks, so the last row read is the last row kept or skipped: its
+    // cursor is where the next page starts.
+    do {
+      page = this.deps.allocations.query.page(undefined, { ...range, after: page.next, limit: range.limit - visible.length }) as Page<ActiveAllocation>;
+      for (const a of page.rows) if (this.visibleTo(caller, a.environmentId)) visible.push(a);
+    } while (page.next !== undefined && visible.length < range.limit);
+    return listingOf(page, await Promise.all(visible.map((a) => this.allocationView(a.allocationId))));
+  }
+
+  private visibleTo(caller: Caller, environmentId: string): boolean {
+    const entry = this.deps.catalog.query.get(environmentId) as CatalogEntry | undefined;
+    return entry !== undefined && inScope(caller, entry.scope);
   }
 
   /**

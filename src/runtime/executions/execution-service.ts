@@ -10,7 +10,7 @@ import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import { executionStatus, type ExecutionContext } from '../../machines/execution.machine.ts';
 import type { MachineView } from '../../machines/machine-view.ts';
-import type { ActivityEntry, ActivityItem, ExecutionRow } from '../../projections/activity.projection.ts';
+import { activityItem, type ActivityEntry, type ActivityItem, type ExecutionRow } from '../../projections/activity.projection.ts';
 import type { Page } from '../../projections/projection.ts';
 import { assertCommandEnv } from '../../providers/command-env.ts';
 import type { OutputStream } from '../../../schemas/output.ts';
@@ -18,11 +18,12 @@ import type { ExecutionStatus } from '../../../schemas/states.ts';
 import type { Executor } from '../../providers/provider.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
-import { inScope } from '../caller.ts';
+import { inScope, listedScope } from '../caller.ts';
+import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 import type { EnvironmentService } from '../environments/environment-service.ts';
 import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
 import { assertQuota, isMember, outputLimitOf, type RolePolicy } from '../role-policy.ts';
-import type { Caller, ExecutionRecord, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
+import type { Caller, ExecutionQuery, ExecutionRecord, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
 import type { Services } from '../services.ts';
 import { versionMount } from './version-exec.ts';
 
@@ -225,23 +226,27 @@ export class ExecutionService {
     return this.record(await this.view(caller, id));
   }
 
-  async list(caller: Caller, query: { operationId?: string; environment?: string; status?: ExecutionStatus }): Promise<ExecutionRecord[]> {
+  /** One page of the caller's execution records (by operationId: that one, or none), read from the activity rows. */
+  async list(caller: Caller, query: ExecutionQuery & PageQuery): Promise<Listing<ExecutionRecord>> {
+    const range = pageRange(query);
     const matches = (r: { environment: string; status: string }) =>
       (!query.environment || r.environment === query.environment) && (!query.status || r.status === query.status);
     if (query.operationId !== undefined) {
       const view = await this.deps.actors.get<ExecutionContext>('execution', executionIdOf(caller.scope, query.operationId));
-      return view && view.state !== 'pristine' ? [this.record(view)].filter(matches) : [];
+      return { items: view && view.state !== 'pristine' ? [this.record(view)].filter(matches) : [] };
     }
     // Read your writes: the listing includes what was accepted before it was asked for.
     await this.deps.activity.waitFor(await this.deps.head(), ADMISSION_READ_WAIT_MS);
-    const rows: ExecutionRow[] = [];
-    const filter = { scope: scopeOf(caller), environmentId: query.environment, status: query.status };
-    for (let after: number | undefined, page: Page<ExecutionRow>; ; after = page.next) {
-      page = this.deps.activity.query.page(filter, after, 1000) as Page<ExecutionRow>;
-      rows.push(...page.rows);
-      if (page.next === undefined) break;
-    }
-    return rows.map(recordOf);
+    const filter = { scope: listedScope(caller), environmentId: query.environment, status: query.status };
+    const page = this.deps.activity.query.page(filter, range) as Page<ExecutionRow>;
+    return listingOf(page, page.rows.map(recordOf));
+  }
+
+  /** One page of the caller's activity: every execution's status and failure, never its payloads. */
+  async activity(caller: Caller, query: PageQuery): Promise<Listing<ActivityItem>> {
+    const range = pageRange(query);
+    const page = this.deps.activity.query.page({ scope: listedScope(caller) }, range) as Page<ExecutionRow>;
+    return listingOf(page, page.rows.map(activityItem));
   }
 
   async cancel(caller: Caller, id: string): Promise<ExecutionRecord> {
@@ -430,8 +435,6 @@ function remember<T>(map: Map<string, T>, id: string, value: T): void {
   if (map.size >= SAVED_OUTPUTS_KEPT) map.delete(map.keys().next().value!);
   map.set(id, value);
 }
-
-const scopeOf = (caller: Caller): string | undefined => (caller.role === 'admin' && caller.scope === '*' ? undefined : caller.scope);
 
 /** The execution record the activity row holds: what `record` gives for the actor in the same state. */
 const recordOf = (x: ExecutionRow): ExecutionRecord => ({

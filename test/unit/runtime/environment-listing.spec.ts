@@ -48,7 +48,7 @@ const buildEnds = (b: Berth, id: string, version: number) =>
 
 /** Every listed object (and each one by id) says what the environment's actor and its allocation's actor hold. */
 async function expectAsTheActors(b: Berth, ids: string[]): Promise<void> {
-  const listed = await b.api.listEnvironments(admin);
+  const listed = (await b.api.listEnvironments(admin)).items;
   expect(listed.map((v) => v.id)).toEqual(ids);
   for (const view of listed) {
     expect(await b.api.getEnvironment(admin, view.id)).toEqual(view);
@@ -98,11 +98,11 @@ describe('environment listing from the read models', () => {
   it('should show an event appended a moment ago to the very next list and get (read-your-writes)', async () => {
     const b = await start();
     const env = await b.api.createEnvironment(admin, { name: 'fresh' });
-    expect((await b.api.listEnvironments(admin)).map((e) => e.id)).toEqual([env.id]);
+    expect(((await b.api.listEnvironments(admin)).items).map((e) => e.id)).toEqual([env.id]);
     const a = await b.api.acquire(admin, env.id);
-    expect((await b.api.catalog(admin))[0]).toMatchObject({ state: 'allocated', allocation: { allocationId: a.allocationId, generation: 1, state: 'ready' } });
+    expect(((await b.api.catalog(admin)).items)[0]).toMatchObject({ state: 'allocated', allocation: { allocationId: a.allocationId, generation: 1, state: 'ready' } });
     await b.api.release(admin, env.id, a.allocationId);
-    expect((await b.api.catalog(admin))[0]).toMatchObject({ state: 'idle', allocation: null });
+    expect(((await b.api.catalog(admin)).items)[0]).toMatchObject({ state: 'idle', allocation: null });
 
     // Appended by another process sharing the log (this runtime's subscription hears of it only by polling): only
     // the read's wait for the log's head shows it at once.
@@ -115,7 +115,7 @@ describe('environment listing from the read models', () => {
         });
       for (let i = 0; i < 5; i++) {
         await updated({ description: `take ${i}` });
-        expect((await b.api.listEnvironments(admin))[1].description).toBe(`take ${i}`);
+        expect(((await b.api.listEnvironments(admin)).items)[1].description).toBe(`take ${i}`);
         await updated({ entry: `entry ${i}` });
         expect((await b.api.getEnvironment(admin, other.id)).entry).toBe(`entry ${i}`);
       }
@@ -147,12 +147,12 @@ describe('environment listing from the read models', () => {
     await expectAsTheActors(b, ids);
     await b.api.release(admin, host.id, a.allocationId);
     await expectAsTheActors(b, ids);
-    const listed = await b.api.listEnvironments(admin);
+    const listed = (await b.api.listEnvironments(admin)).items;
 
     await b.stop();
     b = await start();
     await expectAsTheActors(b, ids);
-    expect(await b.api.listEnvironments(admin)).toEqual(listed);
+    expect((await b.api.listEnvironments(admin)).items).toEqual(listed);
   });
 
   it('should keep the file summary until the content API changes the source, and walk no tree per read', async () => {
@@ -163,7 +163,7 @@ describe('environment listing from the read models', () => {
     await write(b, env.id, 'a.txt', 'aaaa');
     expect(await files()).toEqual({ count: 1, bytes: 4 });
     await write(b, env.id, 'dir/b.txt', 'bb');
-    expect((await b.api.listEnvironments(admin))[0].files).toEqual({ count: 2, bytes: 6 });
+    expect(((await b.api.listEnvironments(admin)).items)[0].files).toEqual({ count: 2, bytes: 6 });
     await write(b, env.id, 'a.txt', 'a');
     expect(await files()).toEqual({ count: 2, bytes: 3 });
 
@@ -185,7 +185,7 @@ describe('environment listing from the read models', () => {
     expect(await files()).toEqual({ count: 2, bytes: 3 });
 
     await b.api.deleteEnvironment(admin, env.id);
-    expect(await b.api.listEnvironments(admin)).toEqual([]);
+    expect((await b.api.listEnvironments(admin)).items).toEqual([]);
     expect(isBerthError(await b.api.getEnvironment(admin, env.id).catch((e) => e), 'environment_not_found')).toBe(true);
   });
 
@@ -195,9 +195,9 @@ describe('environment listing from the read models', () => {
     const bob: Caller = { scope: 'bob', role: 'member' };
     const mine = await b.api.createEnvironment(alice, { name: 'shared name' });
     const theirs = await b.api.createEnvironment(bob, { name: 'shared name' });
-    expect((await b.api.listEnvironments(alice)).map((e) => e.id)).toEqual([mine.id]);
-    expect((await b.api.catalog(bob)).map((e) => e.id)).toEqual([theirs.id]);
-    expect((await b.api.listEnvironments({ scope: '*', role: 'admin' })).map((e) => e.id)).toEqual([mine.id, theirs.id]);
+    expect(((await b.api.listEnvironments(alice)).items).map((e) => e.id)).toEqual([mine.id]);
+    expect(((await b.api.catalog(bob)).items).map((e) => e.id)).toEqual([theirs.id]);
+    expect(((await b.api.listEnvironments({ scope: '*', role: 'admin' })).items).map((e) => e.id)).toEqual([mine.id, theirs.id]);
     for (const id of [theirs.id, 'henv_0123456789abcdef0123456789abcdef', 'not-an-id']) {
       expect(isBerthError(await b.api.getEnvironment(alice, id).catch((e) => e), 'environment_not_found')).toBe(true);
     }

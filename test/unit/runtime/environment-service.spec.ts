@@ -93,7 +93,7 @@ describe('environment service', () => {
     await b.api.environments.acquireUse(admin, env.id, a.allocationId, 'physical', 'huse_physical');
     await b.runtime.projections.catchUp();
     const index = b.runtime.projections.get('active-allocations')!;
-    expect((await b.api.activeAllocations(admin)).map((x) => x.allocationId)).toEqual([a.allocationId]);
+    expect(((await b.api.activeAllocations(admin)).items).map((x) => x.allocationId)).toEqual([a.allocationId]);
     expect((index.query.retainedUses() as { useId: string }[]).map((u) => u.useId).sort()).toEqual(['huse_admission', 'huse_physical']);
     expect(isBerthError(await b.api.release(admin, env.id, a.allocationId).catch((e) => e), 'environment_busy')).toBe(true);
 
@@ -106,7 +106,7 @@ describe('environment service', () => {
     await b.api.environments.releaseUse(admin, env.id, a.allocationId, 'huse_physical');
     expect((await b.api.release(admin, env.id, a.allocationId)).state).toBe('released');
     await b.runtime.projections.catchUp();
-    expect(await b.api.activeAllocations(admin)).toEqual([]);
+    expect((await b.api.activeAllocations(admin)).items).toEqual([]);
   });
 
   it('should select an environment for a session without allocating anything', async () => {
@@ -117,7 +117,7 @@ describe('environment service', () => {
     expect(child.environmentId).toBe(env.id);
     expect((await b.api.getEnvironment(admin, env.id)).state).toBe('idle');
     expect(await eventTypes(b, `environment-${env.id}`)).toEqual(['environment.created']);
-    expect(await b.api.activeAllocations(admin)).toEqual([]);
+    expect((await b.api.activeAllocations(admin)).items).toEqual([]);
   });
 
   it('should refuse a profile naming a provider that is not registered with provider_missing', async () => {
@@ -125,6 +125,6 @@ describe('environment service', () => {
     const refused = await b.api.createEnvironment(admin, { name: 'boxed', profile: { provider: 'docker' } }).catch((e) => e);
     expect(isBerthError(refused, 'provider_missing')).toBe(true);
     expect(refused.detail).toMatchObject({ provider: 'docker', registered: ['native'] });
-    expect(await b.api.listEnvironments(admin)).toEqual([]);
+    expect((await b.api.listEnvironments(admin)).items).toEqual([]);
   });
 });
