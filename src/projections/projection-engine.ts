@@ -213,6 +213,7 @@ export class ProjectionEngine {
       const { model } = entry;
       if (model.error || event.position <= model.position) continue;
       this.applyTo(model, event);
+      if (model.error) this.condemn(entry);
     }
     if (++this.sinceCheckpoint >= this.checkpointEvery) this.saveCheckpoints();
   }
@@ -223,12 +224,23 @@ export class ProjectionEngine {
       return;
     }
     try {
-      this.readModels.atomically(() => model.projection.reduce(model.tables, event));
+      this.readModels.write(() => model.projection.reduce(model.tables, event));
       model.advance(event.position);
     } catch (e) {
       this.log.error({ err: e, projection: model.name, position: event.position.toString() }, 'projection failed');
       model.fail(e, event.position);
     }
+  }
+
+  /**
+   * A model whose reducer threw may hold part of that event's writes beside rows not yet committed, so its tables no
+   * longer match any position: it keeps serving them (flagged failed), but what is committed points at the next
+   * generation from the start, so a restart rebuilds it from the log (as `rebuild` does now).
+   */
+  private condemn(entry: Entry): void {
+    const { model } = entry;
+    this.readModels.setCheckpoint(model.name, { version: model.projection.version, generation: model.generation + 1, position: -1n });
+    entry.savedPosition = -1n;
   }
 
   private async rebuildNow(entry: Entry): Promise<void> {
@@ -280,7 +292,7 @@ export class ProjectionEngine {
     try {
       for (const entry of this.entries.values()) {
         const { model } = entry;
-        if (model.position === entry.savedPosition) continue;
+        if (model.error || model.position === entry.savedPosition) continue;
         this.readModels.setCheckpoint(model.name, { version: model.projection.version, generation: model.generation, position: model.position });
         entry.savedPosition = model.position;
       }

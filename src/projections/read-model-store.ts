@@ -21,10 +21,10 @@ export interface ReadModelStore {
   /** Drops every generation of `name`'s tables except `keep` (and the checkpoint when `keep` is undefined). */
   drop(name: string, keep?: number): void;
   /**
-   * Runs `fn` so that all its table writes stay or, if it throws, none do. Writes join the open transaction (opened on
-   * demand); nothing is durable before `commit`.
+   * Runs a reducer's writes: they join the open transaction (opened on demand) and nothing is durable before
+   * `commit`. If `fn` throws, some of its writes may have happened: the engine then records the model for a rebuild.
    */
-  atomically(fn: () => void): void;
+  write(fn: () => void): void;
   /** Records a checkpoint in the open transaction. */
   setCheckpoint(name: string, checkpoint: SavedCheckpoint): void;
   /** Commits the open transaction: every row written and checkpoint set since the last commit, together. */

@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import type { Projection, Tables, TableSpec } from './projection.ts';
 import type { ReadModelStore, SavedCheckpoint } from './read-model-store.ts';
-import { SqliteTable, type PendingWrites } from './sqlite-table.ts';
+import { SqliteTable } from './sqlite-table.ts';
 
 const schema = `
   DROP TABLE IF EXISTS checkpoints;
@@ -26,8 +26,6 @@ const prefixOf = (name: string) => `rm_${name.replace(/[^a-zA-Z0-9]/g, '_')}__`;
 export class SqliteReadModelStore implements ReadModelStore {
   private readonly db: Database.Database;
   private readonly open = new Set<SqliteTable<unknown>>();
-  /** Writes of the `atomically` call under way: flushed to SQL when it returns, forgotten if it throws. */
-  private pending?: PendingWrites;
 
   private constructor(db: Database.Database) {
     this.db = db;
@@ -62,7 +60,7 @@ export class SqliteReadModelStore implements ReadModelStore {
   tables<T>(projection: Projection<T>, generation: number): Tables<T> {
     const tables: Record<string, SqliteTable<unknown>> = {};
     for (const [key, spec] of Object.entries(projection.tables) as [string, TableSpec][]) {
-      const t = new SqliteTable(this.db, `${prefixOf(projection.name)}${key}__${generation}`, spec, () => this.pending);
+      const t = new SqliteTable(this.db, `${prefixOf(projection.name)}${key}__${generation}`, spec);
       this.open.add(t);
       tables[key] = t;
     }
@@ -82,20 +80,9 @@ export class SqliteReadModelStore implements ReadModelStore {
     if (keep === undefined) this.db.prepare('DELETE FROM read_models WHERE name = ?').run(name);
   }
 
-  atomically(fn: () => void): void {
+  write(fn: () => void): void {
     this.begin();
-    const pending: PendingWrites = new Map();
-    this.pending = pending;
-    try {
-      fn();
-    } catch (e) {
-      // The reducer may have changed cached rows in place before it threw.
-      for (const t of this.open) t.forget();
-      throw e;
-    } finally {
-      this.pending = undefined;
-    }
-    for (const [t, rows] of pending) t.flush(rows);
+    fn();
   }
 
   setCheckpoint(name: string, c: SavedCheckpoint): void {
@@ -109,7 +96,9 @@ export class SqliteReadModelStore implements ReadModelStore {
   }
 
   commit(): void {
-    if (this.db.inTransaction) this.db.exec('COMMIT');
+    if (!this.db.inTransaction) return;
+    for (const t of this.open) t.flush();
+    this.db.exec('COMMIT');
   }
 
   logIdentity(): string {

@@ -1,13 +1,11 @@
 /**
  * One read-model table on SQLite: `seq` (insertion order, never reused, so a page cursor stays valid while rows come
  * and go), the key, the row as JSON, and one `c_<column>` per filter column, with the spec's indexes each ending in
- * `seq`. Recently used rows stay parsed in a bounded cache, so a reducer's read-modify-write of a live row skips SQL.
+ * `seq`. Writes stay in memory until the next query of the table or commit, so the many transitions of one execution
+ * within a checkpoint interval cost one row write; recently used rows stay parsed in a bounded cache.
  */
 import type Database from 'better-sqlite3';
 import type { ColumnValue, Page, PageRequest, Table, TableSpec, Where } from './projection.ts';
-
-/** Rows written by one `atomically` call, per table: a row, or null for a delete. */
-export type PendingWrites = Map<SqliteTable<any>, Map<string, unknown>>;
 
 const CACHE_ROWS = 4096;
 
@@ -21,6 +19,8 @@ const sqlValue = (v: unknown): ColumnValue => {
 export class SqliteTable<R> implements Table<R> {
   private readonly columns: readonly string[];
   private readonly cache = new Map<string, R>();
+  /** Rows written since the last flush: a row, or null for a delete. Bounded by the engine's checkpoint interval. */
+  private readonly dirty = new Map<string, R | null>();
   private readonly statements = new Map<string, Database.Statement>();
   private readonly getRow: Database.Statement<[string], { row: string }>;
   private readonly upsert: Database.Statement;
@@ -30,7 +30,6 @@ export class SqliteTable<R> implements Table<R> {
     private readonly db: Database.Database,
     readonly sqlName: string,
     spec: TableSpec<R>,
-    private readonly pending: () => PendingWrites | undefined,
   ) {
     this.columns = spec.columns ?? [];
     const cols = this.columns.map((c) => `"c_${c}"`);
@@ -49,8 +48,8 @@ export class SqliteTable<R> implements Table<R> {
   }
 
   get(key: string): R | undefined {
-    const pending = this.pending()?.get(this);
-    if (pending?.has(key)) return (pending.get(key) as R | null) ?? undefined;
+    const written = this.dirty.get(key);
+    if (written !== undefined) return written ?? undefined;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
     const found = this.getRow.get(key);
@@ -61,14 +60,15 @@ export class SqliteTable<R> implements Table<R> {
   }
 
   put(key: string, row: R): void {
-    this.writes().set(key, row);
+    this.dirty.set(key, row);
   }
 
   delete(key: string): void {
-    this.writes().set(key, null);
+    this.dirty.set(key, null);
   }
 
   page({ where = {}, after, limit, order = 'asc' }: PageRequest<R>): Page<R> {
+    this.flush();
     const [sql, args] = this.select(where, order, after);
     const rows = this.statement(`${sql} LIMIT ?`).all(...args, limit + 1) as { seq: number; row: string }[];
     const more = rows.length > limit;
@@ -77,40 +77,31 @@ export class SqliteTable<R> implements Table<R> {
   }
 
   count(where: Where<R> = {}): number {
+    this.flush();
     const [clause, args] = this.filter(where);
     return (this.statement(`SELECT count(*) AS n FROM "${this.sqlName}"${clause}`).get(...args) as { n: number }).n;
   }
 
   all(where: Where<R> = {}): R[] {
+    this.flush();
     const [sql, args] = this.select(where, 'asc');
     return (this.statement(sql).all(...args) as { row: string }[]).map((r) => JSON.parse(r.row) as R);
   }
 
-  /** @internal store only: writes one `atomically` call's rows. */
-  flush(rows: Map<string, unknown>): void {
-    for (const [key, row] of rows) {
+  /** Writes the rows changed since the last flush into the open transaction (the store commits them). */
+  flush(): void {
+    if (this.dirty.size === 0) return;
+    for (const [key, row] of this.dirty) {
       if (row === null) {
         this.remove.run(key);
         this.cache.delete(key);
       } else {
         const r = row as Record<string, unknown>;
         this.upsert.run(key, JSON.stringify(row), ...this.columns.map((c) => sqlValue(r[c])));
-        this.remember(key, row as R);
+        this.remember(key, row);
       }
     }
-  }
-
-  /** @internal store only: a reducer that threw may have changed cached rows in place before failing. */
-  forget(): void {
-    this.cache.clear();
-  }
-
-  private writes(): Map<string, unknown> {
-    const pending = this.pending();
-    if (!pending) throw new Error(`table ${this.sqlName} written outside the projection engine's apply`);
-    let rows = pending.get(this);
-    if (!rows) pending.set(this, (rows = new Map()));
-    return rows;
+    this.dirty.clear();
   }
 
   private remember(key: string, row: R): void {

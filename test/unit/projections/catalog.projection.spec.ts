@@ -47,7 +47,7 @@ describe('catalog projection: one name per environment state', () => {
     try {
       const catalog = models.tables(catalogProjection, 1);
       history.forEach((event, i) => {
-        models.atomically(() => catalogProjection.reduce(catalog, recorded(event, i) as never));
+        models.write(() => catalogProjection.reduce(catalog, recorded(event, i) as never));
         const machineState = snapshotAfter(environmentActor, ENV, history.slice(0, i + 1) as never).value;
         const entry: CatalogEntry | undefined = catalog.environments.get(ENV);
         if (machineState === 'deleted') expect(entry).toBeUndefined();
