@@ -3,11 +3,13 @@
  * until the clock passes the policy's days, then released executions lose their output (removed: no archive) and
  * keep their records across a restart, while a running command is left alone.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
+import { Retention } from '../../src/runtime/maintenance/retention.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import { ArtifactArchive } from '../../src/store/artifact-archive.ts';
 import type { ExecutionRecord } from '../../src/runtime/runtime-api.ts';
 import { caller, settled, tempDir, testProviders } from './executions-harness.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
@@ -78,4 +80,50 @@ it('should age executions by the runtime clock, remove their output and keep the
   expect((await berth.api.getExecution(caller, live.id)).status).toBe('running');
   await berth.api.cancelExecution(caller, live.id);
   await waitFor(() => berth.api.getExecution(caller, live.id), { until: (r) => r.status === 'cancelled', timeoutMs: 30_000, what: 'cancelled' });
+  await released(live.id);
+}, 120_000);
+
+it('should go on past an execution it cannot compact, and try it again once nothing else is left', async () => {
+  const archiveRoot = join(dir.path, '..', `${dir.path.split('/').pop()}-archive`);
+  const retention = new Retention({
+    actors: () => berth.runtime.actors,
+    artifacts: berth.services.artifacts,
+    aged: (cutoff, limit) => (berth.runtime.projections.get('activity')!.query.finishedBefore(cutoff, limit) as { id: string }[]).map((x) => x.id),
+    settings: { days: 30 },
+    archive: new ArtifactArchive(archiveRoot, [dir.path]),
+    batch: 1,
+  });
+  const later = Date.now() + offset + 31 * DAY;
+  const step = async () => {
+    const report = await retention.run(later);
+    await berth.runtime.projections.catchUp();
+    return report;
+  };
+  // What the first test left (its cancelled sleep) goes first.
+  while ((await step()).compacted > 0);
+
+  const env = (await berth.api.createEnvironment(caller, { name: 'retention-failing', profile: { provider: 'native' } })).id;
+  const ids: string[] = [];
+  for (const word of ['first', 'second', 'third']) {
+    const x = await berth.api.submitExecution(caller, { operationId: `failing-${word}`, environment: env, command: `echo ${word}-${process.pid}` });
+    await settled(berth.api, x.id);
+    ids.push((await released(x.id)).id);
+  }
+  // The oldest one's output cannot be archived: a link stands where its archive directory belongs.
+  const blocked = (await berth.runtime.actors.get('execution', ids[0]))!.context.artifacts.stdout.digest.slice(7, 9);
+  mkdirSync(archiveRoot, { recursive: true });
+  symlinkSync('/tmp', join(archiveRoot, blocked));
+  expect(await step()).toMatchObject({ compacted: 0, failed: 1, lastError: expect.stringMatching(/link/) });
+  expect(await step()).toMatchObject({ compacted: 1, failed: 0 });
+  expect(await step()).toMatchObject({ compacted: 1, failed: 0 });
+  expect((await berth.api.getExecution(caller, ids[0])).step).toBe('released');
+  // Nothing else is left: the failed one is tried again (and fails again while the link stands).
+  expect(await step()).toMatchObject({ compacted: 0, failed: 0 });
+  expect(await step()).toMatchObject({ compacted: 0, failed: 1 });
+  rmSync(join(archiveRoot, blocked));
+  expect(await step()).toMatchObject({ compacted: 0, failed: 0 });
+  expect(await step()).toMatchObject({ compacted: 1, failed: 0, archived: 1 });
+  expect((await berth.api.getExecution(caller, ids[0])).step).toBe('compacted');
+  expect(readdirSync(join(archiveRoot, blocked))).toHaveLength(1);
+  rmSync(archiveRoot, { recursive: true, force: true });
 }, 120_000);

@@ -43,8 +43,13 @@ export interface RetentionReport {
   lastError?: string;
 }
 
+/** Executions a pass could not compact that later passes step over, at most (tried again once nothing else is left). */
+const FAILING_KEPT = 10_000;
+
 export class Retention {
   private running?: Promise<RetentionReport>;
+  /** Ids that failed (a refused archive, say): the oldest first, so without this they would fill every batch. */
+  private readonly failing = new Set<string>();
 
   constructor(private readonly deps: RetentionDeps) {}
 
@@ -61,13 +66,17 @@ export class Retention {
   private async pass(now: number): Promise<RetentionReport> {
     const cutoff = now - this.deps.settings.days * DAY_MS;
     const report: RetentionReport = { cutoff, compacted: 0, removed: 0, archived: 0, kept: 0, failed: 0 };
-    for (const id of this.deps.aged(cutoff, this.deps.batch ?? 256)) {
+    const batch = this.deps.batch ?? 256;
+    const aged = this.deps.aged(cutoff, batch + this.failing.size).filter((id) => !this.failing.has(id));
+    if (aged.length === 0) this.failing.clear();
+    for (const id of aged.slice(0, batch)) {
       try {
         if (await this.compact(id, cutoff, now, report)) report.compacted++;
       } catch (e) {
-        // Left as it was (a refused archive, a lost race): the next pass tries again; the report says why.
+        // Left as it was; the report says why, and later passes go on with the others.
         report.failed++;
         report.lastError = isBerthError(e) ? e.message : String(e);
+        if (this.failing.size < FAILING_KEPT) this.failing.add(id);
       }
     }
     return report;
