@@ -36,6 +36,8 @@ export const harnessesProjection = defineProjection({
     /** One page of `scope`'s harnesses (every scope's when undefined), in creation order, from after the cursor. */
     page: (t, scope: string | undefined, range: Omit<PageRequest<HarnessEntry>, 'where'>): Page<HarnessEntry> =>
       t.harnesses.page({ ...range, where: { scope } }),
-    naming: (t, environmentId: string): HarnessEntry[] => t.harnesses.all({ environmentId }),
+    /** One page of the harnesses naming `environmentId`, in creation order, from after the cursor. */
+    naming: (t, environmentId: string, range: Omit<PageRequest<HarnessEntry>, 'where'>): Page<HarnessEntry> =>
+      t.harnesses.page({ ...range, where: { environmentId } }),
   },
 });

@@ -43,6 +43,30 @@ describe('Berth client', () => {
     expect(gone).toMatchObject({ status: 404, code: 'environment_not_found' });
   });
 
+  it('pages a list: page() gives items and a next cursor, iterate() walks every page in order, list() gathers them all', async () => {
+    const admin = await Berth.connect({ url: gw.url, token: tokens.admin, backoff });
+    const ids: string[] = [];
+    // More than the server's default page (100): list() has to follow the cursor.
+    for (let i = 0; i < 103; i++) ids.push((await admin.environments.create({ name: `paged ${i}`, profile: { provider: 'native' } })).id);
+    const first = await admin.environments.page({ limit: 40 });
+    expect(first.items.map((e) => e.id)).toEqual(ids.slice(0, 40));
+    expect(first.next).toEqual(expect.any(String));
+    const last = await admin.environments.page({ limit: 40, cursor: (await admin.environments.page({ limit: 40, cursor: first.next })).next });
+    expect(last.items.map((e) => e.id)).toEqual(ids.slice(80));
+    expect(last.next).toBeUndefined();
+    const walked: string[] = [];
+    for await (const e of admin.environments.iterate({ limit: 10 })) walked.push(e.id);
+    expect(walked).toEqual(ids);
+    const newestFirst: string[] = [];
+    for await (const e of admin.environments.iterate({ limit: 7, order: 'desc' })) newestFirst.push(e.id);
+    expect(newestFirst).toEqual([...ids].reverse());
+    expect((await admin.environments.list()).map((e) => e.id)).toEqual(ids);
+    // alice sees none of the admin's, from any cursor.
+    expect(await berth.environments.page({ cursor: first.next })).toEqual({ items: [] });
+    const bad = await admin.environments.page({ cursor: 'not-a-cursor' }).catch((e: unknown) => e);
+    expect(bad).toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
   it('runs a command and delivers stdout and stderr byte-identical with the final record', async () => {
     const env = await berth.environments.create({ name: 'run' });
     const stdout: Buffer[] = [];

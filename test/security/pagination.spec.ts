@@ -33,6 +33,7 @@ const listRoutes = () => [
   '/v1/allocations',
   '/v1/harnesses',
   `/v1/environments/${aliceEnvironment}/allocations`,
+  `/v1/environments/${aliceEnvironment}/harnesses`,
 ];
 
 async function refused(path: string): Promise<{ status: number; code: string; text: string }> {

@@ -74,9 +74,11 @@ export const harnessesPlugin = contentPlugin([
           path: '/v1/environments/{id}/harnesses',
           summary: 'The harnesses that name this environment (what a rebuild will reach)',
           params: idParams,
-          responses: { 200: { description: 'Harnesses', schema: z.array(harnessSchema) } },
+          query: listQuery,
+          responses: { 200: pagedResponse('Harnesses', z.array(harnessSchema)) },
         },
-        async ({ deps, caller, params, request }) => contentOf(deps, request.method, request.url).environmentHarnesses(caller, params.id),
+        async ({ deps, caller, params, query, request, reply }) =>
+          sendPage(reply, await contentOf(deps, request.method, request.url).environmentHarnesses(caller, params.id, query)),
       ),
     ],
   },

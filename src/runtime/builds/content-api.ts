@@ -101,5 +101,5 @@ export interface ContentApi {
   updateHarness(caller: Caller, id: string, patch: HarnessInput): Promise<HarnessView>;
   deleteHarness(caller: Caller, id: string): Promise<void>;
   /** The harnesses that name this environment (what a rebuild will reach). */
-  environmentHarnesses(caller: Caller, environmentId: string): Promise<HarnessView[]>;
+  environmentHarnesses(caller: Caller, environmentId: string, page?: PageQuery): Promise<Listing<HarnessView>>;
 }

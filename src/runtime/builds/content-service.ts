@@ -206,8 +206,8 @@ export class ContentService implements ContentApi {
   deleteHarness(caller: Caller, id: string): Promise<void> {
     return this.deps.harnesses.delete(caller, id);
   }
-  environmentHarnesses(caller: Caller, environmentId: string): Promise<HarnessView[]> {
-    return this.deps.harnesses.naming(caller, environmentId);
+  environmentHarnesses(caller: Caller, environmentId: string, page?: PageQuery): Promise<Listing<HarnessView>> {
+    return this.deps.harnesses.naming(caller, environmentId, page);
   }
   /** The environment a task of this harness reads (environment_not_found once it is deleted). */
   harnessEnvironment(caller: Caller, harnessId: string): Promise<string> {

@@ -71,10 +71,12 @@ export class HarnessService {
     await this.deps.harnesses.waitFor(sent.position, 10_000);
   }
 
-  async naming(caller: Caller, environmentId: string): Promise<HarnessView[]> {
+  /** One page of the harnesses naming one of the caller's environments (a page may hold fewer than its limit). */
+  async naming(caller: Caller, environmentId: string, query?: PageQuery): Promise<Listing<HarnessView>> {
+    const range = pageRange(query);
     await this.deps.environments.context(caller, environmentId);
-    const entries = (this.deps.harnesses.query.naming(environmentId) as HarnessEntry[]).filter((h) => inScope(caller, h.scope));
-    return this.views(caller, entries);
+    const page = this.deps.harnesses.query.naming(environmentId, range) as Page<HarnessEntry>;
+    return listingOf(page, await this.views(caller, page.rows.filter((h) => inScope(caller, h.scope))));
   }
 
   /** The environment a task of this harness reads: environment_not_found when it is gone (or never was). */
