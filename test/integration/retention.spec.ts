@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createEnvironment, finished, running, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { OpenApiCheck, type OpenApiDocument } from '../e2e/openapi-check.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 import { berth, cleanEnv } from './cli-process.ts';
 
@@ -83,6 +84,8 @@ it('should compact aged executions to their records, archive their output, and l
 
   await new Promise((r) => setTimeout(r, AGE_MS + 500));
   const report = await server.json('/v1/retention/run', { method: 'POST', token: tokens.admin });
+  const openapi = new OpenApiCheck(await server.json<OpenApiDocument>('/v1/openapi.json', { token: null }));
+  openapi.expect('post', '/v1/retention/run', 200, report);
   expect(report).toMatchObject({ compacted: 3, failed: 0 });
   expect(report.archived).toBeGreaterThanOrEqual(3);
 
@@ -96,7 +99,9 @@ it('should compact aged executions to their records, archive their output, and l
     expect(record.exitCode).toBe(i);
     const output = await server.call(`/v1/executions/${x.id}/output?stream=stdout&cursor=0`);
     expect(output.status).toBe(410);
-    expect((await output.json()).error).toMatchObject({ code: 'output_expired', detail: { executionId: x.id, output: 'archived' } });
+    const expired = await output.json();
+    expect(expired.error).toMatchObject({ code: 'output_expired', detail: { executionId: x.id, output: 'archived' } });
+    openapi.expect('get', '/v1/executions/{id}', 200, record);
     const hex = createHash('sha256').update(outputs[i]).digest('hex');
     expect(readFileSync(join(archiveDir, hex.slice(0, 2), hex), 'utf8')).toBe(outputs[i]);
     expect(existsSync(join(server.dataDir, 'artifacts', hex.slice(0, 2), hex))).toBe(false);
