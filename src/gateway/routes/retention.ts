@@ -7,7 +7,7 @@ const retentionReportSchema = z.object({
   compacted: z.number().int(),
   removed: z.number().int(),
   archived: z.number().int(),
-  kept: z.number().int().describe('Artifacts a newer execution saved too: they go when it ages out'),
+  kept: z.number().int().describe('Artifacts kept: the empty one, and bytes a newer execution saved too (they go when it ages out)'),
   failed: z.number().int(),
   lastError: z.string().optional().describe('Why the last failed execution was left as it was'),
 });

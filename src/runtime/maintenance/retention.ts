@@ -32,7 +32,10 @@ export interface RetentionDeps {
   batch?: number;
 }
 
-/** What one pass did. `kept`: artifacts another, newer execution saved too (they go when it ages out). */
+/**
+ * What one pass did, counting artifacts in `removed`/`archived`/`kept`. Kept: the empty one every empty stream shares,
+ * and bytes a newer execution saved too (they go when it ages out).
+ */
 export interface RetentionReport {
   cutoff: number;
   compacted: number;
