@@ -51,6 +51,8 @@ describe('OpenAPI', () => {
         'post /v1/environments/{id}/build', 'get /v1/environments/{id}/builds/{version}', 'get /v1/environments/{id}/versions',
         'post /v1/environments/{id}/versions/{version}/activate', 'get /v1/environments/{id}/harnesses', 'post /v1/harnesses',
         'get /v1/harnesses', 'get /v1/harnesses/{id}', 'put /v1/harnesses/{id}', 'delete /v1/harnesses/{id}',
+        // Retention (issue 12): the admin's pass on demand.
+        'post /v1/retention/run',
       ].sort(),
     );
     expect(openapi.doc.openapi).toBe('3.1.0');
