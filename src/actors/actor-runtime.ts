@@ -295,7 +295,8 @@ export class ActorRuntime<S = unknown> {
     onReject: 'throw' | 'skip' | ((error: unknown, event: DomainEvent) => void),
   ): Promise<SendResult | undefined> {
     const identity = this.started();
-    let actor = await this.load(actorType, id, stream);
+    // A cached actor (the usual case) is taken without a round trip through the async load.
+    let actor = this.cache.get(stream) ?? (await this.load(actorType, id, stream));
     let lastConflict: unknown;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       const steps: Step[] = [];
@@ -472,8 +473,10 @@ export class ActorRuntime<S = unknown> {
 
   private track<T>(p: Promise<T>): Promise<T> {
     this.inflight.add(p);
-    const forget = () => void this.inflight.delete(p);
-    p.then(forget, forget);
+    p.then(
+      () => this.inflight.delete(p),
+      () => this.inflight.delete(p),
+    );
     return p;
   }
 

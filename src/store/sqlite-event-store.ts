@@ -19,6 +19,7 @@ import {
   type Subscription,
 } from './event-store.ts';
 import { AppendSignal } from './sqlite-append-signal.ts';
+import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import { decodeRow, EVENT_COLUMNS, type EventRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
 
@@ -102,6 +103,7 @@ export class SqliteEventStore implements EventStore {
 
   private readonly db: Database.Database;
   private readonly signal: AppendSignal;
+  private readonly checkpointer: SqliteCheckpointer;
   private readonly subscriptions = new Set<SqliteSubscription>();
   private queue: PendingAppend[] = [];
   private flushScheduled = false;
@@ -126,8 +128,9 @@ export class SqliteEventStore implements EventStore {
   private readonly commitIsolated: Database.Transaction<(batch: PendingAppend[]) => Outcome[]>;
   private readonly commitCompaction: Database.Transaction<(p: AppendRequest, dropStreams: string[]) => Outcome>;
 
-  private constructor(db: Database.Database, opts: SqliteEventStoreOptions) {
+  private constructor(db: Database.Database, file: string, opts: SqliteEventStoreOptions) {
     this.db = db;
+    this.checkpointer = new SqliteCheckpointer(file, () => db.pragma('wal_checkpoint(PASSIVE)'));
     this.pageSize = opts.pageSize ?? 256;
     this.stmts = {
       revision: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?'),
@@ -202,9 +205,11 @@ export class SqliteEventStore implements EventStore {
       db.pragma('journal_mode = WAL');
       // FULL: an acknowledged append survives power loss (WAL + NORMAL would only survive a process crash).
       db.pragma('synchronous = FULL');
+      // The log is checkpointed by a worker thread (sqlite-checkpointer.ts), not by the commit that crosses 1000 pages.
+      db.pragma('wal_autocheckpoint = 0');
       db.defaultSafeIntegers(true);
       db.exec(schema);
-      return new SqliteEventStore(db, opts);
+      return new SqliteEventStore(db, file, opts);
     } catch (e) {
       db.close();
       throw e;
@@ -236,7 +241,10 @@ export class SqliteEventStore implements EventStore {
     const outcome = this.commitCompaction.immediate(append, options.dropStreams ?? []);
     this.stats.commits++;
     if (!outcome.ok) throw outcome.error;
-    if (outcome.wrote) this.signal.notify();
+    if (outcome.wrote) {
+      this.checkpointer.committed();
+      this.signal.notify();
+    }
     return outcome.result;
   }
 
@@ -294,6 +302,7 @@ export class SqliteEventStore implements EventStore {
     if (this.queue.length > 0) this.flush();
     this.closed = true;
     await Promise.all([...this.subscriptions].map((s) => s.close()));
+    await this.checkpointer.close();
     this.db.close();
   }
 
@@ -343,7 +352,10 @@ export class SqliteEventStore implements EventStore {
       if (o.ok) p.resolve(o.result);
       else p.reject(o.error);
     });
-    if (outcomes.some((o) => o.ok && o.wrote)) this.signal.notify();
+    if (outcomes.some((o) => o.ok && o.wrote)) {
+      this.checkpointer.committed();
+      this.signal.notify();
+    }
   }
 
   /** EventStoreDB's rules: check the expected revision, recognise a retried append by its ids, else insert. */
