@@ -35,6 +35,8 @@ export interface FollowOptions {
 
 /** How often a stream that had nothing is read again while another one is streaming. */
 const QUIET_RECHECK_MS = 50;
+/** How long a follower that caught up with a busy writer lets it write before reading on. */
+const EDGE_PAUSE_MS = 1;
 
 export async function* followExecution(
   api: RuntimeApi,
@@ -57,6 +59,8 @@ export async function* followExecution(
   let statusCheckedAt = Date.now();
   let reported: string | undefined;
   const quietSince = new Map<OutputStream, number>();
+  /** Streams whose last read came back short right after full ones: the reads caught up with a busy writer. */
+  const atEdge = new Set<OutputStream>();
   let busy = false;
   while (!signal.aborted) {
     if (!terminalStatuses.has(record.status) && record.status !== reported) {
@@ -69,6 +73,10 @@ export async function* followExecution(
       // While another stream streams, a quiet one is looked at again only now and then (reads cost a round trip).
       if (busy && quietSince.has(stream) && Date.now() - quietSince.get(stream)! < QUIET_RECHECK_MS) continue;
       const reader = readers.get(stream)!;
+      // Reading again at once would take the few bytes the writer added since (a frame and a round trip each):
+      // a moment lets a busy writer fill the next read.
+      if (atEdge.delete(stream)) await new Promise((r) => setTimeout(r, EDGE_PAUSE_MS));
+      const wasStreaming = reader.streaming;
       // A stream that fills its reads is read ahead again now that the consumer has sent what it held (in the room
       // its socket has now: when the socket drains fast, the next reads overlap instead of following each other).
       if (reader.streaming) reader.readAhead(cursors[stream], options.room());
@@ -78,6 +86,7 @@ export async function* followExecution(
         quietSince.delete(stream);
         // The next bytes are read while the consumer sends these, in what room its socket has beyond them.
         if (got.closed) closed.add(stream);
+        else if (wasStreaming && !reader.streaming) atEdge.add(stream);
         else reader.readAhead(got.next, options.room() - got.data.length);
         for (let offset = 0; offset < got.data.length && !signal.aborted; offset += chunkBytes) {
           const data = got.data.subarray(offset, offset + chunkBytes);
