@@ -8,7 +8,7 @@
 import type { EventStore } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
 import { storedEventOf, type StoredEvent } from './event-codec.ts';
-import { catchUp, foldStored, fromSnapshot, rehydrate, type LoadedActor } from './rehydrate.ts';
+import { catchUp, foldStored, fromSnapshot, rehydrateExisting, type LoadedActor } from './rehydrate.ts';
 import { decodeSnapshot, SNAPSHOT_PREFIX, type StoredSnapshot } from './snapshot-stream.ts';
 
 export interface ScannedActor {
@@ -65,7 +65,7 @@ export async function loadListed(store: EventStore, types: Iterable<ActorType>, 
         const r = resolve(stream);
         if (!r) return;
         try {
-          result.unfinished.push({ ...r, stream, loaded: await rehydrate(store, r.actorType, r.id) });
+          result.unfinished.push({ ...r, stream, loaded: await rehydrateExisting(store, r.actorType, r.id) });
         } catch (error) {
           result.failed.push({ stream, error });
         }

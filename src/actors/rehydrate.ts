@@ -70,9 +70,13 @@ export async function catchUp(store: EventStore, actorType: ActorType, stream: s
 }
 
 export async function rehydrate(store: EventStore, actorType: ActorType, id: string): Promise<LoadedActor> {
-  const stream = streamOf(actorType, id);
   // Most loads of an uncached actor are of a new one (an execution being submitted): one look, no snapshot read.
-  if ((await store.streamRevision(stream)) === 'no_stream') return freshActor(actorType, id);
-  const base = fromSnapshot(actorType, id, await readLatestSnapshot(store, stream));
-  return catchUp(store, actorType, stream, base);
+  if ((await store.streamRevision(streamOf(actorType, id))) === 'no_stream') return freshActor(actorType, id);
+  return rehydrateExisting(store, actorType, id);
+}
+
+/** Loads an actor whose stream is known to exist (recovery's index lists it): its snapshot, then the events after. */
+export async function rehydrateExisting(store: EventStore, actorType: ActorType, id: string): Promise<LoadedActor> {
+  const stream = streamOf(actorType, id);
+  return catchUp(store, actorType, stream, fromSnapshot(actorType, id, await readLatestSnapshot(store, stream)));
 }
