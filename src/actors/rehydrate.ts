@@ -6,7 +6,7 @@ import type { AnyMachineSnapshot } from 'xstate';
 import { isBerthError } from '../../schemas/errors.ts';
 import { CorruptEvent, type EventStore, type RecordedEvent } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
-import { decodeStored, storedEventOf, type StoredEvent } from './event-codec.ts';
+import { decodeStored, type StoredEvent } from './event-codec.ts';
 import { initialSnapshot, restore, step } from './machine-step.ts';
 import { readLatestSnapshot, type StoredSnapshot } from './snapshot-stream.ts';
 
@@ -43,7 +43,7 @@ export function foldStored(actorType: ActorType, from: LoadedActor, events: Stor
   let { snapshot, revision } = from;
   for (const recorded of events) {
     if (recorded.revision <= revision) continue;
-    if (recorded.revision !== revision + 1n && !recorded.compacted) {
+    if (recorded.revision !== revision + 1n && recorded.metadata.compacted !== true) {
       throw new CorruptEvent(recorded.stream, revision + 1n, 'missing from the stream (gap before the next event)');
     }
     [snapshot] = step(actorType.machine, snapshot, decodeStored(actorType, recorded));
@@ -51,9 +51,6 @@ export function foldStored(actorType: ActorType, from: LoadedActor, events: Stor
   }
   return { snapshot, revision };
 }
-
-export const foldRecorded = (actorType: ActorType, from: LoadedActor, events: RecordedEvent[]): LoadedActor =>
-  foldStored(actorType, from, events.map(storedEventOf));
 
 async function eventsAfter(store: EventStore, stream: string, revision: bigint): Promise<RecordedEvent[]> {
   try {
@@ -66,7 +63,7 @@ async function eventsAfter(store: EventStore, stream: string, revision: bigint):
 
 /** Brings a loaded actor up to its stream's head. */
 export async function catchUp(store: EventStore, actorType: ActorType, stream: string, from: LoadedActor) {
-  return foldRecorded(actorType, from, await eventsAfter(store, stream, from.revision));
+  return foldStored(actorType, from, await eventsAfter(store, stream, from.revision));
 }
 
 export async function rehydrate(store: EventStore, actorType: ActorType, id: string): Promise<LoadedActor> {

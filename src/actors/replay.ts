@@ -6,7 +6,7 @@
 import type { StateValue } from 'xstate';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
-import { foldRecorded, freshActor } from './rehydrate.ts';
+import { foldStored, freshActor } from './rehydrate.ts';
 
 export interface ReplayedEvent {
   event: RecordedEvent;
@@ -30,7 +30,7 @@ export function replayStream(
   let actor = freshActor(actorType, actorId);
   return events.map((event) => {
     const before = actor.snapshot;
-    actor = foldRecorded(actorType, actor, [event]);
+    actor = foldStored(actorType, actor, [event]);
     return {
       event,
       stateBefore: before.value,
