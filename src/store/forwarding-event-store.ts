@@ -6,11 +6,17 @@ import type {
   EventStore,
   ReadAllOptions,
   ReadStreamOptions,
+  StreamFrom,
   SubscribeOptions,
 } from './event-store.ts';
 
 export class ForwardingEventStore implements EventStore {
-  constructor(readonly inner: EventStore) {}
+  /** Offered only where the wrapped store has it, so callers still fall back to `readStream` where it does not. */
+  readStreams?: (streams: readonly StreamFrom[]) => ReturnType<NonNullable<EventStore['readStreams']>>;
+
+  constructor(readonly inner: EventStore) {
+    if (inner.readStreams) this.readStreams = (streams) => inner.readStreams!(streams);
+  }
 
   get kind(): EventStore['kind'] {
     return this.inner.kind;

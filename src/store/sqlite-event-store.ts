@@ -15,6 +15,7 @@ import {
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
+  type StreamFrom,
   type SubscribeOptions,
   type Subscription,
 } from './event-store.ts';
@@ -86,6 +87,9 @@ function serialize(stream: string, events: EventData[]): SerializedEvent[] {
   });
 }
 
+/** Streams per `readStreams` statement (two parameters each, far under SQLite's limit). */
+const READ_STREAMS_CHUNK = 256;
+
 const isUniqueViolation = (e: unknown): boolean =>
   e instanceof Database.SqliteError && e.code.startsWith('SQLITE_CONSTRAINT');
 
@@ -109,6 +113,8 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   private closed = false;
   private readonly pageSize: number;
+  /** `readStreams` statements by how many streams they name (a full chunk, and the remainders met so far). */
+  private readonly manyStreams = new Map<number, Database.Statement<(string | bigint)[], EventRow>>();
 
   private readonly stmts: {
     revision: Database.Statement<[string], { revision: bigint | null }>;
@@ -265,6 +271,44 @@ export class SqliteEventStore implements EventStore {
       throw new BerthError('not_found', `stream ${stream} does not exist`, { stream });
     }
     return rows.map(decodeRow);
+  }
+
+  async readStreams(streams: readonly StreamFrom[]): Promise<Map<string, RecordedEvent[]>> {
+    this.assertOpen();
+    const found = new Map<string, RecordedEvent[]>();
+    // SQLite reads each stream along its (stream, revision) key, in revision order; an ORDER BY would sort every
+    // row in a temporary tree instead, so a stream that came back otherwise (another plan) is sorted here.
+    const unordered = new Set<string>();
+    for (let i = 0; i < streams.length; i += READ_STREAMS_CHUNK) {
+      const chunk = streams.slice(i, i + READ_STREAMS_CHUNK);
+      const params = chunk.flatMap((s) => [s.stream, s.from]);
+      for (const row of this.manyStreamsStatement(chunk.length).all(...params)) {
+        const event = decodeRow(row);
+        const events = found.get(event.stream);
+        if (!events) found.set(event.stream, [event]);
+        else if (events[events.length - 1].revision < event.revision) events.push(event);
+        else {
+          events.push(event);
+          unordered.add(event.stream);
+        }
+      }
+    }
+    for (const stream of unordered) found.get(stream)!.sort((a, b) => (a.revision < b.revision ? -1 : 1));
+    return found;
+  }
+
+  private manyStreamsStatement(count: number) {
+    let statement = this.manyStreams.get(count);
+    if (!statement) {
+      const wanted = Array.from({ length: count }, () => '(?, ?)').join(', ');
+      statement = this.db
+        .prepare<(string | bigint)[], EventRow>(
+          `WITH wanted(s, r) AS (VALUES ${wanted}) SELECT ${EVENT_COLUMNS} FROM wanted JOIN events ON stream = s AND revision >= r`,
+        )
+        .raw(true);
+      this.manyStreams.set(count, statement);
+    }
+    return statement;
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {

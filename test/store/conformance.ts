@@ -265,6 +265,35 @@ export function eventStoreConformance(
       });
     });
 
+    describe('readStreams (optional)', () => {
+      it('should read each stream from its own revision in revision order, across chunks, leaving out streams with nothing there', async (ctx) => {
+        if (!store.readStreams) return ctx.skip();
+        const long = stream();
+        const longEvents = Array.from({ length: 5 }, (_, i) => event('t.n', { i }));
+        await store.append(long, longEvents.slice(0, 3), { expectedRevision: 'no_stream' });
+        const others = Array.from({ length: 300 }, () => stream());
+        const otherEvents = new Map(others.map((s) => [s, event('t.o', { s })]));
+        await Promise.all(others.map((s) => store.append(s, [otherEvents.get(s)!], { expectedRevision: 'no_stream' })));
+        // Appended after the others, so its revisions are not adjacent in the log.
+        await store.append(long, longEvents.slice(3), { expectedRevision: 2n });
+        const ended = stream();
+        await store.append(ended, [event('t.e')], { expectedRevision: 'no_stream' });
+        const absent = stream('absent');
+
+        const read = await store.readStreams([
+          ...others.map((s) => ({ stream: s, from: 0n })),
+          { stream: long, from: 1n },
+          { stream: ended, from: 1n },
+          { stream: absent, from: 0n },
+        ]);
+        expect([...read.keys()].sort()).toEqual([...others, long].sort());
+        expect(read.get(long)!.map((e) => e.revision)).toEqual([1n, 2n, 3n, 4n]);
+        expect(ids(read.get(long)!)).toEqual(ids(longEvents.slice(1)));
+        expect(read.get(long)).toEqual(await store.readStream(long, { from: 1n }));
+        for (const s of others) expect(ids(read.get(s)!)).toEqual([otherEvents.get(s)!.id]);
+      });
+    });
+
     describe('readAll', () => {
       it('should read in global order, strictly after the given position, up to maxCount', async () => {
         const head = await store.headPosition();
