@@ -72,7 +72,7 @@ export async function rehydrate(store: EventStore, actorType: ActorType, id: str
   return rehydrateExisting(store, actorType, id);
 }
 
-/** Loads an actor whose stream is known to exist (recovery's index lists it): its snapshot, then the events after. */
+/** Loads an actor whose stream is known to exist: its snapshot, then the events after. */
 export async function rehydrateExisting(store: EventStore, actorType: ActorType, id: string): Promise<LoadedActor> {
   const stream = streamOf(actorType, id);
   return catchUp(store, actorType, stream, fromSnapshot(actorType, id, await readLatestSnapshot(store, stream)));
