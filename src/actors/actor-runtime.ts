@@ -473,10 +473,8 @@ export class ActorRuntime<S = unknown> {
 
   private track<T>(p: Promise<T>): Promise<T> {
     this.inflight.add(p);
-    p.then(
-      () => this.inflight.delete(p),
-      () => this.inflight.delete(p),
-    );
+    const forget = () => void this.inflight.delete(p);
+    p.then(forget, forget);
     return p;
   }
 

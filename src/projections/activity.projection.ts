@@ -6,7 +6,7 @@
  * totals are kept beside, so quotas and metrics never count the history.
  */
 import type { executionEvents, Target } from '../../schemas/events/execution.ts';
-import type { ExecutionStatus } from '../../schemas/states.ts';
+import { executionStatusSchema, terminalStatuses, type ExecutionStatus } from '../../schemas/states.ts';
 import { outputExceededFailure } from '../machines/execution.machine.ts';
 import { nextUpdatedAt } from '../machines/updated-at.ts';
 import { defineProjection, table, type Page, type PageRequest, type StoredEvent, type Tables } from './projection.ts';
@@ -72,6 +72,9 @@ const STEP_OF: Record<string, string> = {
 };
 
 type ExecutionStoredEvent = StoredEvent<typeof executionEvents>;
+
+/** Statuses that still count against a scope's concurrency: every one that is not terminal. */
+const LIVE_STATUSES = executionStatusSchema.options.filter((s) => !terminalStatuses.has(s));
 
 function reduce(t: Tables<ActivityTables>, e: ExecutionStoredEvent): void {
   const id = e.stream.slice('execution-'.length);
@@ -207,7 +210,7 @@ export const activityProjection = defineProjection({
     /** Operations whose lifecycle is not finished (released): what recovery and maintenance still own. */
     unfinished: (t, scope?: string): ExecutionRow[] => t.executions.all({ unfinished: true, scope }),
     /** Executions of `scope` not yet terminal (accepted or running): what its concurrency quota counts. */
-    live: (t, scope: string): number => t.executions.count({ scope, status: ['accepted', 'running'] }),
+    live: (t, scope: string): number => t.executions.count({ scope, status: LIVE_STATUSES }),
     /** Drained output bytes the scope's executions keep on disk. */
     outputBytes: (t, scope: string): number => t.scopes.get(scope)?.outputBytes ?? 0,
     byStatus: (t): Record<string, number> => Object.fromEntries(t.statuses.all().map((c) => [c.status, c.n])),

@@ -8,7 +8,6 @@ import { activityProjection } from '../projections/activity.projection.ts';
 import { catalogProjection } from '../projections/catalog.projection.ts';
 import { harnessesProjection } from '../projections/harnesses.projection.ts';
 import type { Projection } from '../projections/projection.ts';
-import { unfinishedActorsProjection } from '../projections/unfinished-actors.projection.ts';
 import { allocationActor } from './environments/allocation.actor.ts';
 import { buildActor } from './builds/build.actor.ts';
 import { environmentActor } from './environments/environment.actor.ts';
@@ -18,7 +17,7 @@ import { sessionActor } from './executions/session.actor.ts';
 
 export const actorTypes: ActorType[] = [environmentActor, allocationActor, sessionActor, executionActor, buildActor, harnessActor];
 
-export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection, unfinishedActorsProjection];
+export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection];
 
 /** The registered actor type whose streams are `<type>-…` for this stream, the longest type name winning. */
 export function actorTypeOfStream(stream: string, types: ActorType[] = actorTypes): ActorType | undefined {

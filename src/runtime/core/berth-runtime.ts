@@ -11,6 +11,7 @@ import { ActorRuntime, type RecoveryReport } from '../../actors/index.ts';
 import type { ActorType, RuntimeIdentity } from '../../actors/actor-type.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { ProjectionEngine } from '../../projections/projection-engine.ts';
+import { unfinishedActorsProjection } from '../../projections/unfinished-actors.projection.ts';
 import { SqliteReadModelStore } from '../../projections/sqlite-read-model-store.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import type { Settings } from '../config.ts';
@@ -84,14 +85,15 @@ export class BerthRuntime<S = unknown> {
       undo.unshift(() => readModels.close());
       const projections = new ProjectionEngine({ store, models: readModels, logger: log });
       for (const p of opts.projections) projections.register(p);
+      // The runtime's own model: recovery reads it, so no composition can leave a start scanning the whole log.
+      const unfinished = projections.register(unfinishedActorsProjection);
       await projections.start();
       undo.unshift(() => projections.stop());
       await projections.catchUp();
       log.info({ models: projections.models.length }, 'projections caught up');
 
       // The index of unfinished actors is caught up with the log: recovery reads exactly the work in flight.
-      const unfinished = projections.get('unfinished-actors')?.query.streams() as string[] | undefined;
-      const recovery = await actors.recover(unfinished);
+      const recovery = await actors.recover(unfinished.query.streams());
       log.info({ ...recovery }, 'recovery done');
 
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });

@@ -82,7 +82,8 @@ export class ExecutionService {
   private readonly admitting = new Map<string, number>();
   /**
    * Where saved executions' output is (their scope and artifacts: recorded once, then never changed; retention
-   * alone removes artifacts, and a read that finds one gone answers output_expired), the oldest first out, so that reading it chunk by chunk does not load the actor for every chunk.
+   * alone removes artifacts, and a read that finds one gone answers output_expired), the oldest first out, so that
+   * reading it chunk by chunk does not load the actor for every chunk.
    */
   private readonly savedOutputs = new Map<string, { scope: string; artifacts: ExecutionContext['artifacts'] }>();
   /**
