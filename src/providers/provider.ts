@@ -100,6 +100,13 @@ export interface Provider {
    * without the capability accept everything the executor's own validation does.
    */
   admit?(admission: Admission, profile: Profile): void | Promise<void>;
+  /** Whether executions may carry a WorkspaceView (a provider without it is never handed one). */
+  readonly workspaceViews: boolean;
+  /**
+   * Who must own workspace files so its commands can write them (native, root server: the sandbox identity); absent:
+   * the server's own uid.
+   */
+  readonly workspaceOwner?: { uid: number; gid: number };
   /** Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. */
   available(): Promise<boolean>;
   close?(): Promise<void>;
@@ -125,10 +132,31 @@ export interface VersionedCommand {
   mounts?: ReadOnlyMount[];
 }
 
-/** What `Provider.admit` judges of an execution: its cwd and the read-only mounts it will get. */
+/** What `Provider.admit` judges of an execution: its cwd, the read-only mounts it will get and its workspace. */
 export interface Admission {
   cwd?: string;
   mounts?: ReadOnlyMount[];
+  workspace?: WorkspaceView;
+}
+
+/** Where a contained command sees its workspace. */
+export const WORKSPACE_TARGET = '/workspace';
+/** The name under the workspace root where a WorkspaceView's `inputs` are shown read-only. */
+export const WORKSPACE_INPUTS_NAME = '.berth-inputs';
+
+/** The writable view of a workspace an execution runs in (a shell command in a turn). */
+export interface WorkspaceView {
+  /** The workspace directory on this host: canonical, checked by the runtime just before (its identity matches). */
+  source: string;
+  /** The working directory, RELATIVE to the workspace root ('' = the root); already confined by the runtime (no `..`, no link). */
+  cwd: string;
+  /**
+   * A Berth-owned host directory shown READ-ONLY at <workspace>/.berth-inputs (staged inputs); absent: none. It lives
+   * outside the workspace so the command cannot swap it for a link.
+   */
+  inputs?: string;
+  /** Names directly under the root the command must not see (['.berth']): covered by an empty tmpfs. */
+  hidden: string[];
 }
 
 /** A read-only directory shown to the command at `target` (the active content version at /env/<slug>). */
@@ -142,6 +170,8 @@ export interface ExecSpec {
   /** argv; a string command is run as ['/bin/sh', '-c', command] by the caller. */
   command: string[];
   cwd?: string;
+  /** The workspace the command runs in (then `cwd` is absent: `workspace.cwd` says where). */
+  workspace?: WorkspaceView;
   /** The command's whole environment: callers pass a filtered one, nothing of Berth's own leaks in. */
   env: Record<string, string>;
   stdin: boolean;

@@ -65,6 +65,8 @@ export class DockerProvider implements Provider {
   /** Shared per session (seed 000): a container is a fresh place. */
   readonly defaultReuse = 'session' as const;
   readonly contentBinding = 'allocation' as const;
+  /** A running container cannot gain the workspace's bind: executions with a WorkspaceView are not for it. */
+  readonly workspaceViews = false;
   readonly versionedCommand = versionedInContainer;
   /** Build steps run as the command user, as executions do. */
   readonly buildUid = COMMAND_UID;

@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
-import type { ReadOnlyMount } from '../provider.ts';
+import { WORKSPACE_INPUTS_NAME, WORKSPACE_TARGET, type ReadOnlyMount, type WorkspaceView } from '../provider.ts';
 import { DEFAULT_PATH, findProgram } from '../command-env.ts';
 
 export interface Containment {
@@ -22,6 +22,12 @@ export interface Containment {
    * mounts): root entries and /tmp are bound read-write, /dev is the host's; hidden paths and mounts still apply.
    */
   hostWritable?: boolean;
+  /**
+   * The workspace bound writable at WORKSPACE_TARGET, its inputs read-only under it, its hidden names covered. Made
+   * after every other mount, so the workspace shows even where its source lies in a hidden directory (a managed
+   * workspace in the data directory), and nothing mounted later can uncover a hidden name.
+   */
+  workspace?: WorkspaceView;
   /** Working directory inside the sandbox (default /tmp). It is only changed to, never bound. */
   chdir?: string;
   /** Make `chdir` first (a directory of the private /tmp). */
@@ -92,6 +98,20 @@ function canDisableUserns(bwrap: string): boolean {
  */
 const PID_ONE = ['/bin/sh', '-c', '"$@"; exit $?', 'berth-init'];
 
+/**
+ * The workspace's mounts. bwrap looks a source up on the host (its old root) and a destination inside the sandbox
+ * being built: a link the command planted at `.berth` or `.berth-inputs` in an earlier run is followed there, so the
+ * tmpfs or the inputs land somewhere in the command's own view (or bwrap fails and nothing runs), never over or onto
+ * anything of the host, and the data directory stays hidden behind its own tmpfs either way. A name that is absent
+ * is made (an empty directory in the workspace), so a command can never plant one itself.
+ */
+function workspaceArgs(w: WorkspaceView): string[] {
+  const args = ['--bind', w.source, WORKSPACE_TARGET];
+  if (w.inputs !== undefined) args.push('--ro-bind', w.inputs, `${WORKSPACE_TARGET}/${WORKSPACE_INPUTS_NAME}`);
+  for (const name of w.hidden) args.push('--tmpfs', `${WORKSPACE_TARGET}/${name}`);
+  return args;
+}
+
 /** `bwrap <args> -- <pid 1>`: prepend to the command's argv (`pidOne`: another pid-1 program, a spare's). */
 export function bubblewrapArgv(bwrap: string, c: Containment, pidOne = PID_ONE): string[] {
   const args = c.hostWritable
@@ -103,6 +123,7 @@ export function bubblewrapArgv(bwrap: string, c: Containment, pidOne = PID_ONE):
   }
   for (const m of c.mounts ?? []) args.push('--ro-bind', m.source, m.target);
   for (const b of c.binds ?? []) args.push('--bind', b.source, b.target);
+  if (c.workspace) args.push(...workspaceArgs(c.workspace));
   const chdir = c.chdir ?? '/tmp';
   if (c.makeChdir) args.push('--dir', chdir);
   args.push('--remount-ro', '/');

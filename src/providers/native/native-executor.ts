@@ -3,7 +3,7 @@
  * their output and receipts live in the spool and outlive the runtime; PTY commands run under the runtime itself
  * (pty-run.ts). Optional bubblewrap containment comes from the profile. One spool directory per allocation.
  */
-import { isAbsolute } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { outputStreams, type OutputStream } from '../../../schemas/output.ts';
@@ -18,13 +18,14 @@ import {
   SUPERVISOR_CLAIM_LOST,
   type Claim,
 } from '../spool.ts';
-import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
+import { bubblewrapArgv, findBubblewrap, type Containment } from './bubblewrap.ts';
 import { SPARE_PID_ONE } from './launcher-lines.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
 import { PtyRun } from './pty-run.ts';
 import { privilegeDropArgv, sandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
+import { sandboxWorkspaceChdir, workspaceCwd } from './workspace-view.ts';
 import {
   superviseContained,
   superviseDetached,
@@ -217,9 +218,18 @@ export class NativeExecutor implements Executor {
    * private /tmp.
    */
   private launch(spec: ExecSpec): { argv: string[]; cwd: string; env: Record<string, string>; sandbox?: SandboxRun } {
+    const { workspace } = spec;
+    const inWorkspace = workspace ? workspaceCwd(workspace, spec.cwd) : undefined;
     for (const m of spec.mounts ?? []) this.view.reach(m.source);
-    if (!this.options.profile.contain) return { argv: spec.command, cwd: spec.cwd ?? spec.env.HOME ?? '/', env: spec.env };
-    const { chdir, makeChdir } = this.view.confine(spec.cwd, spec.mounts);
+    if (!this.options.profile.contain) {
+      // The borrowed host as the admin has it (trusted): the workspace is only where the command starts; its inputs
+      // and hidden names are not enforced.
+      const cwd = workspace ? join(workspace.source, inWorkspace!) : (spec.cwd ?? spec.env.HOME ?? '/');
+      return { argv: spec.command, cwd, env: spec.env };
+    }
+    // bwrap looks the workspace and its inputs up as the sandbox identity.
+    if (workspace) for (const dir of [workspace.source, workspace.inputs]) if (dir !== undefined) this.view.reach(dir);
+    const { chdir, makeChdir } = workspace ? { chdir: sandboxWorkspaceChdir(inWorkspace!), makeChdir: false } : this.view.confine(spec.cwd, spec.mounts);
     const bwrap = findBubblewrap();
     if (!bwrap) {
       const message = 'The profile asks for containment and bubblewrap (bwrap) is not installed.';
@@ -229,21 +239,34 @@ export class NativeExecutor implements Executor {
       mounts: spec.mounts,
       network: this.options.profile.network,
       hidden: this.view.hidingTargets(),
+      workspace,
       chdir,
       makeChdir,
       unprivileged: true,
     };
     const prefix = [...(this.options.limitPrefix ?? []), ...privilegeDropArgv(this.view.identity)];
     const argv = [...prefix, ...bubblewrapArgv(bwrap, containment), ...spec.command];
-    // The same sandbox made ahead of need, at /tmp, its pid 1 waiting for the command (supervisor-launcher.ts).
+    return { argv, cwd: '/', env: this.sandboxEnv(spec.env), sandbox: workspace ? undefined : this.spareRun(spec, prefix, bwrap, containment) };
+  }
+
+  /**
+   * The same sandbox made ahead of need, at /tmp, its pid 1 waiting for the command (supervisor-launcher.ts). None for
+   * a workspace command: a spare is made before its command is known, and a workspace's bind must be made by the
+   * command's own bwrap, from the source the runtime checked just before (a spare would hold the directory it found
+   * when it was made). Such a command pays a whole sandbox start.
+   */
+  private spareRun(spec: ExecSpec, prefix: string[], bwrap: string, containment: Containment): SandboxRun {
     const spare = [...prefix, ...bubblewrapArgv(bwrap, { ...containment, chdir: '/tmp', makeChdir: false }, SPARE_PID_ONE)];
-    const sandbox = { key: { prefix: spare, outRoot: this.options.spoolDir }, command: spec.command, cwd: chdir, makeDir: makeChdir ?? false };
-    // The base's HOME and USER name the server's account: a contained command's home is its private /tmp.
+    return { key: { prefix: spare, outRoot: this.options.spoolDir }, command: spec.command, cwd: containment.chdir!, makeDir: containment.makeChdir ?? false };
+  }
+
+  /** The base's HOME and USER name the server's account: a contained command's home is its private /tmp. */
+  private sandboxEnv(given: Record<string, string>): Record<string, string> {
     const account = hostAccount();
-    const env = { ...spec.env };
+    const env = { ...given };
     if (env.HOME === account.home) env.HOME = '/tmp';
     if (env.USER === account.name) env.USER = this.view.identity.name;
-    return { argv, cwd: '/', env, sandbox };
+    return env;
   }
 
   async status(operationId: string): Promise<Receipt> {

@@ -16,6 +16,7 @@ import { NativeExecutor } from './native-executor.ts';
 import { dropSandboxSpares } from './supervisor-launcher.ts';
 import { sandboxIdentity, type SandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
+import { workspaceCwd } from './workspace-view.ts';
 import { versionedOnHost } from './versioned-command.ts';
 
 export interface NativeProviderOptions {
@@ -38,6 +39,8 @@ export class NativeProvider implements Provider {
   readonly defaultReuse = 'scope' as const;
   readonly contentBinding = 'command' as const;
   readonly versionedCommand = versionedOnHost;
+  /** The workspace is bound into the sandbox per command (contained), or is the cwd on the host (uncontained). */
+  readonly workspaceViews = true;
 
   private readonly dataDir: string;
   private readonly executors = new Map<string, NativeExecutor>();
@@ -60,9 +63,19 @@ export class NativeProvider implements Provider {
     }
   }
 
-  /** A contained execution's cwd must lie in what its sandbox shows (sandbox-view.ts); uncontained ones run as the host. */
+  /** A root server's contained commands run as the sandbox identity: workspace files must be its to write. */
+  get workspaceOwner(): { uid: number; gid: number } | undefined {
+    const { uid, gid, drops } = this.view.identity;
+    return drops ? { uid, gid } : undefined;
+  }
+
+  /**
+   * A contained execution's cwd must lie in what its sandbox shows (sandbox-view.ts); uncontained ones run as the host.
+   * With a workspace, the cwd is the workspace's (confined by the runtime) and a cwd of its own is refused.
+   */
   admit(admission: Admission, profile: Profile): void {
-    if (profile.contain) this.view.confine(admission.cwd, admission.mounts);
+    if (admission.workspace) workspaceCwd(admission.workspace, admission.cwd);
+    else if (profile.contain) this.view.confine(admission.cwd, admission.mounts);
   }
 
   private spoolDir(allocationId: string): string {

@@ -70,10 +70,10 @@ export class SandboxView {
   }
 
   /**
-   * Lets the sandbox identity reach `dir` (a version bwrap binds: bwrap looks its source up as that identity) by
-   * giving the directories on the way inside the data directory the identity's group with search only (x, never r
-   * or w: nothing becomes listable or readable by it). A directory above the data directory that blocks the way is
-   * the operator's: the refusal says so (`unavailable`), nothing is changed there.
+   * Lets the sandbox identity reach `dir` (a version or a workspace bwrap binds: bwrap looks its source up as that
+   * identity) by giving the directories on the way inside the data directory the identity's group with search only
+   * (x, never r or w: nothing becomes listable or readable by it). A directory outside the data directory that blocks
+   * the way is the operator's: the refusal says so (`unavailable`), nothing is changed there.
    */
   reach(dir: string): void {
     if (!this.identity.drops) return; // the server itself: its own directories are its to search
@@ -83,6 +83,11 @@ export class SandboxView {
       const st = lstatSync(blocked);
       const own = this.ownRoot !== undefined && within(blocked, this.ownRoot) && st.uid === process.getuid?.() && !opened.has(blocked);
       opened.add(blocked);
+      if (!own && (this.ownRoot === undefined || !within(target, this.ownRoot))) {
+        throw new BerthError('unavailable', 'The sandbox identity cannot reach this directory: its owner must let it search the way there.', {
+          reason: 'dir_unreachable',
+        });
+      }
       if (!own) {
         throw new BerthError('unavailable', 'The sandbox identity cannot reach the data directory: run Berth with a data directory it can search (not under /root).', {
           reason: 'data_dir_unreachable',
