@@ -15,7 +15,7 @@ const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 /** Never follows a final link, never blocks on a FIFO (its type is looked at once it is open). */
 const SAFE = O_NOFOLLOW | O_NONBLOCK;
 /** Deeper than any tree the host makes; a command's deeper nest is left to the volume's (or directory's) removal. */
-const MAX_REMOVE_DEPTH = 64;
+export const MAX_REMOVE_DEPTH = 64;
 
 export const errorCode = (e: unknown): string | undefined => (e as NodeJS.ErrnoException).code;
 const isMissing = (e: unknown): boolean => errorCode(e) === 'ENOENT';
