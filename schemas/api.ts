@@ -23,7 +23,7 @@ export const operationIdSchema = z
   .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII without spaces');
 
 /** A non-negative decimal integer in a query string (a byte cursor, a revision, milliseconds). */
-const decimalQuery = (max: number) =>
+export const decimalQuery = (max: number) =>
   z
     .string()
     .regex(/^\d{1,16}$/, 'expected a non-negative decimal integer')
@@ -123,19 +123,117 @@ export const allocationSchema = z.looseObject({
 
 // -------------------------------------------------------------------------------------------------------- sessions
 
-export const createSessionBody = z.strictObject({
-  environmentId: resourceIdParam.nullable().optional(),
-  workspaceId: resourceIdParam.optional(),
-  parentId: resourceIdParam.optional(),
-});
+export const createSessionBody = z
+  .strictObject({
+    environmentId: resourceIdParam.nullable().optional(),
+    workspaceId: resourceIdParam.nullable().optional(),
+    /** Where its commands start, relative to the workspace root. */
+    cwd: z.string().max(4096).optional(),
+    parentId: resourceIdParam.optional(),
+    relation: z.enum(['child', 'fork']).optional(),
+  })
+  .refine((b) => b.relation === undefined || b.parentId !== undefined, { message: 'a relation needs a parentId', path: ['relation'] });
 
 export const sessionSchema = z.looseObject({
   id: z.string(),
   environmentId: z.string().nullable(),
   workspaceId: z.string().nullable(),
+  workspaceGeneration: z.number().nullable(),
+  cwd: z.string(),
   parentId: z.string().nullable(),
+  relation: z.enum(['child', 'fork']).nullable(),
   createdAt: z.number(),
 });
+
+// ------------------------------------------------------------------------------------------------------ workspaces
+
+export const createWorkspaceBody = z.strictObject({ name: z.string().trim().min(1).max(200).optional() });
+
+export const workspaceSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('workspace'),
+  kind: z.enum(['directory', 'managed']),
+  storageId: z.string(),
+  name: z.string().nullable(),
+  generation: z.number(),
+  state: z.string(),
+  holder: z.looseObject({ turnId: z.string(), sessionId: z.string(), since: z.number() }).nullable(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+
+const stampJson = z.looseObject({ size: z.number(), hash: z.string() }).nullable();
+export const fileChangeJson = z.looseObject({ path: z.string(), kind: z.string(), before: stampJson, after: stampJson });
+
+export const historyEntrySchema = z.looseObject({
+  revision: z.number(),
+  turnId: z.string(),
+  tool: z.string(),
+  executionId: z.string().optional(),
+  changes: z.array(fileChangeJson),
+  truncated: z.boolean().optional(),
+  at: z.number(),
+});
+
+export const clearedSchema = z.looseObject({ cleared: z.string().nullable() });
+
+// ----------------------------------------------------------------------------------------------------------- turns
+
+export const sessionTurnParams = z.strictObject({ id: resourceIdParam, turnId: resourceIdParam });
+
+export const openTurnBody = z.strictObject({
+  /** An idempotency key: the same key opens (or answers) the same turn. */
+  key: operationIdSchema.optional(),
+  /** Wait this long for a busy storage instead of answering workspace_busy. */
+  waitMs: z.number().int().min(0).max(600_000).optional(),
+});
+
+export const releaseTurnBody = z.strictObject({ waitMs: z.number().int().min(0).max(600_000).optional() });
+
+export const turnSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('turn'),
+  sessionId: z.string(),
+  workspaceId: z.string(),
+  state: z.enum(['open', 'closing', 'released']),
+  executions: z.array(z.looseObject({ executionId: z.string(), recorded: z.boolean() })),
+  cleared: z.boolean(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+
+/** A workspace path: relative to its root, checked for escapes by the tools themselves. */
+const workspacePath = z.string().min(1).max(4096);
+
+export const fileQuery = z.strictObject({ path: workspacePath });
+export const readFileQuery = z.strictObject({
+  path: workspacePath,
+  offset: decimalQuery(Number.MAX_SAFE_INTEGER).optional(),
+  limit: decimalQuery(Number.MAX_SAFE_INTEGER).optional(),
+});
+export const writeFileQuery = z.strictObject({ path: workspacePath, parents: z.enum(['true', 'false']).transform((v) => v === 'true').optional() });
+export const listFilesQuery = z.strictObject({ path: z.string().max(4096).optional(), limit: pageQuery.limit, cursor: z.string().min(1).max(4200).optional() });
+export const removeFileQuery = z.strictObject({ path: workspacePath, recursive: z.enum(['true', 'false']).transform((v) => v === 'true').optional() });
+export const editFileBody = z.strictObject({
+  path: workspacePath,
+  old: z.string().min(1).max(1_048_576),
+  new: z.string().max(1_048_576),
+  ifMatch: z.string().max(100).optional(),
+});
+export const mkdirBody = z.strictObject({ path: workspacePath, parents: z.boolean().optional() });
+
+export const fileWrittenJson = z.looseObject({ path: z.string(), size: z.number(), version: z.string() });
+export const entryInfoSchema = z.looseObject({
+  name: z.string(),
+  path: z.string(),
+  type: z.enum(['file', 'directory', 'symlink', 'other']),
+  size: z.number(),
+  mode: z.number(),
+  mtimeMs: z.number(),
+  version: z.string().optional(),
+});
+export const fileListSchema = z.looseObject({ entries: z.array(entryInfoSchema), next: z.string().optional() });
+export const fileChangesSchema = z.looseObject({ changes: z.array(fileChangeJson) });
 
 // ------------------------------------------------------------------------------------------------------ executions
 
@@ -160,6 +258,8 @@ export const submitExecutionBody = z
     stdin: z.boolean().optional(),
     pty: ptySize.optional(),
     timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+    /** A tool turn of `session`: the command runs in its workspace (cwd relative to the session's) and holds the turn. */
+    turn: resourceIdParam.optional(),
     /** The allocation the caller expects to run on: refused with stale_target unless it is still current. */
     target: z
       .strictObject({

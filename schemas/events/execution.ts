@@ -40,6 +40,8 @@ export const executionEvents = {
       /** The most output bytes (all streams) the command may write before it is stopped; absent: unbounded. */
       outputLimitBytes: z.number().int().positive().optional(),
       sessionId: resourceIdSchema.optional(),
+      /** A shell command of a tool turn: it runs in the workspace's view, at `cwd` relative to its root. */
+      workspace: z.strictObject({ workspaceId: resourceIdSchema, turnId: resourceIdSchema, cwd: z.string().max(4096) }).optional(),
       scope: z.string().min(1),
       at: atSchema,
     })

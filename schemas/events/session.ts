@@ -7,6 +7,9 @@ import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema } from './runtime.ts';
 
+/** A relative directory under the workspace root (confined when the session is created). */
+export const sessionCwdSchema = z.string().max(4096);
+
 /** A selection: an Environment id, or null for "no command execution". */
 export const environmentSelectionSchema = environmentIdSchema.nullable();
 
@@ -20,6 +23,10 @@ export const sessionEvents = {
     scope: z.string().min(1),
     environmentId: environmentSelectionSchema.optional(),
     workspaceId: resourceIdSchema.nullable().optional(),
+    /** The workspace's binding generation when it was selected (a later generation makes the session stale). */
+    workspaceGeneration: z.number().int().positive().optional(),
+    /** Where the session's commands and tools start, relative to the workspace root ('' the root). */
+    cwd: sessionCwdSchema.optional(),
     defaultEnvironmentId: environmentSelectionSchema.optional(),
     parent: z
       .strictObject({
@@ -27,6 +34,8 @@ export const sessionEvents = {
         relation: z.enum(['child', 'fork']),
         environmentId: environmentSelectionSchema,
         workspaceId: resourceIdSchema.nullable(),
+        workspaceGeneration: z.number().int().positive().optional(),
+        cwd: sessionCwdSchema.optional(),
       })
       .optional(),
     at: atSchema,
@@ -37,9 +46,11 @@ export const sessionEvents = {
     next: environmentSelectionSchema,
     at: atSchema,
   }),
-  /** A turn (an admitted execution) starts / ends; a session with a running turn cannot change its Environment. */
+  /** A tool turn on the session's workspace starts / ends; a session with a running turn cannot change its Environment. */
   'session.turn_started': z.strictObject({ turnId: resourceIdSchema, at: atSchema }),
   'session.turn_finished': z.strictObject({ turnId: resourceIdSchema, at: atSchema }),
+  /** The session is gone: nothing more runs in it (its executions and turns keep their own records). */
+  'session.deleted': z.strictObject({ at: atSchema }),
 };
 
 export type SessionEvent = EventUnion<typeof sessionEvents>;

@@ -34,6 +34,8 @@ import { openApiPlugin } from './routes/openapi.ts';
 import { retentionPlugin } from './routes/retention.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
 import { streamsPlugin } from './routes/streams.ts';
+import { turnsPlugin } from './routes/turns.ts';
+import { workspacesPlugin } from './routes/workspaces.ts';
 import { installUnreadBodyDiscard } from './unread-body.ts';
 import { stringifyWire } from './wire-json.ts';
 import { refuseStrayUpgrades, upgradeListener } from './ws-upgrade.ts';
@@ -97,6 +99,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     harnessesPlugin,
     allocationsPlugin,
     sessionsPlugin,
+    workspacesPlugin,
+    turnsPlugin,
     executionsPlugin,
     executionStreamsPlugin,
     activityPlugin,

@@ -2,18 +2,14 @@
  * How the Environments content chapter's route plugins differ from the others: every route answers 404 (as an
  * unknown route does) when the runtime has no content chapter (switched off: `api.content` absent); a `{path}` at the
  * end of a route template matches the rest of the URL (file paths have slashes; each segment is percent-decoded);
- * and bodies may be raw bytes: `raw` passes every body through as a stream (a file's bytes, whatever its content
- * type), `archive` passes everything but application/json through (parsed as JSON for the git import).
+ * and bodies may be raw bytes (body-groups.ts).
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { BerthError } from '../../schemas/errors.ts';
 import type { ContentApi } from '../runtime/builds/content-api.ts';
-import { resourcePlugin, type GatewayDeps, type ResourcePlugin, type RouteDef } from './route.ts';
+import { registerGroups, type RouteGroup } from './body-groups.ts';
+import type { GatewayDeps, ResourcePlugin } from './route.ts';
 
-export interface ContentRouteGroup {
-  routes: RouteDef[];
-  body?: 'json' | 'raw' | 'archive';
-}
 
 /** The content API, or the 404 an unknown route gets. */
 export function contentOf(deps: GatewayDeps, method: string, url: string): ContentApi {
@@ -22,7 +18,7 @@ export function contentOf(deps: GatewayDeps, method: string, url: string): Conte
   throw new BerthError('not_found', `No route ${method} ${path}.`, { method, path });
 }
 
-export function contentPlugin(groups: ContentRouteGroup[]): ResourcePlugin {
+export function contentPlugin(groups: RouteGroup[]): ResourcePlugin {
   const plugin: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, opts) => {
     app.addHook('onRequest', async (request) => void contentOf(opts.deps, request.method, request.url));
     // A trailing {path} takes the rest of the URL; the handlers read it under its declared name.
@@ -36,17 +32,7 @@ export function contentPlugin(groups: ContentRouteGroup[]): ResourcePlugin {
         delete params['*'];
       }
     });
-    for (const group of groups) {
-      await app.register(async (child) => {
-        if (group.body === 'raw' || group.body === 'archive') {
-          const json = child.getDefaultJsonParser('error', 'error');
-          child.removeAllContentTypeParsers();
-          if (group.body === 'archive') child.addContentTypeParser('application/json', { parseAs: 'string' }, json);
-          child.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-        }
-        await resourcePlugin(group.routes)(child, opts);
-      });
-    }
+    await registerGroups(app, groups, opts);
   };
   return Object.assign(plugin, { routes: groups.flatMap((g) => g.routes) });
 }

@@ -78,7 +78,7 @@ export interface OperationParams {
  * when the executor refused before any receipt (stale generation, protocol mismatch). If the outcome of the call is
  * uncertain, do what `executor.inspect` does; never submit twice.
  */
-export interface SubmitParams extends OperationParams, Pick<Accepted, 'command' | 'cwd' | 'stdin' | 'pty' | 'timeoutMs' | 'version'> {
+export interface SubmitParams extends OperationParams, Pick<Accepted, 'command' | 'cwd' | 'stdin' | 'pty' | 'timeoutMs' | 'version' | 'workspace'> {
   env: Record<string, string>;
 }
 
@@ -128,6 +128,7 @@ const submit = {
     ...(context.pty ? { pty: context.pty } : {}),
     ...(context.timeoutMs !== undefined ? { timeoutMs: context.timeoutMs } : {}),
     ...(context.version !== undefined ? { version: context.version } : {}),
+    ...(context.workspace ? { workspace: context.workspace } : {}),
   }),
 } as const;
 /**

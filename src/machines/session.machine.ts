@@ -21,6 +21,10 @@ export interface SessionContext {
   environmentId: string | null;
   environmentSource: SelectionSource;
   workspaceId: string | null;
+  /** The workspace's binding generation the session was bound to (null without a workspace). */
+  workspaceGeneration: number | null;
+  /** Where its commands and tools start, relative to the workspace root ('' the root). */
+  cwd: string;
   parent: { sessionId: string; relation: 'child' | 'fork' } | null;
   /** Turns admitted and not finished. */
   turns: string[];
@@ -37,6 +41,15 @@ const selectEnvironment = (e: Created): Pick<SessionContext, 'environmentId' | '
   if (e.parent) return { environmentId: e.parent.environmentId, environmentSource: 'inherited' };
   if (e.defaultEnvironmentId !== undefined) return { environmentId: e.defaultEnvironmentId, environmentSource: 'default' };
   return { environmentId: null, environmentSource: 'none' };
+};
+
+/** An explicit workspace (or null) is the creator's; absent inherits the parent's binding as it was recorded. */
+const selectWorkspace = (e: Created): Pick<SessionContext, 'workspaceId' | 'workspaceGeneration' | 'cwd'> => {
+  if (e.workspaceId !== undefined) {
+    return { workspaceId: e.workspaceId, workspaceGeneration: e.workspaceId === null ? null : (e.workspaceGeneration ?? null), cwd: e.cwd ?? '' };
+  }
+  if (e.parent) return { workspaceId: e.parent.workspaceId, workspaceGeneration: e.parent.workspaceGeneration ?? null, cwd: e.cwd ?? e.parent.cwd ?? '' };
+  return { workspaceId: null, workspaceGeneration: null, cwd: '' };
 };
 
 export const sessionMachine = setup({
@@ -60,7 +73,7 @@ export const sessionMachine = setup({
       return {
         scope: event.scope,
         ...selectEnvironment(event),
-        workspaceId: event.workspaceId !== undefined ? event.workspaceId : (event.parent?.workspaceId ?? null),
+        ...selectWorkspace(event),
         parent: event.parent ? { sessionId: event.parent.sessionId, relation: event.parent.relation } : null,
         createdAt: event.at,
       };
@@ -89,6 +102,8 @@ export const sessionMachine = setup({
     environmentId: null,
     environmentSource: 'none',
     workspaceId: null,
+    workspaceGeneration: null,
+    cwd: '',
     parent: null,
     turns: [],
     createdAt: 0,
@@ -105,7 +120,12 @@ export const sessionMachine = setup({
         // Idempotent per turnId: a repeated start changes nothing.
         'session.turn_started': { actions: ['startTurn', 'stamp'] },
         'session.turn_finished': { guard: 'turnRunning', actions: ['finishTurn', 'stamp'] },
+        'session.deleted': { target: 'deleted', actions: 'stamp' },
       },
+    },
+    // Its turns' own streams keep their records; finishing one still reaches the session for its count.
+    deleted: {
+      on: { 'session.turn_finished': { guard: 'turnRunning', actions: ['finishTurn', 'stamp'] } },
     },
   },
 });
@@ -122,7 +142,7 @@ export const reject = (snapshot: SessionSnapshot, event: IncomingEvent): Rejecti
   if (event.type === 'session.created') {
     return { code: 'invalid_state', message: 'The session already exists.', detail: { ...detail, reason: 'exists' } };
   }
-  if (snapshot.value === 'pristine') return { code: 'not_found', message: 'The session does not exist.', detail };
+  if (snapshot.value === 'pristine' || snapshot.value === 'deleted') return { code: 'not_found', message: 'The session does not exist.', detail };
   if (event.type === 'session.environment_changed') {
     if (event.previous !== context.environmentId) {
       return {

@@ -30,6 +30,7 @@ import type {
   OutputSeen,
   ReplayStep,
   RuntimeApi,
+  CreateSessionInput,
   SessionView,
   SubmitExecutionInput,
 } from './runtime-api.ts';
@@ -38,6 +39,10 @@ import type { Services } from './services.ts';
 import { replayStoredStream } from './core/stream-replay.ts';
 import { ScopeIndex } from './core/scope-index.ts';
 import type { Retention, RetentionReport } from './maintenance/retention.ts';
+import { TurnFileApi } from './workspaces/turn-file-api.ts';
+import { TurnService, type TurnView } from './workspaces/turn-service.ts';
+import { WorkspaceService, type HistoryEntry, type WorkspaceRecord } from './workspaces/workspace-service.ts';
+import { splitRelativePath } from '../content/content-path.ts';
 
 export interface BerthApiOptions {
   /** The environment new sessions select when they name none (seed 000: explicit null disables it). */
@@ -53,6 +58,9 @@ export class BerthApi implements RuntimeApi {
   readonly executions: ExecutionService;
   /** The Environments content chapter (seed 001), when services.content is there (the chapter is on). */
   readonly content?: ContentService;
+  readonly workspaces: WorkspaceService;
+  readonly turns: TurnService;
+  readonly files: TurnFileApi;
   private readonly scopes: ScopeIndex;
 
   constructor(
@@ -93,11 +101,28 @@ export class BerthApi implements RuntimeApi {
       now,
       policy,
     });
+    this.workspaces = new WorkspaceService({
+      actors: runtime.actors,
+      store: runtime.store,
+      directories: services.workspaces.directories,
+      workspaces: this.model('workspaces'),
+      now,
+    });
+    this.turns = new TurnService({
+      actors: runtime.actors,
+      workspaces: this.workspaces,
+      directories: services.workspaces.directories,
+      artifacts: services.artifacts,
+      session: (caller, id) => this.sessionContext(caller, id),
+      execution: (caller, id, waitMs) => this.executions.get(caller, id, waitMs).catch((e) => (isBerthError(e, 'not_found') ? undefined : Promise.reject(e))),
+      now,
+    });
+    this.files = new TurnFileApi(this.turns);
     this.scopes = new ScopeIndex(runtime.actors);
   }
 
   capabilities(): Record<string, boolean> {
-    return { environments: this.content !== undefined, executions: true, sessions: true, websocket: true, sse: true, providers: true };
+    return { environments: this.content !== undefined, executions: true, sessions: true, workspaces: true, turns: true, websocket: true, sse: true, providers: true };
   }
 
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView> {
@@ -134,9 +159,15 @@ export class BerthApi implements RuntimeApi {
     return this.environments.list(caller, page);
   }
 
-  async createSession(caller: Caller, input: { environmentId?: string | null; workspaceId?: string; parentId?: string }): Promise<SessionView> {
+  async createSession(caller: Caller, input: CreateSessionInput): Promise<SessionView> {
     if (input.environmentId) await this.environments.context(caller, input.environmentId);
     const parent = input.parentId ? await this.sessionContext(caller, input.parentId) : undefined;
+    // A workspace is bound at its current generation; a later rebinding makes the session stale (refused).
+    const workspace = input.workspaceId ? await this.workspaces.context(caller, input.workspaceId) : undefined;
+    const cwd = input.cwd === undefined ? undefined : sessionCwd(input.cwd);
+    if (cwd !== undefined && !workspace && !parent?.workspaceId) {
+      throw new BerthError('invalid_request', 'A session cwd is relative to its workspace: name a workspace.', { reason: 'cwd_without_workspace' });
+    }
     const id = `hses_${randomUUID().replace(/-/g, '')}`;
     const defaultEnvironmentId = this.options.defaultEnvironmentId;
     await this.runtime.actors.send('session', id, {
@@ -144,9 +175,20 @@ export class BerthApi implements RuntimeApi {
       scope: caller.scope,
       ...(input.environmentId !== undefined ? { environmentId: input.environmentId } : {}),
       ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
+      ...(workspace ? { workspaceGeneration: workspace.generation } : {}),
+      ...(cwd !== undefined ? { cwd } : {}),
       ...(defaultEnvironmentId !== undefined ? { defaultEnvironmentId } : {}),
       ...(parent
-        ? { parent: { sessionId: parent.id, relation: 'child', environmentId: parent.environmentId, workspaceId: parent.workspaceId } }
+        ? {
+            parent: {
+              sessionId: parent.id,
+              relation: input.relation ?? 'child',
+              environmentId: parent.environmentId,
+              workspaceId: parent.workspaceId,
+              ...(parent.workspaceGeneration !== null ? { workspaceGeneration: parent.workspaceGeneration } : {}),
+              cwd: parent.cwd,
+            },
+          }
         : {}),
       at: this.services.now(),
     });
@@ -155,7 +197,49 @@ export class BerthApi implements RuntimeApi {
 
   async getSession(caller: Caller, id: string): Promise<SessionView> {
     const c = await this.sessionContext(caller, id);
-    return { id, environmentId: c.environmentId, workspaceId: c.workspaceId, parentId: c.parent?.sessionId ?? null, createdAt: c.createdAt };
+    return {
+      id,
+      environmentId: c.environmentId,
+      workspaceId: c.workspaceId,
+      workspaceGeneration: c.workspaceGeneration,
+      cwd: c.cwd,
+      parentId: c.parent?.sessionId ?? null,
+      relation: c.parent?.relation ?? null,
+      createdAt: c.createdAt,
+    };
+  }
+
+  async deleteSession(caller: Caller, id: string): Promise<void> {
+    await this.sessionContext(caller, id);
+    await this.runtime.actors.send('session', id, { type: 'session.deleted', at: this.services.now() });
+  }
+
+  createWorkspace(caller: Caller, input: { name?: string }): Promise<WorkspaceRecord> {
+    return this.workspaces.create(caller, input);
+  }
+  listWorkspaces(caller: Caller, page?: PageQuery): Promise<Listing<WorkspaceRecord>> {
+    return this.workspaces.list(caller, page);
+  }
+  getWorkspace(caller: Caller, id: string): Promise<WorkspaceRecord> {
+    return this.workspaces.get(caller, id);
+  }
+  deleteWorkspace(caller: Caller, id: string): Promise<void> {
+    return this.workspaces.delete(caller, id);
+  }
+  workspaceHistory(caller: Caller, id: string, page?: PageQuery): Promise<Listing<HistoryEntry>> {
+    return this.workspaces.history(caller, id, page);
+  }
+  clearWorkspaceHolder(caller: Caller, id: string): Promise<{ cleared: string | null }> {
+    return this.turns.clear(caller, id);
+  }
+  openTurn(caller: Caller, sessionId: string, opts?: { key?: string; waitMs?: number }): Promise<TurnView> {
+    return this.turns.open(caller, sessionId, opts);
+  }
+  getTurn(caller: Caller, sessionId: string, turnId: string): Promise<TurnView> {
+    return this.turns.get(caller, sessionId, turnId);
+  }
+  releaseTurn(caller: Caller, sessionId: string, turnId: string, opts?: { waitMs?: number }): Promise<TurnView> {
+    return this.turns.release(caller, sessionId, turnId, opts);
   }
 
   async submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord> {
@@ -168,13 +252,26 @@ export class BerthApi implements RuntimeApi {
       const session = await this.sessionContext(caller, input.session);
       if (environmentId === undefined) environmentId = session.environmentId ?? undefined;
     }
+    if (input.turn !== undefined && !input.session) throw new BerthError('invalid_request', 'A turn is named with its session.', { reason: 'turn_without_session' });
     if (!environmentId) {
       throw new BerthError('invalid_request', 'Name an environment, or a session that selects one.', {});
     }
     const environment = await this.environments.context(caller, environmentId);
     this.environments.assertRunnable(caller, environment.profile);
     const content = this.content;
-    return this.executions.submit(caller, input, environmentId, content && (() => content.versionForExecution(environment)));
+    const versionOf = content && (() => content.versionForExecution(environment));
+    if (input.turn === undefined) return this.executions.submit(caller, input, environmentId, versionOf);
+    const { session, turn } = { session: input.session!, turn: input.turn };
+    if (!this.services.providers.get(environment.profile.provider).workspaceViews) {
+      throw new BerthError('invalid_request', 'This environment\'s provider cannot show a workspace to its commands yet.', { reason: 'workspace_view_unsupported', provider: environment.profile.provider });
+    }
+    // Admitted into the turn (its before-manifest taken) before it is accepted: the turn waits for it from then on.
+    const id = this.executions.idOf(caller, input.operationId);
+    const admitted = await this.turns.admitExecution(caller, session, turn, id, input.cwd);
+    const { cwd: _cwd, ...rest } = input;
+    const record = await this.executions.submit(caller, rest, environmentId, versionOf, { workspaceId: admitted.workspaceId, turnId: turn, cwd: admitted.cwd });
+    void this.turns.recordWhenSettled(caller, turn, id).catch(() => undefined);
+    return record;
   }
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord> {
     return this.executions.get(caller, id, waitMs);
@@ -241,7 +338,7 @@ export class BerthApi implements RuntimeApi {
 
   private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {
     const view = await this.runtime.actors.get<SessionContext>('session', id).catch((e) => (isBerthError(e) ? undefined : Promise.reject(e)));
-    if (!view || view.state === 'pristine' || !inScope(caller, view.context.scope)) {
+    if (!view || view.state === 'pristine' || view.state === 'deleted' || !inScope(caller, view.context.scope)) {
       throw new BerthError('not_found', 'No such session.', { sessionId: id });
     }
     return view.context;
@@ -252,4 +349,11 @@ export class BerthApi implements RuntimeApi {
     if (!m) throw new BerthError('internal', `read model ${name} is not registered`, {});
     return m;
   }
+}
+
+/** A session's cwd: a relative path inside its workspace (checked for spelling here, on disk when a turn opens). */
+function sessionCwd(raw: string): string {
+  const split = splitRelativePath(raw);
+  if ('problem' in split) throw new BerthError('invalid_request', 'A session cwd is a relative path inside its workspace.', { cwd: raw, reason: split.problem });
+  return split.segments.join('/');
 }

@@ -28,6 +28,10 @@ import type { BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
 import { LiveReaders } from './executions/live-readers.ts';
 import type { Services } from './services.ts';
+import { WorkspaceDirectories } from './workspaces/workspace-directories.ts';
+import { WorkspaceHost } from './workspaces/workspace-host.ts';
+import { mappingsFromEnv, snapshotRoots, type RootMapping } from './workspaces/workspace-roots.ts';
+import type { WorkspaceContext } from '../machines/workspace.machine.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {
   settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
@@ -41,6 +45,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   content?: ContentSettings;
   /** Retention of finished executions' output (config.ts resolveRetention); absent: off. */
   retention?: RetentionSettings;
+  /** The admin's directory workspaces `{scope, storageId, root}` (default: BERTH_WORKSPACE_ROOTS, workspace-roots.ts). */
+  workspaceRoots?: RootMapping[];
   /** The clock events and retention read (ms since the epoch); tests age executions with their own. */
   now?: () => number;
 }
@@ -63,6 +69,9 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
 
 export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const { dataDir } = opts.settings;
+  // A bad mapping refuses the start before anything is opened (nothing half-configured).
+  const mappings = opts.workspaceRoots ?? mappingsFromEnv();
+  const mapped = snapshotRoots(mappings, dataDir);
   const lock = await DataDirLock.acquire(dataDir);
   const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, opts.hiddenFromSandbox, opts.logger));
   const shutdown = new AbortController();
@@ -73,8 +82,11 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     if (!view) throw new BerthError('not_found', 'No such allocation.', { allocationId });
     return view.context;
   };
+  const directories = new WorkspaceDirectories(dataDir, mapped, mappings, providers.workspaceOwner());
+  const workspace = async (id: string) => (await actors?.get<WorkspaceContext>('workspace', id))?.context;
   const services: Services = {
     providers,
+    workspaces: new WorkspaceHost(directories, workspace),
     artifacts: new ArtifactStore(join(dataDir, 'artifacts')),
     now: opts.now ?? (() => Date.now()),
     shutdown: shutdown.signal,
@@ -143,6 +155,8 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is
       // settled before work is admitted.
       await api.content?.recover();
+      // The admin's mappings are recorded (a replaced root moves its workspace's generation on) before any turn.
+      await api.workspaces.registerMapped();
     } catch (e) {
       await runtime.stop();
       throw e;

@@ -27,6 +27,14 @@ export class ProviderRegistry {
     return [...this.providers.keys()];
   }
 
+  /**
+   * Who must own the files Berth makes in a managed workspace so that commands can write them: the one owner the
+   * providers name (Provider.workspaceOwner), else the server itself.
+   */
+  workspaceOwner(): { uid: number; gid: number } | undefined {
+    return [...this.providers.values()].find((p) => p.workspaceOwner)?.workspaceOwner;
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.providers.values()].map((p) => p.close?.()));
   }

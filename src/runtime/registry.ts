@@ -14,10 +14,24 @@ import { environmentActor } from './environments/environment.actor.ts';
 import { executionActor } from './executions/execution.actor.ts';
 import { harnessActor } from './builds/harness.actor.ts';
 import { sessionActor } from './executions/session.actor.ts';
+import { ownershipActor } from './workspaces/ownership.actor.ts';
+import { turnActor } from './workspaces/turn.actor.ts';
+import { workspaceActor } from './workspaces/workspace.actor.ts';
+import { workspacesProjection } from '../projections/workspaces.projection.ts';
 
-export const actorTypes: ActorType[] = [environmentActor, allocationActor, sessionActor, executionActor, buildActor, harnessActor];
+export const actorTypes: ActorType[] = [
+  environmentActor,
+  allocationActor,
+  sessionActor,
+  executionActor,
+  buildActor,
+  harnessActor,
+  workspaceActor,
+  ownershipActor,
+  turnActor,
+];
 
-export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection];
+export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection, workspacesProjection];
 
 /** The registered actor type whose streams are `<type>-…` for this stream, the longest type name winning. */
 export function actorTypeOfStream(stream: string, types: ActorType[] = actorTypes): ActorType | undefined {

@@ -12,8 +12,14 @@ import type { RetentionReport } from './maintenance/retention.ts';
 import type { ContentApi } from './builds/content-api.ts';
 import type { Listing, PageQuery } from './listing.ts';
 import type { ActivityItem } from '../projections/activity.projection.ts';
+import type { HistoryEntry, WorkspaceRecord } from './workspaces/workspace-service.ts';
+import type { TurnView } from './workspaces/turn-service.ts';
+import type { TurnFileApi } from './workspaces/turn-file-api.ts';
 
 export type { Caller } from './caller.ts';
+export type { WorkspaceRecord, HistoryEntry } from './workspaces/workspace-service.ts';
+export type { TurnView } from './workspaces/turn-service.ts';
+export type { TurnFileApi } from './workspaces/turn-file-api.ts';
 
 export interface Target {
   environmentId: string;
@@ -68,8 +74,23 @@ export interface SessionView {
   id: string;
   environmentId: string | null;
   workspaceId: string | null;
+  /** The workspace's binding generation the session is bound to (null without a workspace). */
+  workspaceGeneration: number | null;
+  /** Where its commands start, relative to the workspace root ('' the root). */
+  cwd: string;
   parentId: string | null;
+  /** How it came from its parent: a child (inherits, may diverge) or a fork. */
+  relation: 'child' | 'fork' | null;
   createdAt: number;
+}
+
+export interface CreateSessionInput {
+  environmentId?: string | null;
+  workspaceId?: string | null;
+  cwd?: string;
+  parentId?: string;
+  /** With parentId: `fork` copies the parent's selection as a fork (default `child`). */
+  relation?: 'child' | 'fork';
 }
 
 export interface SubmitExecutionInput {
@@ -86,6 +107,8 @@ export interface SubmitExecutionInput {
   timeoutMs?: number;
   /** The allocation the caller expects to run on; refused with stale_target unless it is still the current one. */
   target?: Target;
+  /** A tool turn of `session`: the command runs in the workspace (cwd relative to the session's) and holds the turn. */
+  turn?: string;
 }
 
 /** DESIGN §8 execution record (fixed shape). */
@@ -155,11 +178,25 @@ export interface RuntimeApi {
   activeAllocations(caller: Caller, page?: PageQuery): Promise<Listing<AllocationView>>;
   catalog(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>>;
 
-  createSession(
-    caller: Caller,
-    input: { environmentId?: string | null; workspaceId?: string; parentId?: string },
-  ): Promise<SessionView>;
+  createSession(caller: Caller, input: CreateSessionInput): Promise<SessionView>;
   getSession(caller: Caller, id: string): Promise<SessionView>;
+  deleteSession(caller: Caller, id: string): Promise<void>;
+
+  /** Workspaces (issue 13): managed ones in the caller's scope, directory ones from the admin's mappings. */
+  createWorkspace(caller: Caller, input: { name?: string }): Promise<WorkspaceRecord>;
+  listWorkspaces(caller: Caller, page?: PageQuery): Promise<Listing<WorkspaceRecord>>;
+  getWorkspace(caller: Caller, id: string): Promise<WorkspaceRecord>;
+  deleteWorkspace(caller: Caller, id: string): Promise<void>;
+  workspaceHistory(caller: Caller, id: string, page?: PageQuery): Promise<Listing<HistoryEntry>>;
+  /** The admin's clear of a holder whose work is proven stopped; `invalid_state` names what blocks it. */
+  clearWorkspaceHolder(caller: Caller, id: string): Promise<{ cleared: string | null }>;
+
+  /** Tool turns: `key` makes opening idempotent; `waitMs` waits for a busy storage instead of workspace_busy. */
+  openTurn(caller: Caller, sessionId: string, opts?: { key?: string; waitMs?: number }): Promise<TurnView>;
+  getTurn(caller: Caller, sessionId: string, turnId: string): Promise<TurnView>;
+  releaseTurn(caller: Caller, sessionId: string, turnId: string, opts?: { waitMs?: number }): Promise<TurnView>;
+  /** The file tools of a turn (paths relative to the workspace root). */
+  readonly files: TurnFileApi;
 
   submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord>;
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord>;

@@ -9,6 +9,7 @@ import type { Executor } from '../providers/provider.ts';
 import type { ContentRuntime } from './builds/content-runtime.ts';
 import type { LiveReaders } from './executions/live-readers.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
+import type { WorkspaceHost } from './workspaces/workspace-host.ts';
 
 export interface Services {
   providers: ProviderRegistry;
@@ -21,6 +22,8 @@ export interface Services {
   shutdown: AbortSignal;
   /** Who follows which execution's spool live: a large save waits (briefly) for them to catch up. */
   liveReaders: LiveReaders;
+  /** Where workspaces are on this host: a turn's shell command gets its view, a deleted managed one is removed. */
+  workspaces: WorkspaceHost;
   /** Environment content (seed 001): absent when the chapter is switched off. */
   content?: ContentRuntime;
 }

@@ -1,4 +1,4 @@
-/** Sessions: bind an environment (and optionally a workspace) for a series of executions; allocates nothing. */
+/** Sessions: bind an environment (and optionally a workspace at its generation, with a cwd) for a series of executions; allocates nothing. */
 import { createSessionBody, idParams, sessionSchema } from '../../../schemas/api.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 
@@ -23,5 +23,18 @@ export const sessionsPlugin = resourcePlugin([
       responses: { 200: { description: 'The session', schema: sessionSchema } },
     },
     async ({ deps, caller, params }) => deps.api.getSession(caller, params.id),
+  ),
+  defineRoute(
+    {
+      method: 'DELETE',
+      path: '/v1/sessions/{id}',
+      summary: 'Delete a session: no new turn or command runs in it (its executions and turns keep their records)',
+      params: idParams,
+      responses: { 204: { description: 'Deleted' } },
+    },
+    async ({ deps, caller, params }) => {
+      await deps.api.deleteSession(caller, params.id);
+      return undefined;
+    },
   ),
 ]);

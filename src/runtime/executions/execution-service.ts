@@ -60,9 +60,19 @@ export const inputDigestOf = (environmentId: string, input: SubmitExecutionInput
         stdin: input.stdin ?? false,
         pty: input.pty ?? null,
         timeoutMs: input.timeoutMs ?? null,
+        // Only when there is one: digests of executions outside turns stay what they were.
+        ...(input.turn !== undefined ? { turn: input.turn } : {}),
       }),
     )
     .digest('hex')}`;
+
+/** The workspace a turn's shell command runs in: recorded with its acceptance, resolved to a view at submit. */
+export interface WorkspaceRef {
+  workspaceId: string;
+  turnId: string;
+  /** Relative to the workspace root. */
+  cwd: string;
+}
 
 export interface ExecutionServiceDeps {
   actors: ActorRuntime<Services>;
@@ -94,12 +104,21 @@ export class ExecutionService {
 
   constructor(private readonly deps: ExecutionServiceDeps) {}
 
-  /** `versionOf` names the content version the execution reads (or refuses it: environment_not_ready). */
+  /** The execution id an operationId of the caller's scope names. */
+  idOf(caller: Caller, operationId: string): string {
+    return executionIdOf(caller.scope, operationId);
+  }
+
+  /**
+   * `versionOf` names the content version the execution reads (or refuses it: environment_not_ready); `workspace`
+   * the turn's workspace view it runs in (admitted into the turn already).
+   */
   async submit(
     caller: Caller,
     input: SubmitExecutionInput,
     environmentId: string,
     versionOf?: () => Promise<number | undefined>,
+    workspace?: WorkspaceRef,
   ): Promise<ExecutionRecord> {
     const command = argvOf(input.command);
     if (command.length === 0 || command[0] === '') throw new BerthError('invalid_request', 'The command is empty.', {});
@@ -116,7 +135,7 @@ export class ExecutionService {
     const admitted = await this.admit(caller);
     let acceptedAt: bigint | undefined;
     try {
-      const sent = await this.accept(caller, input, environmentId, id, inputDigest, versionOf);
+      const sent = await this.accept(caller, input, environmentId, id, inputDigest, versionOf, workspace);
       acceptedAt = sent.position;
       return sent.record;
     } finally {
@@ -176,10 +195,11 @@ export class ExecutionService {
     id: string,
     inputDigest: string,
     versionOf?: () => Promise<number | undefined>,
+    workspace?: WorkspaceRef,
   ): Promise<{ record: ExecutionRecord; position?: bigint }> {
     const command = argvOf(input.command);
     const active = await versionOf?.();
-    await this.providerAdmits(caller, environmentId, input.cwd, active);
+    if (!workspace) await this.providerAdmits(caller, environmentId, input.cwd, active);
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
     const version = await this.deps.environments.versionRead(target.allocationId, active);
@@ -200,6 +220,8 @@ export class ExecutionService {
         target,
         command,
         ...(input.cwd !== undefined ? { cwd: input.cwd } : {}),
+        ...(input.session !== undefined ? { sessionId: input.session } : {}),
+        ...(workspace ? { workspace } : {}),
         ...(input.env ? { env: input.env } : {}),
         stdin: input.stdin ?? false,
         ...(input.pty ? { pty: input.pty } : {}),

@@ -19,7 +19,7 @@ import {
   type WatchParams,
 } from '../../machines/execution.machine.ts';
 import { commandEnv, DEFAULT_TERM } from '../../providers/command-env.ts';
-import type { Executor, Provider, Receipt, VersionedCommand } from '../../providers/provider.ts';
+import type { Executor, Provider, Receipt, VersionedCommand, WorkspaceView } from '../../providers/provider.ts';
 import type { ArtifactRef, ArtifactStore } from '../../store/artifact-store.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { Services } from '../services.ts';
@@ -285,12 +285,15 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       let executor: Executor;
       let env: Record<string, string>;
       let version: VersionedCommand | undefined;
+      let workspace: WorkspaceView | undefined;
       try {
         executor = await ctx.services.executorFor(p.target.allocationId);
         const { profile } = held.allocation;
         env = commandEnvFor(ctx.services.providers.get(profile.provider).commandBase, p);
         // The content version it reads: mounted read-only at /env/<slug>, with its PATH (version-exec.ts).
         if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env);
+        // A turn's shell command: its workspace's view, checked again now (a root replaced meanwhile fails it).
+        if (p.workspace) workspace = await ctx.services.workspaces.view(p.workspace.workspaceId, p.workspace.cwd);
       } catch (e) {
         // Nothing was sent, so no receipt can exist: the command could not start.
         if (!isBerthError(e)) throw e;
@@ -304,6 +307,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
           ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
           env: version?.env ?? env,
           ...(version?.mounts ? { mounts: version.mounts } : {}),
+          ...(workspace ? { workspace } : {}),
           stdin: p.stdin,
           ...(p.pty ? { pty: p.pty } : {}),
           ...(p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),

@@ -1,0 +1,164 @@
+/**
+ * Workspaces and tool turns over the real runtime (startBerth on a temporary data directory, SQLite, the native
+ * provider): managed and directory workspaces, turns that serialize per storage and overlap across storages, file
+ * tools with byte versions, the file history, refusals before anything is claimed, release rules and the admin clear.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NativeProvider } from '../../src/providers/native/native-provider.ts';
+import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import type { Caller } from '../../src/runtime/runtime-api.ts';
+
+const alice: Caller = { scope: 'alice', role: 'member' };
+const bob: Caller = { scope: 'bob', role: 'member' };
+const admin: Caller = { scope: '*', role: 'admin' };
+
+let dir: string;
+let roots: string;
+let berth: Berth;
+
+async function start(mappings = [{ scope: 'alice', storageId: 'repo', root: join(roots, 'repo') }]): Promise<Berth> {
+  const dataDir = join(dir, 'data');
+  return startBerth({
+    settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
+    runtimeId: 'rt_workspaces',
+    providers: [new NativeProvider({ dataDir })],
+    workspaceRoots: mappings,
+  });
+}
+
+beforeEach(async () => {
+  dir = realpathSync(mkdtempSync(join(tmpdir(), 'berth-ws-')));
+  roots = join(dir, 'roots');
+  mkdirSync(join(roots, 'repo', 'src'), { recursive: true });
+  mkdirSync(join(roots, 'other'), { recursive: true });
+  berth = await start();
+});
+
+afterEach(async () => {
+  await berth?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('workspaces and turns', () => {
+  it('a managed workspace: turn, write, read with version, stale write refused, history recorded', async () => {
+    const api = berth.api;
+    const ws = await api.createWorkspace(alice, { name: 'task' });
+    expect(ws).toMatchObject({ kind: 'managed', generation: 1, holder: null });
+    const session = await api.createSession(alice, { workspaceId: ws.id });
+    const turn = await api.openTurn(alice, session.id);
+    expect((await api.getWorkspace(alice, ws.id)).holder?.turnId).toBe(turn.id);
+    const w1 = await api.files.write(alice, session.id, turn.id, 'a.txt', Buffer.from('one'));
+    const read = await api.files.read(alice, session.id, turn.id, 'a.txt');
+    expect(read.data.toString()).toBe('one');
+    expect(read.version).toBe(w1.version);
+    await api.files.write(alice, session.id, turn.id, 'a.txt', Buffer.from('two'), { ifMatch: w1.version });
+    await expect(api.files.write(alice, session.id, turn.id, 'a.txt', Buffer.from('three'), { ifMatch: w1.version })).rejects.toMatchObject({ code: 'stale_version' });
+    expect((await api.files.read(alice, session.id, turn.id, 'a.txt')).data.toString()).toBe('two');
+    await api.files.edit(alice, session.id, turn.id, 'a.txt', 'tw', 'TW');
+    await api.releaseTurn(alice, session.id, turn.id);
+    const history = await api.workspaceHistory(alice, ws.id);
+    expect(history.items.map((h) => [h.tool, h.changes[0]!.path, h.turnId])).toEqual([
+      ['write', 'a.txt', turn.id],
+      ['write', 'a.txt', turn.id],
+      ['edit', 'a.txt', turn.id],
+    ]);
+    expect(history.items[1]!.changes[0]!.before!.hash).toBe(w1.version);
+    // A released turn admits nothing and is never reopened.
+    await expect(api.files.read(alice, session.id, turn.id, 'a.txt')).rejects.toMatchObject({ code: 'invalid_state' });
+    expect((await api.releaseTurn(alice, session.id, turn.id)).state).toBe('released');
+  });
+
+  it('two turns on one storage serialize; on two storages they overlap', async () => {
+    const api = berth.api;
+    const [a, b] = [await api.createWorkspace(alice, {}), await api.createWorkspace(alice, {})];
+    const [s1, s2, s3] = [
+      await api.createSession(alice, { workspaceId: a.id }),
+      await api.createSession(alice, { workspaceId: a.id }),
+      await api.createSession(alice, { workspaceId: b.id }),
+    ];
+    const t1 = await api.openTurn(alice, s1.id);
+    await expect(api.openTurn(alice, s2.id)).rejects.toMatchObject({ code: 'workspace_busy', detail: { reason: 'held' } });
+    const t3 = await api.openTurn(alice, s3.id); // another storage: not blocked
+    const waiting = api.openTurn(alice, s2.id, { waitMs: 10_000 });
+    const releasedAt = Date.now();
+    await api.releaseTurn(alice, s1.id, t1.id);
+    const t2 = await waiting;
+    expect(t2.createdAt).toBeGreaterThanOrEqual(releasedAt - 5);
+    await api.releaseTurn(alice, s2.id, t2.id);
+    await api.releaseTurn(alice, s3.id, t3.id);
+  });
+
+  it('refuses before claiming: missing and linked session directories, wrong generation, deleted session, other scope', async () => {
+    const api = berth.api;
+    const ws = await api.createWorkspace(alice, {});
+    const missing = await api.createSession(alice, { workspaceId: ws.id, cwd: 'nope' });
+    await expect(api.openTurn(alice, missing.id)).rejects.toMatchObject({ code: 'workspace_unavailable', detail: { reason: 'session_directory_missing' } });
+    // A link as the session directory (planted as a command would).
+    const root = join(dir, 'data', 'workspaces', ws.id, 'root');
+    symlinkSync('/etc', join(root, 'linked'));
+    const linked = await api.createSession(alice, { workspaceId: ws.id, cwd: 'linked' });
+    await expect(api.openTurn(alice, linked.id)).rejects.toMatchObject({ code: 'workspace_unavailable', detail: { reason: 'session_directory_link' } });
+    expect((await api.getWorkspace(alice, ws.id)).holder).toBeNull();
+    const deleted = await api.createSession(alice, { workspaceId: ws.id });
+    await api.deleteSession(alice, deleted.id);
+    await expect(api.openTurn(alice, deleted.id)).rejects.toMatchObject({ code: 'not_found' });
+    const session = await api.createSession(alice, { workspaceId: ws.id });
+    await expect(api.openTurn(bob, session.id)).rejects.toMatchObject({ code: 'not_found' });
+    const turn = await api.openTurn(alice, session.id);
+    await expect(api.getTurn(bob, session.id, turn.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(api.files.read(bob, session.id, turn.id, 'x')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(api.releaseTurn(bob, session.id, turn.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(api.getWorkspace(bob, ws.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('a directory workspace: replaced root refused; a restart with a new root moves the generation and stales old sessions', async () => {
+    const api = berth.api;
+    const ws = (await api.listWorkspaces(alice)).items.find((w) => w.kind === 'directory')!;
+    expect(ws).toMatchObject({ storageId: 'repo', generation: 1 });
+    const session = await api.createSession(alice, { workspaceId: ws.id, cwd: 'src' });
+    const repo = join(roots, 'repo');
+    renameSync(repo, join(roots, 'repo-old'));
+    mkdirSync(join(repo, 'src'), { recursive: true });
+    await expect(api.openTurn(alice, session.id)).rejects.toMatchObject({ code: 'workspace_unavailable', detail: { reason: 'root_replaced' } });
+    await berth.stop();
+    berth = await start();
+    const again = await berth.api.getWorkspace(alice, ws.id);
+    expect(again.generation).toBe(2);
+    await expect(berth.api.openTurn(alice, session.id)).rejects.toMatchObject({ code: 'workspace_unavailable', detail: { reason: 'generation_mismatch' } });
+    const fresh = await berth.api.createSession(alice, { workspaceId: ws.id, cwd: 'src' });
+    const turn = await berth.api.openTurn(alice, fresh.id);
+    await berth.api.files.write(alice, fresh.id, turn.id, 'src/x.txt', Buffer.from('x'));
+    await berth.api.releaseTurn(alice, fresh.id, turn.id);
+  });
+
+  it('refuses overlapping, aliased and non-canonical mappings at start', async () => {
+    await berth.stop();
+    const bad = [
+      [{ scope: 'a', storageId: 's', root: join(roots, 'repo') }, { scope: 'b', storageId: 's', root: join(roots, 'repo', 'src') }],
+      [{ scope: 'a', storageId: 's', root: join(roots, 'repo') + '/' }],
+      [{ scope: 'a', storageId: 's', root: join(roots, 'missing') }],
+      [{ scope: 'a', storageId: 's', root: join(dir, 'data', 'x') }],
+    ];
+    symlinkSync(join(roots, 'repo'), join(roots, 'alias'));
+    bad.push([{ scope: 'a', storageId: 's', root: join(roots, 'repo') }, { scope: 'b', storageId: 't', root: join(roots, 'alias') }]);
+    for (const mappings of bad) await expect(start(mappings)).rejects.toMatchObject({ code: 'invalid_request' });
+    berth = await start();
+  });
+
+  it('the admin clear needs stopped work; a member may not clear; delete waits for the holder', async () => {
+    const api = berth.api;
+    const ws = await api.createWorkspace(alice, {});
+    const session = await api.createSession(alice, { workspaceId: ws.id });
+    const turn = await api.openTurn(alice, session.id);
+    await expect(api.deleteWorkspace(alice, ws.id)).rejects.toMatchObject({ code: 'workspace_busy' });
+    await expect(api.clearWorkspaceHolder(alice, ws.id)).rejects.toMatchObject({ code: 'forbidden' });
+    expect(await api.clearWorkspaceHolder(admin, ws.id)).toEqual({ cleared: turn.id });
+    expect((await api.getTurn(alice, session.id, turn.id))).toMatchObject({ state: 'released', cleared: true });
+    await api.deleteWorkspace(alice, ws.id);
+    await expect(api.getWorkspace(alice, ws.id)).rejects.toMatchObject({ code: 'workspace_unavailable' });
+    await expect(api.openTurn(alice, session.id)).rejects.toMatchObject({ code: 'workspace_unavailable' });
+  });
+});
