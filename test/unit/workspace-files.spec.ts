@@ -3,6 +3,7 @@
  * modes and owners of what is written, paging of listings, mkdir and remove with the changes they report.
  */
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +56,25 @@ describe('read', () => {
   it('answers not_found for a missing file or a missing directory on the way', async () => {
     expect(await failure(files.read('nope'))).toEqual({ code: 'not_found', detail: { path: 'nope' } });
     expect(await failure(files.read('no/such/file'))).toEqual({ code: 'not_found', detail: { path: 'no/such/file' } });
+  });
+});
+
+describe('remembered versions', () => {
+  it('a settled file rewritten with the same size and mtime gets its new version (ctime decides)', { timeout: 10_000 }, async () => {
+    const file = join(root, 'settled');
+    writeFileSync(file, 'before');
+    // Versions are remembered only for files unchanged for 2 s: wait until this one is.
+    while (Date.now() < statSync(file).ctimeMs + 2100) await new Promise((r) => setTimeout(r, 100));
+    expect((await files.read('settled')).version).toBe(sha('before'));
+    expect((await files.stat('settled')).version).toBe(sha('before'));
+    execFileSync('touch', ['-r', file, `${file}.times`]);
+    writeFileSync(file, 'AFTER!');
+    execFileSync('touch', ['-r', `${file}.times`, file]); // what a command can do: put the mtime back, to the nanosecond
+    expect(statSync(file, { bigint: true }).mtimeNs).toBe(statSync(`${file}.times`, { bigint: true }).mtimeNs);
+    expect((await files.read('settled')).version).toBe(sha('AFTER!'));
+    expect((await files.read('settled', { offset: 1, limit: 2 })).version).toBe(sha('AFTER!'));
+    expect((await files.stat('settled')).version).toBe(sha('AFTER!'));
+    expect(await failure(files.write('settled', Buffer.from('x'), { ifMatch: sha('before') }))).toMatchObject({ code: 'stale_version' });
   });
 });
 

@@ -3,7 +3,7 @@
  * opened without following anything. Shared by the file tools (a write's before/after) and the manifest walk.
  */
 import { createHash } from 'node:crypto';
-import { read } from 'node:fs';
+import { read, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
 
 export interface FileStamp {
@@ -40,4 +40,43 @@ export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: nu
     offset += bytesRead;
   }
   return { size: offset, hash: `sha256:${hash.digest('hex')}` };
+}
+
+/**
+ * Versions already hashed, by file identity, size, mtime and ctime (git's index trick): a hit saves reading and
+ * hashing the file again. Only a settled file is remembered, one whose ctime was at least SETTLED_NS older than the
+ * moment its stats were taken: any later change then gets a later ctime even where timestamps are coarse (a whole
+ * second, or two on FAT), and ctime cannot be set back without the clock. A change during the hash moves the ctime
+ * too, so a stamp of mixed bytes is never matched again.
+ */
+const known = new Map<string, { size: bigint; mtimeNs: bigint; ctimeNs: bigint; stamp: FileStamp }>();
+const MAX_KNOWN = 10_000;
+const SETTLED_NS = 2_000_000_000n;
+
+const identity = (stats: BigIntStats): string => `${stats.dev}:${stats.ino}`;
+
+/** The wall clock in ns, taken just before the stats a stamp is remembered with. */
+export const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
+
+export function knownStamp(stats: BigIntStats): FileStamp | undefined {
+  const entry = known.get(identity(stats));
+  if (!entry || entry.size !== stats.size || entry.mtimeNs !== stats.mtimeNs || entry.ctimeNs !== stats.ctimeNs) return undefined;
+  return entry.stamp;
+}
+
+export function rememberStamp(stats: BigIntStats, takenAtNs: bigint, stamp: FileStamp): void {
+  if (stats.ctimeNs + SETTLED_NS >= takenAtNs || BigInt(stamp.size) !== stats.size) return;
+  const key = identity(stats);
+  known.delete(key);
+  if (known.size >= MAX_KNOWN) known.delete(known.keys().next().value!);
+  known.set(key, { size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs, stamp });
+}
+
+/** The stamp of the file open as `fd`: remembered if settled and unchanged, else hashed (and remembered if settled). */
+export async function stampOfOpenFile(fd: number, stats: BigIntStats, takenAtNs: bigint): Promise<FileStamp> {
+  const remembered = knownStamp(stats);
+  if (remembered) return remembered;
+  const stamp = await stampOfFd(fd);
+  rememberStamp(stats, takenAtNs, stamp);
+  return stamp;
 }

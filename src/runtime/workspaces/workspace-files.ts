@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
-import { DIRECTORY_STAMP, readAsync, stampOfFd, versionOf, type FileStamp } from './file-stamp.ts';
+import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
 import { manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
 
 export { PRIVATE_DIR, type FileChange, type FileStamp };
@@ -98,20 +98,30 @@ export class WorkspaceFiles {
       const fd = this.openFile(dirFd, name, target);
       if (fd === undefined) throw notFound(path);
       try {
-        const size = fstatSync(fd).size;
+        const takenAt = nowNs();
+        const stats = fstatSync(fd, { bigint: true });
+        const size = Number(stats.size);
         this.checkSize(path, size);
+        const known = knownStamp(stats);
         if (offset === 0 && limit >= size) {
-          const data = await readWhole(fd, size);
-          return { data, size: data.length, version: versionOf(data), offset };
+          const data = await readWhole(fd, 0, size);
+          const stamp = known ?? { size: data.length, hash: versionOf(data) };
+          if (!known) rememberStamp(stats, takenAt, stamp);
+          return { data, size: data.length, version: stamp.hash, offset };
         }
-        // A range: the whole file is hashed for its version, one chunk at a time, and the range copied on the way.
         const data = Buffer.allocUnsafe(Math.max(0, Math.min(size, offset + limit) - offset));
+        if (known) {
+          const range = await readWhole(fd, offset, data.length, data);
+          return { data: range, size, version: known.hash, offset };
+        }
+        // A range of a file not hashed yet: the whole file is hashed, one chunk at a time, the range copied on the way.
         let copied = 0;
         const stamp = await stampOfFd(fd, (chunk, chunkOffset) => {
           const from = Math.max(offset, chunkOffset);
           const to = Math.min(offset + data.length, chunkOffset + chunk.length);
           if (to > from) copied += chunk.copy(data, from - offset, from - chunkOffset, to - chunkOffset);
         });
+        rememberStamp(stats, takenAt, stamp);
         return { data: data.subarray(0, copied), size: stamp.size, version: stamp.hash, offset };
       } finally {
         closeSync(fd);
@@ -144,16 +154,15 @@ export class WorkspaceFiles {
       const fd = this.openFile(dirFd, name, target);
       if (fd === undefined) throw notFound(path);
       let bytes: Buffer;
-      let mode: number;
+      let current: { stamp: FileStamp; mode: number };
       try {
-        const stats = fstatSync(fd);
-        this.checkSize(path, stats.size);
-        bytes = await readWhole(fd, stats.size);
-        mode = stats.mode;
+        const stats = fstatSync(fd, { bigint: true });
+        this.checkSize(path, Number(stats.size));
+        bytes = await readWhole(fd, 0, Number(stats.size));
+        current = { stamp: knownStamp(stats) ?? { size: bytes.length, hash: versionOf(bytes) }, mode: Number(stats.mode) };
       } finally {
         closeSync(fd);
       }
-      const current = { stamp: { size: bytes.length, hash: versionOf(bytes) }, mode };
       // Checked before the text is looked for: a stale caller learns that first, whatever it asked to replace.
       this.matchVersion(path, ifMatch, current.stamp.hash);
       const old = Buffer.from(oldText);
@@ -364,8 +373,9 @@ export class WorkspaceFiles {
     const fd = this.openFile(dirFd, name, target);
     if (fd === undefined) return null;
     try {
-      const { mode } = fstatSync(fd);
-      return { stamp: await stampOfFd(fd), mode };
+      const takenAt = nowNs();
+      const stats = fstatSync(fd, { bigint: true });
+      return { stamp: await stampOfOpenFile(fd, stats, takenAt), mode: Number(stats.mode) };
     } finally {
       closeSync(fd);
     }
@@ -458,12 +468,11 @@ export class WorkspaceFiles {
   }
 }
 
-/** Reads `size` bytes from offset 0 into one buffer (fewer when the file shrank meanwhile). */
-async function readWhole(fd: number, size: number): Promise<Buffer> {
-  const data = Buffer.allocUnsafe(size);
+/** Reads `size` bytes from `offset` into one buffer (fewer when the file shrank meanwhile). */
+async function readWhole(fd: number, offset: number, size: number, data = Buffer.allocUnsafe(size)): Promise<Buffer> {
   let done = 0;
   while (done < size) {
-    const { bytesRead } = await readAsync(fd, data, done, size - done, done);
+    const { bytesRead } = await readAsync(fd, data, done, size - done, offset + done);
     if (bytesRead === 0) break;
     done += bytesRead;
   }

@@ -5,7 +5,7 @@
 import { closeSync, constants, fstatSync, readdirSync } from 'node:fs';
 import { at, MAX_REMOVE_DEPTH, openDir, openDirAt, openEntry } from '../../providers/spool-dir.ts';
 import { BerthError } from '../../../schemas/errors.ts';
-import { DIRECTORY_STAMP, stampOfFd, type FileStamp } from './file-stamp.ts';
+import { DIRECTORY_STAMP, nowNs, stampOfOpenFile, type FileStamp } from './file-stamp.ts';
 
 /** Berth's own directory at the workspace root: no tool and no manifest ever looks inside. */
 export const PRIVATE_DIR = '.berth';
@@ -102,12 +102,13 @@ async function stampFile(dirFd: number, name: string, path: string, manifest: Ma
   }
   if (fd === undefined) return;
   try {
-    const size = fstatSync(fd).size;
-    if (budget.files === 0 || size > budget.bytes) {
+    const takenAt = nowNs();
+    const stats = fstatSync(fd, { bigint: true });
+    if (budget.files === 0 || Number(stats.size) > budget.bytes) {
       manifest.truncated = true;
       return;
     }
-    const stamp = await stampOfFd(fd);
+    const stamp = await stampOfOpenFile(fd, stats, takenAt);
     budget.files -= 1;
     budget.bytes -= stamp.size;
     manifest.files[path] = stamp;
