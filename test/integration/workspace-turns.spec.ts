@@ -3,7 +3,7 @@
  * provider): managed and directory workspaces, turns that serialize per storage and overlap across storages, file
  * tools with byte versions, the file history, refusals before anything is claimed, release rules and the admin clear.
  */
-import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -31,6 +31,8 @@ async function start(mappings = [{ scope: 'alice', storageId: 'repo', root: join
 
 beforeEach(async () => {
   dir = realpathSync(mkdtempSync(join(tmpdir(), 'berth-ws-')));
+  // Contained commands run as the sandbox identity, which must reach the data directory (as `./.berth` would be).
+  chmodSync(dir, 0o755);
   roots = join(dir, 'roots');
   mkdirSync(join(roots, 'repo', 'src'), { recursive: true });
   mkdirSync(join(roots, 'other'), { recursive: true });
@@ -160,5 +162,36 @@ describe('workspaces and turns', () => {
     await api.deleteWorkspace(alice, ws.id);
     await expect(api.getWorkspace(alice, ws.id)).rejects.toMatchObject({ code: 'workspace_unavailable' });
     await expect(api.openTurn(alice, session.id)).rejects.toMatchObject({ code: 'workspace_unavailable' });
+  });
+
+  it('a shell command of a turn runs contained in the workspace; its changes are recorded; release waits for it', async () => {
+    const api = berth.api;
+    const env = await api.createEnvironment(alice, { name: 'sh' });
+    const ws = await api.createWorkspace(alice, {});
+    const session = await api.createSession(alice, { environmentId: env.id, workspaceId: ws.id });
+    const turn = await api.openTurn(alice, session.id);
+    await api.files.mkdir(alice, session.id, turn.id, 'sub');
+    await api.files.write(alice, session.id, turn.id, 'sub/old.txt', Buffer.from('old'));
+    const x = await api.submitExecution(alice, {
+      operationId: 'shell-1',
+      session: session.id,
+      turn: turn.id,
+      cwd: 'sub',
+      command: 'pwd > here.txt; sleep 0.3; rm old.txt; echo made > /workspace/made.txt',
+    });
+    // Release waits for the command (it holds the turn), then records what it changed.
+    const released = await api.releaseTurn(alice, session.id, turn.id);
+    expect(released.state).toBe('released');
+    expect((await api.getExecution(alice, x.id)).status).toBe('exited');
+    const shell = (await api.workspaceHistory(alice, ws.id)).items.find((h) => h.tool === 'shell')!;
+    expect(shell.executionId).toBe(x.id);
+    expect(shell.changes.map((c) => [c.path, c.before === null, c.after === null])).toEqual([
+      ['made.txt', true, false],
+      ['sub/here.txt', true, false],
+      ['sub/old.txt', false, true],
+    ]);
+    const turn2 = await api.openTurn(alice, session.id);
+    expect((await api.files.read(alice, session.id, turn2.id, 'sub/here.txt')).data.toString()).toBe('/workspace/sub\n');
+    await api.releaseTurn(alice, session.id, turn2.id);
   });
 });

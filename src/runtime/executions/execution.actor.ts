@@ -313,10 +313,13 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
           ...(p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),
           ...(p.stdin || p.pty ? {} : { settleMs: FAST_EXIT_MS }),
         });
-      } catch {
+      } catch (e) {
         // The submit's outcome is uncertain: only the receipt can tell, and abandoning fences a late start.
         const inspected = await inspectReceipt(executor, p.executionId, ctx.services.shutdown);
         if (!inspected) return undefined;
+        // A typed refusal and no receipt behind the fence: it never ran and never will, for the reason given (not
+        // `unknown`, which would keep a turn's storage held for a command that provably did not start).
+        if (inspected.state === 'absent' && isBerthError(e)) return { type: 'execution.failed', code: e.code, message: e.message, at: ctx.services.now() };
         receipt = inspected;
       }
       return submitted(executor, ctx.services, p, receipt, executor.settles === true);

@@ -2,8 +2,8 @@
  * Where each workspace's files are on this host, checked before every use: a directory workspace's root is the
  * admin's mapping as snapshotted at start; a managed one's is `<dataDir>/workspaces/<id>/root`, made by Berth. Both
  * are compared with the identity their workspace recorded, so a root replaced behind Berth's back is never used.
- * Staged inputs live outside the root (`<dataDir>/workspaces/<id>/inputs`), where no command can swap them for a
- * link, and are shown read-only at `.berth-inputs`.
+ * Staged inputs live outside the root (`<dataDir>/workspaces/<id>/stage/.berth-inputs`), where no command can swap
+ * them for a link, and are shown read-only at `.berth-inputs`.
  */
 import { lstatSync } from 'node:fs';
 import { chown, mkdir, rm } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { WorkspaceContext } from '../../machines/workspace.machine.ts';
 import type { WorkspaceView } from '../../providers/provider.ts';
+import { INPUTS_DIR } from './workspace-files.ts';
 import { assertRoot, identityOf, storageKey, type RootMapping, type RootSnapshot } from './workspace-roots.ts';
 
 /** Names under the root no command sees (the private directory of issue 13). */
@@ -18,7 +19,8 @@ export const HIDDEN_FROM_COMMANDS = ['.berth'];
 
 export interface PlacedWorkspace {
   root: string;
-  inputs: string;
+  /** The directory holding the staged inputs' `.berth-inputs` (Berth's own, outside the root). */
+  staging: string;
 }
 
 export class WorkspaceDirectories {
@@ -40,7 +42,7 @@ export class WorkspaceDirectories {
   async createManaged(workspaceId: string): Promise<string> {
     const home = this.home(workspaceId);
     const root = path.join(home, 'root');
-    await mkdir(path.join(home, 'inputs'), { recursive: true, mode: 0o755 });
+    await mkdir(path.join(home, 'stage', INPUTS_DIR), { recursive: true, mode: 0o755 });
     await mkdir(root, { mode: 0o755 });
     if (this.owner) await chown(root, this.owner.uid, this.owner.gid);
     const st = lstatSync(root);
@@ -54,14 +56,14 @@ export class WorkspaceDirectories {
 
   /** The root and inputs of a workspace, checked now (workspace_unavailable when gone, replaced or unmapped). */
   async place(w: WorkspaceContext): Promise<PlacedWorkspace> {
-    const inputs = path.join(this.home(w.id), 'inputs');
+    const staging = path.join(this.home(w.id), 'stage');
     if (w.kind === 'directory') {
       const snapshot = this.mapped.get(storageKey(w.scope, w.storageId));
       if (!snapshot) throw new BerthError('workspace_unavailable', 'The workspace\'s root is not mapped on this server any more.', { workspaceId: w.id, reason: 'unmapped' });
       assertRoot(snapshot, w.id);
       if (snapshot.identity !== w.identity) throw new BerthError('workspace_unavailable', 'The workspace\'s directory was replaced.', { workspaceId: w.id, reason: 'root_replaced' });
-      await mkdir(inputs, { recursive: true, mode: 0o755 });
-      return { root: snapshot.root, inputs };
+      await mkdir(path.join(staging, INPUTS_DIR), { recursive: true, mode: 0o755 });
+      return { root: snapshot.root, staging };
     }
     const root = path.join(this.home(w.id), 'root');
     let st;
@@ -73,13 +75,13 @@ export class WorkspaceDirectories {
     if (!st.isDirectory() || identityOf(root, st.dev, st.ino) !== w.identity) {
       throw new BerthError('workspace_unavailable', 'The workspace\'s directory was replaced.', { workspaceId: w.id, reason: 'root_replaced' });
     }
-    return { root, inputs };
+    return { root, staging };
   }
 
   /** What a shell command of a turn is given (the provider binds it): the root, its cwd, the inputs, the hidden names. */
   async view(w: WorkspaceContext, cwd: string): Promise<WorkspaceView> {
     const placed = await this.place(w);
-    return { source: placed.root, cwd, inputs: placed.inputs, hidden: HIDDEN_FROM_COMMANDS };
+    return { source: placed.root, cwd, inputs: path.join(placed.staging, INPUTS_DIR), hidden: HIDDEN_FROM_COMMANDS };
   }
 
   get fileOwner(): { uid: number; gid: number } | undefined {

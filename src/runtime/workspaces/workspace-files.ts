@@ -13,11 +13,9 @@ import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
 import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
-import { manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
+import { INPUTS_DIR, manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
 
-export { PRIVATE_DIR, type FileChange, type FileStamp };
-/** Staged inputs at the root: tools may read, list and stat them; only `stage` writes there. */
-export const INPUTS_DIR = '.berth-inputs';
+export { INPUTS_DIR, PRIVATE_DIR, type FileChange, type FileStamp };
 
 export interface EntryInfo {
   name: string;

@@ -9,6 +9,12 @@ import { DIRECTORY_STAMP, nowNs, stampOfOpenFile, type FileStamp } from './file-
 
 /** Berth's own directory at the workspace root: no tool and no manifest ever looks inside. */
 export const PRIVATE_DIR = '.berth';
+/**
+ * Staged inputs, shown at the root under this name: tools may read, list and stat them; only `stage` writes there.
+ * They live outside the workspace, so what a command finds under this name in the root itself (the mount point of
+ * its read-only view) is not the workspace's content: no manifest records it.
+ */
+export const INPUTS_DIR = '.berth-inputs';
 
 export interface Manifest {
   files: Record<string, FileStamp>;
@@ -39,7 +45,7 @@ const skip = (): Error => new Error('skipped');
 /**
  * The manifest of the directory `root` (canonical and trusted). Recorded: regular files with a single link, and
  * directories. Not recorded, and never followed: symbolic links, FIFOs, sockets, devices, files with several links
- * (maybe a host file linked in, which the server must not read), and `PRIVATE_DIR` at the root.
+ * (maybe a host file linked in, which the server must not read), and `PRIVATE_DIR` and `INPUTS_DIR` at the root.
  */
 export async function manifestOf(root: string, limits: ManifestLimits = {}): Promise<Manifest> {
   const fd = openDir(root);
@@ -63,7 +69,7 @@ async function walk(dirFd: number, prefix: string, depth: number, manifest: Mani
   const entries = readdirSync(at(dirFd, '.'), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
     if (manifest.truncated) return;
-    if (prefix === '' && entry.name === PRIVATE_DIR) continue;
+    if (prefix === '' && (entry.name === PRIVATE_DIR || entry.name === INPUTS_DIR)) continue;
     const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
     if (entry.isDirectory()) {
       // Each level holds a descriptor: deeper nests are cut off (truncated), at the depth the tree removal stops too.
