@@ -53,6 +53,14 @@ describe('OpenAPI', () => {
         'get /v1/harnesses', 'get /v1/harnesses/{id}', 'put /v1/harnesses/{id}', 'delete /v1/harnesses/{id}',
         // Retention (issue 12): the admin's pass on demand.
         'post /v1/retention/run',
+        // Workspaces and tool turns (issue 13; test/integration/gateway-workspaces.spec.ts).
+        'delete /v1/sessions/{id}', 'post /v1/workspaces', 'get /v1/workspaces', 'get /v1/workspaces/{id}', 'delete /v1/workspaces/{id}',
+        'get /v1/workspaces/{id}/history', 'post /v1/workspaces/{id}/holder/clear', 'post /v1/sessions/{id}/turns',
+        'get /v1/sessions/{id}/turns/{turnId}', 'post /v1/sessions/{id}/turns/{turnId}/release',
+        'get /v1/sessions/{id}/turns/{turnId}/files', 'put /v1/sessions/{id}/turns/{turnId}/files',
+        'delete /v1/sessions/{id}/turns/{turnId}/files', 'get /v1/sessions/{id}/turns/{turnId}/files/list',
+        'get /v1/sessions/{id}/turns/{turnId}/files/stat', 'post /v1/sessions/{id}/turns/{turnId}/files/edit',
+        'post /v1/sessions/{id}/turns/{turnId}/files/mkdir', 'put /v1/sessions/{id}/turns/{turnId}/files/inputs',
       ].sort(),
     );
     expect(openapi.doc.openapi).toBe('3.1.0');
