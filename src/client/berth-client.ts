@@ -1,6 +1,7 @@
 /**
  * The typed client of a Berth gateway. `Berth.connect({url, token})`, then `environments.*` (with their content:
- * archive import, builds, versions), `executions.*` and `events.follow`. `executions.run` submits with an operationId
+ * archive import, builds, versions), `workspaces.*`, `sessions.*`, tool `turns.*` (with their file tools; `turns.with`
+ * opens, runs and always releases one), `executions.*` and `events.follow`. `executions.run` submits with an operationId
  * (generated when absent), follows the output over the WebSocket and reconnects transparently from its cursors; a
  * submit whose answer was lost is retried with the same operationId, which returns the existing execution, never a
  * second run. Server errors are BerthApiError. Every list has `page(options)` (one page: its items and the `next`
@@ -11,13 +12,19 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type {
   allocationSchema,
+  clearedSchema,
   createEnvironmentBody,
+  createSessionBody,
+  createWorkspaceBody,
   environmentSchema,
   ExecutionRecordJson,
+  historyEntrySchema,
   replayStepSchema,
   sessionSchema,
   submitExecutionBody,
+  turnSchema,
   updateEnvironmentBody,
+  workspaceSchema,
 } from '../../schemas/api.ts';
 import type { buildRecordSchema, importResultSchema, versionListSchema } from '../../schemas/content-api.ts';
 import type { OutputStream } from '../../schemas/output.ts';
@@ -28,6 +35,7 @@ import { followExecution, type FollowOptions } from './execution-follower.ts';
 import { HttpTransport } from './http-transport.ts';
 import { collect, everyItem, readPage, type Page, type PageOptions } from './pages.ts';
 import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
+import { TurnFiles } from './turn-files.ts';
 
 export type Environment = z.output<typeof environmentSchema>;
 export type Allocation = z.output<typeof allocationSchema>;
@@ -39,6 +47,31 @@ export type ImportResult = z.output<typeof importResultSchema>;
 export type CreateEnvironment = z.input<typeof createEnvironmentBody>;
 export type UpdateEnvironment = z.input<typeof updateEnvironmentBody>;
 export type SubmitExecution = z.input<typeof submitExecutionBody>;
+export type CreateSession = z.input<typeof createSessionBody>;
+export type Workspace = z.output<typeof workspaceSchema>;
+export type CreateWorkspace = z.input<typeof createWorkspaceBody>;
+export type HistoryEntry = z.output<typeof historyEntrySchema>;
+export type Cleared = z.output<typeof clearedSchema>;
+export type Turn = z.output<typeof turnSchema>;
+
+/** Where a command runs: an environment (id), or a session, in one of its tool turns when `turn` is given. */
+export type RunWhere = string | { session: string; turn?: string };
+
+/** An open turn inside `turns.with`: its record, its file tools and a `run` of shell commands in it. */
+export interface OpenTurn {
+  turn: Turn;
+  files: TurnFiles;
+  run(command: string[] | string, options?: RunOptions): Promise<ExecutionRecordJson>;
+}
+
+export interface WithTurnOptions {
+  /** An idempotency key for opening. */
+  key?: string;
+  /** Wait this long for a busy storage instead of failing with workspace_busy. */
+  waitMs?: number;
+  /** How long the release waits for calls and commands of the turn still running (server default: 30 s). */
+  releaseWaitMs?: number;
+}
 
 export interface RunOptions extends Omit<FollowOptions, 'cursors' | 'onStatus'> {
   operationId?: string;
@@ -120,9 +153,64 @@ export class Berth {
   };
 
   readonly sessions = {
-    create: (input: { environmentId?: string | null; workspaceId?: string; parentId?: string }) =>
-      this.http.json<Session>('POST', '/v1/sessions', { body: input }),
+    /** A session: an environment and/or a workspace (bound at its current generation, commands starting in `cwd`). */
+    create: (input: CreateSession) => this.http.json<Session>('POST', '/v1/sessions', { body: input }),
     get: (id: string) => this.http.json<Session>('GET', `/v1/sessions/${path(id)}`),
+    /** No new turn or command runs in it afterwards; its executions and turns keep their records. */
+    delete: (id: string) => this.http.json<void>('DELETE', `/v1/sessions/${path(id)}`),
+  };
+
+  readonly workspaces = {
+    /** A managed workspace: a directory the server makes and owns, in the caller's scope. */
+    create: (input: CreateWorkspace = {}) => this.http.json<Workspace>('POST', '/v1/workspaces', { body: input }),
+    /** Every workspace of the caller's scope (every page). */
+    list: () => collect(this.workspaces.iterate()),
+    page: (options: PageOptions = {}) => readPage<Workspace>(this.http, '/v1/workspaces', { ...options }),
+    iterate: (options: PageOptions = {}) => everyItem((cursor) => this.workspaces.page({ ...options, cursor }), options.cursor),
+    get: (id: string) => this.http.json<Workspace>('GET', `/v1/workspaces/${path(id)}`),
+    /** Deletes a managed workspace and its directory (workspace_busy while a turn holds it). */
+    delete: (id: string) => this.http.json<void>('DELETE', `/v1/workspaces/${path(id)}`),
+    /** The whole file history: each tool mutation and each shell command's changes (every page). */
+    history: (id: string) => collect(this.workspaces.iterateHistory(id)),
+    historyPage: (id: string, options: PageOptions = {}) => readPage<HistoryEntry>(this.http, `/v1/workspaces/${path(id, 'history')}`, { ...options }),
+    iterateHistory: (id: string, options: PageOptions = {}) =>
+      everyItem((cursor) => this.workspaces.historyPage(id, { ...options, cursor }), options.cursor),
+    /** Admin: clears the storage's holder, only when its work is proven stopped (else invalid_state, detail.blocking). */
+    clearHolder: (id: string) => this.http.json<Cleared>('POST', `/v1/workspaces/${path(id, 'holder', 'clear')}`),
+  };
+
+  readonly turns = {
+    /** Opens a tool turn on the session's workspace: it holds the storage (workspace_busy if another turn does). */
+    open: (sessionId: string, options: { key?: string; waitMs?: number } = {}) =>
+      this.http.json<Turn>('POST', `/v1/sessions/${path(sessionId, 'turns')}`, { body: options }),
+    get: (sessionId: string, turnId: string) => this.http.json<Turn>('GET', `/v1/sessions/${path(sessionId, 'turns', turnId)}`),
+    /** Closes the turn, waits for its calls and commands, gives the storage back; idempotent. */
+    release: (sessionId: string, turnId: string, options: { waitMs?: number } = {}) =>
+      this.http.json<Turn>('POST', `/v1/sessions/${path(sessionId, 'turns', turnId, 'release')}`, { body: options }),
+    /** The file tools of an open turn. */
+    files: (sessionId: string, turnId: string) => new TurnFiles(this.http, sessionId, turnId),
+    /**
+     * Opens a turn, runs `fn` with it and always releases it (the release waits for the commands `fn` started). An
+     * error of `fn` wins over one of the release.
+     */
+    with: async <T>(sessionId: string, fn: (turn: OpenTurn) => Promise<T>, options: WithTurnOptions = {}): Promise<T> => {
+      const { releaseWaitMs, ...open } = options;
+      const turn = await this.turns.open(sessionId, open);
+      const release = () => this.turns.release(sessionId, turn.id, releaseWaitMs === undefined ? {} : { waitMs: releaseWaitMs });
+      let result: T;
+      try {
+        result = await fn({
+          turn,
+          files: this.turns.files(sessionId, turn.id),
+          run: (command, runOptions) => this.executions.run({ session: sessionId, turn: turn.id }, command, runOptions),
+        });
+      } catch (error) {
+        await release().catch(() => undefined);
+        throw error;
+      }
+      await release();
+      return result;
+    },
   };
 
   readonly executions = {
@@ -159,13 +247,14 @@ export class Berth {
     follow: (id: string, options: FollowOptions = {}) =>
       followExecution(this.http, id, { backoff: this.backoff, ...options }),
     /**
-     * Runs a command and resolves with the final record. Aborting `signal` cancels the execution and rejects;
+     * Runs a command (in an environment, or a session and one of its turns) and resolves with the final record. Aborting `signal` cancels the execution and rejects;
      * a dropped connection does not (it reconnects).
      */
-    run: async (environment: string, command: string[] | string, options: RunOptions = {}): Promise<ExecutionRecordJson> => {
+    run: async (where: RunWhere, command: string[] | string, options: RunOptions = {}): Promise<ExecutionRecordJson> => {
       const { operationId = randomUUID(), pty, cwd, env, timeoutMs, onSubmitted, ...follow } = options;
+      const place = typeof where === 'string' ? { environment: where } : where;
       const record = await this.executions.submit(
-        { operationId, environment, command, pty, cwd, env, timeoutMs, stdin: options.stdin !== undefined },
+        { operationId, ...place, command, pty, cwd, env, timeoutMs, stdin: options.stdin !== undefined },
         options.signal,
       );
       onSubmitted?.(record);

@@ -4,8 +4,8 @@ import { BerthApiError } from './berth-api-error.ts';
 export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
-  /** A byte stream sent as it is produced (an archive), instead of a JSON `body`. */
-  bytes?: { stream: AsyncIterable<Uint8Array>; contentType: string };
+  /** Bytes instead of a JSON `body`: a stream sent as it is produced (an archive), or one buffer sent whole. */
+  bytes?: { stream: AsyncIterable<Uint8Array> | Uint8Array; contentType: string };
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
@@ -41,9 +41,13 @@ export class HttpTransport {
     const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: options.signal };
     if (options.bytes) {
       headers['content-type'] = options.bytes.contentType;
-      // fetch streams an async iterable body; it requires half duplex for a body it cannot measure.
-      init.body = options.bytes.stream as unknown as BodyInit;
-      init.duplex = 'half';
+      const { stream } = options.bytes;
+      if (stream instanceof Uint8Array) init.body = stream as Uint8Array<ArrayBuffer>;
+      else {
+        // fetch streams an async iterable body; it requires half duplex for a body it cannot measure.
+        init.body = stream as unknown as BodyInit;
+        init.duplex = 'half';
+      }
     } else if (options.body !== undefined) {
       headers['content-type'] = 'application/json';
       init.body = JSON.stringify(options.body);

@@ -1,24 +1,35 @@
 /**
  * The typed client of a Berth server (`berth/client`): connect with a URL and a token, then environments (and their
- * content: imports, builds, versions), sessions, executions (run, follow, output, cancel), allocations, stream replay
- * and the audit feed. Errors from the server are BerthApiError with the code of the wire's error shape.
+ * content: imports, builds, versions), workspaces, sessions, tool turns and their file tools, executions (run, follow,
+ * output, cancel), allocations, stream replay and the audit feed. Errors from the server are BerthApiError with the code of the wire's error shape.
  */
 export { Berth } from './berth-client.ts';
 export type {
   Allocation,
   BuildRecord,
+  Cleared,
   ConnectOptions,
   CreateEnvironment,
+  CreateSession,
+  CreateWorkspace,
   Environment,
   ExecutionQuery,
+  HistoryEntry,
   ImportResult,
+  OpenTurn,
   ReplayStepJson,
   RunOptions,
+  RunWhere,
   Session,
   SubmitExecution,
+  Turn,
   UpdateEnvironment,
   VersionList,
+  WithTurnOptions,
+  Workspace,
 } from './berth-client.ts';
+export { TurnFiles } from './turn-files.ts';
+export type { EntryInfo, FileBytes, FileChanges, FileList, FileRead, FileWritten, WriteOptions } from './turn-files.ts';
 export { BerthApiError, isBerthApiError } from './berth-api-error.ts';
 export type { EventFeed, FeedEvent } from './event-feed.ts';
 export type { Page, PageOptions } from './pages.ts';
