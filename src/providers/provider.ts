@@ -123,6 +123,8 @@ export interface VersionedCommandSpec {
   version: ReadOnlyMount;
   /** Host paths the command must not see even where it sees the host (Berth's data directory). */
   hidden: string[];
+  /** The workspace the command runs in (ExecSpec.workspace): a wrapper that changes directory starts there. */
+  workspace?: WorkspaceView;
 }
 
 export interface VersionedCommand {

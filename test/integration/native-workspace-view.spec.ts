@@ -4,7 +4,7 @@
  * in the workspace's host directory. A cwd of its own next to a workspace is refused before anything is claimed.
  * Needs bwrap for the contained part: skipped visibly without it, a failure under BERTH_REQUIRE_BWRAP=1.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BerthError } from '../../schemas/errors.ts';
@@ -69,6 +69,25 @@ describe('native executions in a workspace', () => {
     expect(receipt.exitCode).toBe(0);
     expect(stdout).toBe(`${join(ws, 'sub', 'dir')}\n`);
     expect(readFileSync(join(ws, 'sub', 'dir', 'host.txt'), 'utf8')).toBe('host\n');
+  });
+
+  // The version's wrapper hides the data directory the managed workspace lives in, and changes directory itself.
+  it.skipIf(!bwrap)("runs an uncontained command reading a content version in the workspace's host directory", async () => {
+    const version = join(g.dataDir, 'environments', 'env-host', 'versions', '1');
+    mkdirSync(version, { recursive: true });
+    writeFileSync(join(version, 'README'), 'version one\n');
+    const versioned = g.provider.versionedCommand({
+      command: ['/bin/sh', '-c', 'pwd; cat /env/demo/README; echo v > v.txt'],
+      env: commandEnv(),
+      profile: { provider: 'native' },
+      version: { source: version, target: '/env/demo' },
+      hidden: [g.dataDir],
+      workspace: view('sub/dir'),
+    });
+    const { receipt, stdout } = await g.sh(g.uncontained, view('sub/dir'), '', { command: versioned.command, env: versioned.env });
+    expect(receipt.exitCode).toBe(0);
+    expect(stdout).toBe(`${join(ws, 'sub', 'dir')}\nversion one\n`);
+    expect(readFileSync(join(ws, 'sub', 'dir', 'v.txt'), 'utf8')).toBe('v\n');
   });
 
   it('refuses a cwd of its own next to a workspace, and a workspace cwd that steps out, before claiming anything', async () => {
