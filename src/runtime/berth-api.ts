@@ -115,6 +115,7 @@ export class BerthApi implements RuntimeApi {
       artifacts: services.artifacts,
       session: (caller, id) => this.sessionContext(caller, id),
       execution: (caller, id, waitMs) => this.executions.get(caller, id, waitMs).catch((e) => (isBerthError(e, 'not_found') ? undefined : Promise.reject(e))),
+      settled: (id) => this.executions.whenSettled(id, services.shutdown),
       now,
     });
     this.files = new TurnFileApi(this.turns);
@@ -270,7 +271,7 @@ export class BerthApi implements RuntimeApi {
     const admitted = await this.turns.admitExecution(caller, session, turn, id, input.cwd);
     const { cwd: _cwd, ...rest } = input;
     const record = await this.executions.submit(caller, rest, environmentId, versionOf, { workspaceId: admitted.workspaceId, turnId: turn, cwd: admitted.cwd });
-    void this.turns.recordWhenSettled(caller, turn, id).catch(() => undefined);
+    void this.turns.recordWhenSettled(turn, id).catch(() => undefined);
     return record;
   }
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord> {

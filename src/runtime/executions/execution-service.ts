@@ -249,6 +249,14 @@ export class ExecutionService {
     return this.record(await this.view(caller, id));
   }
 
+  /**
+   * Resolves true once the execution settles (its record and output no longer change), false when `stop` aborts
+   * first. For in-process follow-ups (a turn records a shell command's changes when it ends); no caller check.
+   */
+  whenSettled(id: string, stop: AbortSignal): Promise<boolean> {
+    return waitForEntry(this.deps.activity, id, (x) => SETTLED.has(x.step), Number.MAX_SAFE_INTEGER, stop);
+  }
+
   /** One page of the caller's execution records (by operationId: that one, or none), read from the activity rows. */
   async list(caller: Caller, query: ExecutionQuery & PageQuery): Promise<Listing<ExecutionRecord>> {
     const range = pageRange(query);

@@ -57,6 +57,8 @@ export interface TurnServiceDeps {
   session(caller: Caller, id: string): Promise<SessionContext>;
   /** An execution's record, waiting up to waitMs for it to settle; undefined when it was never accepted. */
   execution(caller: Caller, id: string, waitMs: number): Promise<ExecutionRecord | undefined>;
+  /** Resolves true once the execution settles, false when the runtime stops first. */
+  settled(executionId: string): Promise<boolean>;
   now: () => number;
 }
 
@@ -224,9 +226,8 @@ export class TurnService {
   }
 
   /** Once an admitted execution settles, its changes go to the history (release does it too, whichever is first). */
-  async recordWhenSettled(caller: Caller, turnId: string, executionId: string): Promise<void> {
-    const record = await this.deps.execution(caller, executionId, 24 * 3600_000).catch(() => undefined);
-    if (!record || !STOPPED.has(record.status)) return;
+  async recordWhenSettled(turnId: string, executionId: string): Promise<void> {
+    if (!(await this.deps.settled(executionId))) return;
     const turn = await this.deps.actors.get<TurnContext>('turn', turnId);
     if (turn && turn.state !== 'released') await this.recordShellChanges(turn.context);
   }
