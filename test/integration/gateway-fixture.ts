@@ -16,6 +16,7 @@ import { listen, type Listener } from '../../src/gateway/listen.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
+import type { RootMapping } from '../../src/runtime/workspaces/workspace-roots.ts';
 import { emitScript } from '../fixtures/emit-bytes.mjs';
 import { withFaults, type FaultyRuntimeApi } from './faulty-runtime-api.ts';
 
@@ -39,6 +40,8 @@ export const emit = (bytes: number, durationMs = 300, stderrBytes?: number): str
 export interface RunningGateway {
   url: string;
   port: number;
+  /** The runtime's data directory (managed workspaces live under `workspaces/<id>/root`). */
+  dataDir: string;
   berth: Berth;
   /** The runtime API the gateway serves: the real one, with fault injection. */
   api: FaultyRuntimeApi;
@@ -56,7 +59,7 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(options: { limits?: Partial<GatewayLimits> } = {}): Promise<RunningGateway> {
+export async function startGateway(options: { limits?: Partial<GatewayLimits>; workspaceRoots?: RootMapping[] } = {}): Promise<RunningGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-gateway-'));
   const dataDir = join(dir, 'data');
   const tokensFile = join(dir, 'tokens.json');
@@ -66,6 +69,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits> } 
       { token: tokens.alice, scope: 'alice', role: 'member' },
       { token: tokens.bob, scope: 'bob', role: 'member' },
     ]),
+    { mode: 0o600 },
   );
   const logs: string[] = [];
   const sink = new Writable({
@@ -78,6 +82,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits> } 
     settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
     runtimeId: 'rt_gateway_test',
     providers: [new NativeProvider({ dataDir })],
+    workspaceRoots: options.workspaceRoots ?? [],
   });
   const api = withFaults(berth.api);
   const auth = createTokenAuth({ adminToken: tokens.admin, tokens: await loadTokensFile(tokensFile) });
@@ -87,6 +92,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits> } 
   const running: RunningGateway = {
     url: listener.url,
     port,
+    dataDir,
     berth,
     api,
     gateway,
