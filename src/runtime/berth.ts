@@ -73,7 +73,9 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const mappings = opts.workspaceRoots ?? mappingsFromEnv();
   const mapped = snapshotRoots(mappings, dataDir);
   const lock = await DataDirLock.acquire(dataDir);
-  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, opts.hiddenFromSandbox, opts.logger));
+  // The admin's workspace roots are host directories: a contained command sees only its own (bound at /workspace).
+  const hidden = [...(opts.hiddenFromSandbox ?? []), ...mappings.map((m) => m.root)];
+  const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, hidden, opts.logger));
   const shutdown = new AbortController();
   let actors: ActorRuntime<Services> | undefined;
   const executors = new Map<string, Executor>();

@@ -3,10 +3,10 @@
  * provider): managed and directory workspaces, turns that serialize per storage and overlap across storages, file
  * tools with byte versions, the file history, refusals before anything is claimed, release rules and the admin clear.
  */
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
@@ -193,5 +193,57 @@ describe('workspaces and turns', () => {
     const turn2 = await api.openTurn(alice, session.id);
     expect((await api.files.read(alice, session.id, turn2.id, 'sub/here.txt')).data.toString()).toBe('/workspace/sub\n');
     await api.releaseTurn(alice, session.id, turn2.id);
+  });
+
+  it("a contained command sees its own directory workspace at /workspace and no other tenant's root on the host", async () => {
+    await berth.stop();
+    // Roots outside /tmp (a contained command's /tmp is its own anyway): on the host it would see them read-only.
+    const hostRoots = mkdtempSync('/var/tmp/berth-ws-roots-');
+    roots = join(hostRoots, 'roots');
+    mkdirSync(join(roots, 'repo'), { recursive: true });
+    mkdirSync(join(roots, 'other'));
+    chmodSync(hostRoots, 0o755);
+    onTestFinished(() => rmSync(hostRoots, { recursive: true, force: true }));
+    const secret = join(roots, 'repo', 'secret.txt');
+    writeFileSync(secret, 'alice-only');
+    chmodSync(join(roots, 'repo'), 0o755);
+    chmodSync(secret, 0o644); // readable by anyone on the host: only the sandbox's view keeps bob out
+    chmodSync(roots, 0o755);
+    chownSync(join(roots, 'other'), 65534, 65534);
+    const docker = process.env.BERTH_DOCKER;
+    process.env.BERTH_DOCKER = '0';
+    try {
+      // The default providers: the composition hides every mapped root from contained commands.
+      berth = await startBerth({
+        settings: { dataDir: join(dir, 'data'), store: 'sqlite', maintenanceMs: 600_000 },
+        runtimeId: 'rt_workspaces',
+        workspaceRoots: [
+          { scope: 'alice', storageId: 'repo', root: join(roots, 'repo') },
+          { scope: 'bob', storageId: 'other', root: join(roots, 'other') },
+        ],
+      });
+    } finally {
+      if (docker === undefined) delete process.env.BERTH_DOCKER;
+      else process.env.BERTH_DOCKER = docker;
+    }
+    const api = berth.api;
+    const env = await api.createEnvironment(bob, { name: 'sh' });
+    const ws = (await api.listWorkspaces(bob)).items[0]!;
+    const session = await api.createSession(bob, { environmentId: env.id, workspaceId: ws.id });
+    const turn = await api.openTurn(bob, session.id);
+    const x = await api.submitExecution(bob, {
+      operationId: 'peek',
+      session: session.id,
+      turn: turn.id,
+      command: `cat ${secret}; ls ${join(roots, 'repo')}; echo mine > /workspace/mine.txt; pwd`,
+    });
+    const done = await api.getExecution(bob, x.id, 20_000);
+    const out = (await api.readOutput(bob, x.id, 'stdout', 0)).data.toString();
+    expect(out).not.toContain('alice-only');
+    expect(out).not.toContain('secret.txt');
+    expect(out.trim().split('\n').at(-1)).toBe('/workspace');
+    expect(done.status).toBe('exited');
+    await api.releaseTurn(bob, session.id, turn.id);
+    expect(readFileSync(join(roots, 'other', 'mine.txt'), 'utf8')).toBe('mine\n');
   });
 });

@@ -291,9 +291,9 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         const { profile } = held.allocation;
         env = commandEnvFor(ctx.services.providers.get(profile.provider).commandBase, p);
         // The content version it reads: mounted read-only at /env/<slug>, with its PATH (version-exec.ts).
-        if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env);
         // A turn's shell command: its workspace's view, checked again now (a root replaced meanwhile fails it).
         if (p.workspace) workspace = await ctx.services.workspaces.view(p.workspace.workspaceId, p.workspace.cwd);
+        if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env, workspace);
       } catch (e) {
         // Nothing was sent, so no receipt can exist: the command could not start.
         if (!isBerthError(e)) throw e;

@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { EnvironmentContent } from '../../content/environment-content.ts';
-import type { ReadOnlyMount, VersionedCommand } from '../../providers/provider.ts';
+import type { ReadOnlyMount, VersionedCommand, WorkspaceView } from '../../providers/provider.ts';
 import type { Services } from '../services.ts';
 
 /**
@@ -53,6 +53,7 @@ export async function versionedExec(
   p: { target: { environmentId: string }; version: number; command: string[]; cwd?: string },
   profile: Profile,
   env: Record<string, string>,
+  workspace?: WorkspaceView,
 ): Promise<VersionedCommand> {
   const version = await versionMount(services, p.target.environmentId, p.version);
   return services.providers.get(profile.provider).versionedCommand({
@@ -62,5 +63,6 @@ export async function versionedExec(
     profile,
     version,
     hidden: [services.content!.dataDir],
+    ...(workspace ? { workspace } : {}),
   });
 }

@@ -5,6 +5,7 @@
 import { closeSync, constants, fstatSync, readdirSync } from 'node:fs';
 import { at, MAX_REMOVE_DEPTH, openDir, openDirAt, openEntry } from '../../providers/spool-dir.ts';
 import { BerthError } from '../../../schemas/errors.ts';
+import { WORKSPACE_INPUTS_NAME } from '../../providers/provider.ts';
 import { DIRECTORY_STAMP, nowNs, stampOfOpenFile, type FileStamp } from './file-stamp.ts';
 
 /** Berth's own directory at the workspace root: no tool and no manifest ever looks inside. */
@@ -14,7 +15,7 @@ export const PRIVATE_DIR = '.berth';
  * They live outside the workspace, so what a command finds under this name in the root itself (the mount point of
  * its read-only view) is not the workspace's content: no manifest records it.
  */
-export const INPUTS_DIR = '.berth-inputs';
+export const INPUTS_DIR = WORKSPACE_INPUTS_NAME;
 
 export interface Manifest {
   files: Record<string, FileStamp>;
