@@ -95,3 +95,21 @@ export async function tenant(gw: RunningGateway, token: string, session: Record<
 
 /** `?path=` spelled so that every byte (NUL, `%`, `/`) reaches the server as given. */
 export const q = (path: string, extra = ''): string => `?path=${encodeURIComponent(path)}${extra}`;
+
+let operations = 0;
+
+/** Submits a shell command into the tenant's turn (its session names the environment); answers the raw reply. */
+export function submitInTurn(gw: RunningGateway, t: Tenant, command: string, extra: Record<string, unknown> = {}): Promise<Answer> {
+  const operationId = `ws-${process.pid}-${Date.now()}-${++operations}`;
+  return call(gw, 'POST', '/v1/executions', { token: t.token, json: { operationId, session: t.session, turn: t.turn, command, ...extra } });
+}
+
+/** Runs a shell command in the tenant's turn to its end: its record and what it printed (stdout then stderr). */
+export async function runInTurn(gw: RunningGateway, t: Tenant, command: string, extra: Record<string, unknown> = {}): Promise<{ status: string; output: string }> {
+  const { id } = await expectStatus(submitInTurn(gw, t, command, extra), 201);
+  let record: { status: string };
+  do record = await expectStatus(call(gw, 'GET', `/v1/executions/${id}?waitMs=20000`, { token: t.token }), 200);
+  while (!['exited', 'cancelled', 'failed', 'unknown'].includes(record.status));
+  const stream = async (name: string) => (await call(gw, 'GET', `/v1/executions/${id}/output?stream=${name}`, { token: t.token })).text;
+  return { status: record.status, output: (await stream('stdout')) + (await stream('stderr')) };
+}
