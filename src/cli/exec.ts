@@ -1,5 +1,6 @@
 /**
- * `berth exec [-i] [-t] ENV -- COMMAND…`: runs a command on a running `berth serve` through the typed client, like
+ * `berth exec [-i] [-t] ENV -- COMMAND…` (or `--session S [--turn T]` instead of ENV: in a session, in one of its
+ * tool turns' workspace): runs a command on a running `berth serve` through the typed client, like
  * `docker exec`: output streams live, -i forwards stdin, -t gives the command a terminal of this terminal's size
  * (kept in step on SIGWINCH; in raw mode Ctrl-C and Ctrl-D go to the command), and the exit code passes through.
  * Dropped connections and server restarts are followed transparently from the output cursors.
@@ -8,33 +9,39 @@ import { on } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { isBerthApiError } from '../client/berth-api-error.ts';
-import type { Berth } from '../client/berth-client.ts';
+import type { Berth, RunWhere } from '../client/berth-client.ts';
 import type { TerminalSize } from '../client/execution-follower.ts';
+import { UsageError } from './command-args.ts';
 import { commandLineOptions, parseCommandLine } from './command-line.ts';
 import { exitStatusOf } from './exit-status.ts';
 import { connectRemote, findEnvironment, isUnreachable, remoteOptions, remoteUsage, serverUrl, unreachable } from './remote.ts';
 
 export const execUsage = `usage: berth exec [-i] [-t] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]... [--timeout MS]
                   [--url URL] [--token TOKEN] ENV -- COMMAND [ARG...]
+       berth exec [options] --session SESSION [--turn TURN] -- COMMAND [ARG...]
   Runs COMMAND in the environment ENV (id, name or slug) on a running server, streams its output and exits with its
   exit code (128+n when killed by signal n, 125 when it could not start or its outcome is unknown). -i forwards
   stdin; -t runs it on a terminal of this terminal's size. Without -t, Ctrl-C cancels the command (a second one
   detaches and leaves it running). A repeated --operation-id re-attaches to the first run instead of running twice.
+  --session runs it in the session's environment; with --turn (a tool turn of that session: \`berth turn open\`) it
+  runs in the session's workspace, its cwd relative to the session's, and holds the turn until it ends.
 ${remoteUsage}`;
 
-const options = { ...remoteOptions, ...commandLineOptions } as const;
+const options = { ...remoteOptions, ...commandLineOptions, session: { type: 'string' }, turn: { type: 'string' } } as const;
 
 const terminalSize = (): TerminalSize => ({ cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 });
 
 export async function execCommand(argv: string[]): Promise<number> {
-  const line = parseCommandLine(argv, options, execUsage);
+  const line = parseCommandLine(argv, options, execUsage, true);
   if (line.help) return void console.log(execUsage), 0;
   const { values, command, env, timeoutMs } = line;
+  if (values.turn !== undefined && values.session === undefined) throw new UsageError('--turn needs the --session it belongs to', execUsage);
 
   const berth = await connectRemote(values);
   try {
-    const environment = await findEnvironment(berth, line.environment);
-    return await execute(berth, environment, command, {
+    const where: RunWhere =
+      line.environment === undefined ? { session: values.session!, ...(values.turn !== undefined ? { turn: values.turn } : {}) } : await findEnvironment(berth, line.environment);
+    return await execute(berth, where, command, {
       operationId: values['operation-id'] ?? `exec-${randomUUID()}`,
       interactive: values.interactive ?? false,
       tty: values.tty ?? false,
@@ -57,7 +64,7 @@ interface ExecOptions {
   timeoutMs?: number;
 }
 
-async function execute(berth: Berth, environment: string, command: string[], o: ExecOptions): Promise<number> {
+async function execute(berth: Berth, where: RunWhere, command: string[], o: ExecOptions): Promise<number> {
   const undo: (() => void)[] = [];
   const stop = new AbortController();
   undo.push(() => stop.abort());
@@ -81,7 +88,7 @@ async function execute(berth: Berth, environment: string, command: string[], o: 
   }
 
   try {
-    const record = await berth.executions.run(environment, command, {
+    const record = await berth.executions.run(where, command, {
       operationId: o.operationId,
       ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
       ...(o.env ? { env: o.env } : {}),

@@ -1,26 +1,35 @@
 /** `berth help`: the list of commands. */
 import { eventsUsage } from './events.ts';
+import { cpUsage } from './cp.ts';
 import { execUsage } from './exec.ts';
 import { logsUsage } from './logs.ts';
 import { psUsage } from './ps.ts';
 import { remoteUsage } from './remote.ts';
 import { replayUsage } from './replay.ts';
 import { serveUsage } from './serve.ts';
+import { sessionUsage } from './session.ts';
+import { turnUsage } from './turn.ts';
+import { workspaceUsage } from './workspace.ts';
 
 export const overview = `berth: control plane for agent execution environments
 
 commands:
-  serve    start the runtime and its HTTP API
-  exec     run a command on a running server, like docker exec (-i stdin, -t terminal)
-  logs     print an execution's output (-f to follow it)
-  ps       list active allocations and unfinished executions
-  env      manage environments, their allocations and content (push, build, versions, activate)
-  run      run a command through an in-process runtime on the data directory
-  events   print the event log (--follow to keep tailing)
-  replay   print a stream's events with the machine state before -> after each
-  help     this text
+  serve      start the runtime and its HTTP API
+  exec       run a command on a running server, like docker exec (-i stdin, -t terminal)
+  logs       print an execution's output (-f to follow it)
+  ps         list active allocations and unfinished executions
+  env        manage environments, their allocations and content (push, build, versions, activate)
+  workspace  manage workspaces (create, ls, show, rm, history)
+  session    create a session bound to an environment and/or a workspace
+  turn       open and release a tool turn (it holds the session's workspace)
+  cp         copy files between this machine and a session's workspace
+  run        run a command through an in-process runtime on the data directory
+  events     print the event log (--follow to keep tailing)
+  replay     print a stream's events with the machine state before -> after each
+  help       this text
 
-  exec, logs and ps talk to a server; env, events and replay do too when given --url (or BERTH_URL):
+  exec, logs, ps, workspace, session, turn and cp talk to a server; env, events and replay do too when given --url
+  (or BERTH_URL):
 ${remoteUsage}
 
 ${serveUsage}
@@ -30,6 +39,14 @@ ${execUsage}
 ${logsUsage}
 
 ${psUsage}
+
+${workspaceUsage}
+
+${sessionUsage}
+
+${turnUsage}
+
+${cpUsage}
 
 ${eventsUsage}
 

@@ -5,6 +5,7 @@
 import { isBerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import { UsageError } from './command-args.ts';
+import { cpCommand } from './cp.ts';
 import { envCommand } from './env.ts';
 import { eventsCommand } from './events.ts';
 import { eventsRemoteCommand, replayRemoteCommand } from './events-remote.ts';
@@ -15,7 +16,10 @@ import { psCommand } from './ps.ts';
 import { namesServer } from './remote.ts';
 import { replayCommand } from './replay.ts';
 import { serveCommand } from './serve.ts';
+import { sessionCommand } from './session.ts';
 import { StdoutClosed } from './stdout-lines.ts';
+import { turnCommand } from './turn.ts';
+import { workspaceCommand } from './workspace.ts';
 
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
   serve: serveCommand,
@@ -25,6 +29,10 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   exec: execCommand,
   logs: logsCommand,
   ps: psCommand,
+  workspace: workspaceCommand,
+  session: sessionCommand,
+  turn: turnCommand,
+  cp: cpCommand,
   run: (argv) => import('./run.ts').then((m) => m.runCommand(argv)),
   help: helpCommand,
   '--help': helpCommand,

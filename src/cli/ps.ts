@@ -47,7 +47,8 @@ export async function psCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function table(header: string[], rows: string[][]): Promise<void> {
+/** Rows under a header, each column as wide as its widest cell. */
+export async function table(header: string[], rows: string[][]): Promise<void> {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const row of [header, ...rows]) await writeLine(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
 }

@@ -65,5 +65,15 @@ export async function connectRemote(values: { url?: string; token?: string }): P
   }
 }
 
+/** Connects, runs `call` with the client, and turns a server that stops answering into one clear sentence. */
+export async function withServer<T>(values: { url?: string; token?: string }, call: (berth: Berth) => Promise<T>): Promise<T> {
+  const berth = await connectRemote(values);
+  try {
+    return await call(berth);
+  } catch (error) {
+    throw isUnreachable(error) ? unreachable(serverUrl(values.url), error) : error;
+  }
+}
+
 /** The environment `ref` names on the server (environment-ref.ts). */
 export const findEnvironment = (berth: Berth, ref: string): Promise<string> => findEnvironmentId(ref, berth.environments.iterate({ limit: PAGE_LIMIT_MAX }));

@@ -35,6 +35,9 @@ export interface WriteOptions {
 /** Bytes to write: a buffer or string sent whole, or a stream sent as it is produced. */
 export type FileBytes = Uint8Array | string | AsyncIterable<Uint8Array>;
 
+/** The server's limit on one file of the tools (its `file_too_large` answer names the limit in detail.max_bytes). */
+export const FILE_LIMIT_BYTES = 64 * 1024 * 1024;
+
 const OCTETS = 'application/octet-stream';
 
 const bytesOf = (data: FileBytes) => ({ stream: typeof data === 'string' ? Buffer.from(data) : data, contentType: OCTETS });

@@ -1,0 +1,60 @@
+/**
+ * `berth turn open|show|release`: tool turns of a session on a running server. An open turn holds the session's
+ * workspace storage (no other turn runs on it) until it is released; commands run in it with
+ * `berth exec --session S --turn T`, files move in and out with `berth cp --turn T`.
+ */
+import { BerthError } from '../../schemas/errors.ts';
+import { isBerthApiError } from '../client/berth-api-error.ts';
+import type { Turn } from '../client/berth-client.ts';
+import { remoteUsage } from './remote.ts';
+import { milliseconds, subcommands } from './subcommands.ts';
+
+export const turnUsage = `usage: berth turn open SESSION [--key KEY] [--wait MS]
+       berth turn show SESSION TURN
+       berth turn release SESSION TURN [--wait MS]
+  open prints the new turn's id; while another turn holds the workspace it fails (workspace_busy) unless --wait
+  gives it that long to be released. --key makes opening idempotent (the same key answers the same turn). release
+  waits up to --wait (default 30 s) for the turn's commands and calls to end, then gives the storage back.
+  Common flag: --json.
+${remoteUsage}`;
+
+/** Opening a turn on a workspace another turn holds: the server's refusal, with what to do about it. */
+export async function busyExplained<T>(opening: Promise<T>): Promise<T> {
+  try {
+    return await opening;
+  } catch (error) {
+    if (!isBerthApiError(error, 'workspace_busy')) throw error;
+    throw new BerthError('workspace_busy', `The workspace is busy: ${error.message} (--wait MS waits for it).`, error.detail);
+  }
+}
+
+const describe = (t: Turn) =>
+  `${t.id}  ${t.state}${t.cleared ? ' (cleared by an admin)' : ''}  session ${t.sessionId}  workspace ${t.workspaceId}  ${t.executions.length} command(s)`;
+
+export const turnCommand = subcommands(turnUsage, { key: { type: 'string' }, wait: { type: 'string' } } as const, {
+  open: {
+    args: ['SESSION'],
+    flags: ['key', 'wait'],
+    run: async (berth, [session], values, print) => {
+      const waitMs = milliseconds(values.wait, 'wait', turnUsage);
+      const turn = await busyExplained(berth.turns.open(session!, { ...(values.key !== undefined ? { key: values.key } : {}), ...(waitMs !== undefined ? { waitMs } : {}) }));
+      await print(turn, turn.id);
+    },
+  },
+  show: {
+    args: ['SESSION', 'TURN'],
+    run: async (berth, [session, turn], _, print) => {
+      const found = await berth.turns.get(session!, turn!);
+      await print(found, describe(found));
+    },
+  },
+  release: {
+    args: ['SESSION', 'TURN'],
+    flags: ['wait'],
+    run: async (berth, [session, turn], values, print) => {
+      const waitMs = milliseconds(values.wait, 'wait', turnUsage);
+      const released = await berth.turns.release(session!, turn!, waitMs !== undefined ? { waitMs } : {});
+      await print(released, describe(released));
+    },
+  },
+});
