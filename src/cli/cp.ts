@@ -5,7 +5,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
-import { basename, join, posix } from 'node:path';
+import { basename, join, posix, resolve } from 'node:path';
 import { BerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import { FILE_LIMIT_BYTES, type TurnFiles } from '../client/turn-files.ts';
@@ -75,7 +75,7 @@ async function isRemoteDirectory(files: TurnFiles, path: string): Promise<boolea
 async function upload(files: TurnFiles, host: string, remote: string, recursive: boolean): Promise<void> {
   const info = await stat(host);
   const into = remote === '' || (await isRemoteDirectory(files, remote));
-  const target = into ? posix.join(remote, basename(host)) : remote;
+  const target = into ? posix.join(remote, basename(resolve(host))) : remote;
   if (info.isDirectory()) {
     if (!recursive) throw new BerthError('invalid_request', `${host} is a directory: -r copies it.`);
     await files.mkdir(target, { parents: true });

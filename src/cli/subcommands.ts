@@ -30,7 +30,8 @@ export function subcommands<O extends Options>(usage: string, options: O, table:
     const parsed = parseCommandArgs(argv, { ...options, ...commonOptions }, usage);
     const [values, positionals] = [parsed.values as CommonValues & Record<string, unknown>, parsed.positionals];
     const [name, ...args] = positionals;
-    if (values.help || name === undefined) return void console.log(usage), name === undefined && !values.help ? 2 : 0;
+    if (values.help) return void console.log(usage), 0;
+    if (name === undefined) throw new UsageError(`name a subcommand: ${Object.keys(table).join(', ')}`, usage);
     const sub = table[name];
     if (!sub) throw new UsageError(`unknown subcommand "${name}"`, usage);
     if (args.length !== sub.args.length) throw new UsageError(`${name} takes ${sub.args.join(' ') || 'no arguments'}`, usage);

@@ -53,6 +53,8 @@ describe('berth workspace, session, turn, exec --turn and cp', () => {
     expect(made).toMatchObject({ code: 0, stdout: '/workspace\n' });
     await ok('cp', '--turn', turn, `${session}:out/made.txt`, host); // an existing directory: under its own name
     expect(readFileSync(join(host, 'made.txt'), 'utf8')).toBe('from the shell\n');
+    await ok('cp', '--turn', turn, `${session}:out/made.txt`, join(host, 'local.txt'));
+    expect(readFileSync(join(host, 'local.txt'), 'utf8')).toBe('from the shell\n');
     expect(await ok('turn', 'release', session, turn)).toMatch(new RegExp(`^${turn}\\s+released`));
 
     // Without --turn, cp opens and releases a turn of its own.
@@ -107,7 +109,7 @@ describe('berth workspace, session, turn, exec --turn and cp', () => {
     await ok('turn', 'release', other, waited.stdout.trim());
   }, 60_000);
 
-  it('refuses before sending: a file over 64 MiB, two host paths, --turn without --session, a stray flag', async () => {
+  it('refuses before sending: a file over 64 MiB, two host paths, --turn without --session, a stray flag, no subcommand', async () => {
     const { session } = await workspaceSession();
     const big = join(host, 'big.bin');
     writeFileSync(big, '');
@@ -119,6 +121,7 @@ describe('berth workspace, session, turn, exec --turn and cp', () => {
     expect((await cli('cp', big, join(host, 'elsewhere'))).code).toBe(2);
     expect((await cli('exec', '--turn', 'x', envName, '--', 'true')).code).toBe(2);
     expect((await cli('workspace', 'ls', '--name', 'x')).code).toBe(2);
+    expect((await cli('workspace')).code).toBe(2);
     expect((await cli('turn', 'open', session, '--wait', 'soon')).code).toBe(2);
   }, 60_000);
 });
