@@ -39,6 +39,8 @@ const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constant
 const writeAsync = promisify(writeCallback);
 const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
 const MAX_LIST_LIMIT = 1000;
+/** detail.count of old_text_not_unique stops here (see occurrences). */
+const MAX_COUNTED_OCCURRENCES = 100;
 const VERSION = /^sha256:[0-9a-f]{64}$/;
 
 /** Why a path is refused (beside the spelling problems of content-path.ts), in detail.reason. */
@@ -477,9 +479,13 @@ async function readWhole(fd: number, offset: number, size: number, data = Buffer
   return done === size ? data : data.subarray(0, done);
 }
 
+/**
+ * Occurrences of `text` (overlapping ones too), counted up to MAX_COUNTED_OCCURRENCES: each one found costs the text's
+ * length to confirm, so counting every one of a long text repeated through a large file would hold the event loop for hours.
+ */
 function occurrences(bytes: Buffer, text: Buffer): number {
   let count = 0;
-  for (let i = bytes.indexOf(text); i >= 0; i = bytes.indexOf(text, i + 1)) count++;
+  for (let i = bytes.indexOf(text); i >= 0 && count < MAX_COUNTED_OCCURRENCES; i = bytes.indexOf(text, i + 1)) count++;
   return count;
 }
 
