@@ -38,7 +38,7 @@ try {
     return performance.now() - started;
   };
   const put = async (path: string, data: Buffer) => {
-    const res = await fetch(`${files}?path=${path}`, { method: 'PUT', headers, body: data });
+    const res = await fetch(`${files}?path=${path}`, { method: 'PUT', headers, body: data as BodyInit });
     if (res.status !== 200) throw new Error(`PUT ${res.status}: ${await res.text()}`);
     await res.arrayBuffer();
   };
