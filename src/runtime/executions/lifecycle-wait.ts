@@ -7,6 +7,8 @@
 import type { ActivityEntry } from '../../projections/activity.projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The steps in the order an execution goes through them while its output can still change. */
 const UNSETTLED_ORDER = ['pristine', 'accepted', 'dispatched', 'running', 'exited', 'drained'];
 
@@ -29,7 +31,8 @@ export async function waitForEntry(
     const left = deadline - Date.now();
     if (left <= 0 || stop?.aborted) return false;
     try {
-      await activity.waitFor(position + 1n, left);
+      // A timer holds at most 2^31-1 ms (a longer one fires at once): a far deadline waits in turns.
+      await activity.waitFor(position + 1n, Math.min(left, MAX_TIMER_MS));
     } catch {
       // The read model failed: it will not move again; fall back to the deadline.
       await new Promise((r) => setTimeout(r, Math.min(left, 50)));
