@@ -246,4 +246,22 @@ describe('workspaces and turns', () => {
     await api.releaseTurn(bob, session.id, turn.id);
     expect(readFileSync(join(roots, 'other', 'mine.txt'), 'utf8')).toBe('mine\n');
   });
+
+  it('release closes the gate: a call under way finishes first, a call after it is refused', async () => {
+    const api = berth.api;
+    const ws = await api.createWorkspace(alice, {});
+    const session = await api.createSession(alice, { workspaceId: ws.id });
+    const turn = await api.openTurn(alice, session.id);
+    const order: string[] = [];
+    const write = api.files.write(alice, session.id, turn.id, 'big.bin', Buffer.alloc(48 * 1024 * 1024, 7)).then(() => order.push('write'));
+    const release = api.releaseTurn(alice, session.id, turn.id).then(() => order.push('release'));
+    const late = api.files.read(alice, session.id, turn.id, 'big.bin', { limit: 1 }).then(
+      () => 'admitted',
+      (e) => e.code,
+    );
+    await Promise.all([write, release]);
+    expect(order).toEqual(['write', 'release']);
+    expect(await late).toBe('invalid_state');
+    expect((await api.workspaceHistory(alice, ws.id)).items.map((h) => h.changes[0]!.path)).toEqual(['big.bin']);
+  });
 });

@@ -62,10 +62,14 @@ export interface TurnServiceDeps {
   now: () => number;
 }
 
-/** Calls admitted and not finished, per turn, in this process: release waits for them to be none. */
+/**
+ * Calls admitted and not finished, per turn, in this process: release closes it (no call enters after that, even
+ * one whose admission checks were still under way) and waits for the running ones.
+ */
 class Gate {
   private running = 0;
   private idle: (() => void)[] = [];
+  closed = false;
   enter(): void {
     this.running++;
   }
@@ -115,16 +119,16 @@ export class TurnService {
       throw e;
     }
     const at = this.deps.now();
-    const opened = await this.deps.actors.send<TurnContext>('turn', turnId, {
-      type: 'turn.opened',
-      scope: caller.scope,
-      sessionId,
-      workspaceId: workspace.id,
-      generation: workspace.generation,
-      ownership,
-      at,
-    });
-    await this.deps.actors.send('session', sessionId, { type: 'session.turn_started', turnId, at }).catch(ignoreRefusal);
+    // The turn and the session's count in one group commit (a count without its turn is taken back below).
+    const [opened] = await Promise.all([
+      this.deps.actors
+        .send<TurnContext>('turn', turnId, { type: 'turn.opened', scope: caller.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership, at })
+        .catch(async (e) => {
+          await this.deps.actors.send('session', sessionId, { type: 'session.turn_finished', turnId, at }).catch(ignoreRefusal);
+          throw e;
+        }),
+      this.deps.actors.send('session', sessionId, { type: 'session.turn_started', turnId, at }).catch(ignoreRefusal),
+    ]);
     return viewOf(opened);
   }
 
@@ -140,12 +144,16 @@ export class TurnService {
    */
   async release(caller: Caller, sessionId: string, turnId: string, opts: { waitMs?: number } = {}): Promise<TurnView> {
     let turn = await this.turn(caller, sessionId, turnId);
-    if (turn.state === 'released') return viewOf(turn);
-    if (turn.state === 'open') await this.deps.actors.send('turn', turnId, { type: 'turn.closing', at: this.deps.now() }).catch(ignoreRefusal);
+    // Released, perhaps by a release whose storage answer was lost: the storage is given back if it still holds it.
+    if (turn.state === 'released') return this.giveBack(turn.context.ownership, turnId).then(() => viewOf(turn));
+    const gate = this.gateOf(turnId);
+    gate.closed = true; // from here no call is admitted in this process (the durable fact follows when there is a wait)
     const deadline = Date.now() + Math.max(0, opts.waitMs ?? RELEASE_WAIT_DEFAULT_MS);
-    const gate = this.gates.get(turnId);
-    if (gate?.busy) await Promise.race([gate.drained(), sleep(Math.max(0, deadline - Date.now()))]);
-    if (gate?.busy) throw new BerthError('workspace_busy', 'Calls of the turn are still running; release again.', { turnId, reason: 'calls_running' });
+    if (turn.state === 'open' && (gate.busy || turn.context.executions.length > 0)) {
+      await this.deps.actors.send('turn', turnId, { type: 'turn.closing', at: this.deps.now() }).catch(ignoreRefusal);
+    }
+    if (gate.busy) await Promise.race([gate.drained(), sleep(Math.max(0, deadline - Date.now()))]);
+    if (gate.busy) throw new BerthError('workspace_busy', 'Calls of the turn are still running; release again.', { turnId, reason: 'calls_running' });
     turn = await this.turn(caller, sessionId, turnId);
     const running: string[] = [];
     const unknown: string[] = [];
@@ -163,8 +171,10 @@ export class TurnService {
     }
     if (running.length > 0) throw new BerthError('workspace_busy', 'Executions of the turn are still running; release again.', { turnId, reason: 'calls_running', executions: running });
     await this.recordShellChanges(turn.context);
-    await this.giveBack(turn.context.ownership, turnId);
-    return this.finish(turnId, turn.context.sessionId, false);
+    // The storage, the turn and the session together (one group commit): whichever lands without the others is
+    // finished by a retried release (a released turn still gives its storage back; a freed one is not_holder).
+    const [, released] = await Promise.all([this.giveBack(turn.context.ownership, turnId), this.finish(turnId, turn.context.sessionId, false)]);
+    return released;
   }
 
   /**
@@ -172,10 +182,11 @@ export class TurnService {
    * root is the one recorded; the gate counts it until it returns. Mutations are recorded in the workspace history.
    */
   async tool<T>(caller: Caller, sessionId: string, turnId: string, tool: FileTool, call: (files: TurnFiles) => Promise<ToolResult<T>>): Promise<T> {
-    const { turn, workspace } = await this.admitted(caller, sessionId, turnId);
+    // Counted from before its admission checks: a release that closes the gate meanwhile waits for it, or it is refused.
     const gate = this.gateOf(turnId);
     gate.enter();
     try {
+      const { turn, workspace } = await this.admitted(caller, sessionId, turnId, gate);
       const placed = await this.deps.directories.place(workspace);
       const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.fileOwner : undefined));
       if (result.changes.length > 0) {
@@ -206,13 +217,13 @@ export class TurnService {
     executionId: string,
     cwd: string | undefined,
   ): Promise<{ workspaceId: string; cwd: string; environmentId: string | null }> {
-    const { turn, workspace, session } = await this.admitted(caller, sessionId, turnId);
-    if (turn.executions.some((x) => x.executionId === executionId)) {
-      return { workspaceId: workspace.id, cwd: joinCwd(session.cwd, cwd), environmentId: session.environmentId };
-    }
     const gate = this.gateOf(turnId);
     gate.enter();
     try {
+      const { turn, workspace, session } = await this.admitted(caller, sessionId, turnId, gate);
+      if (turn.executions.some((x) => x.executionId === executionId)) {
+        return { workspaceId: workspace.id, cwd: joinCwd(session.cwd, cwd), environmentId: session.environmentId };
+      }
       const placed = await this.deps.directories.place(workspace);
       const relative = joinCwd(session.cwd, cwd);
       await new TurnFiles(placed).directory(relative);
@@ -272,11 +283,10 @@ export class TurnService {
   }
 
   /** What every call re-checks: the turn is open, still holds its storage, and its binding still matches. */
-  private async admitted(caller: Caller, sessionId: string, turnId: string): Promise<{ turn: TurnContext; workspace: WorkspaceContext; session: SessionContext }> {
+  private async admitted(caller: Caller, sessionId: string, turnId: string, gate: Gate): Promise<{ turn: TurnContext; workspace: WorkspaceContext; session: SessionContext }> {
     const view = await this.turn(caller, sessionId, turnId);
-    if (view.state !== 'open') {
-      throw new BerthError('invalid_state', `The turn is ${String(view.state)}: it admits no new call.`, { turnId, reason: String(view.state) });
-    }
+    const state = gate.closed && view.state === 'open' ? 'closing' : String(view.state);
+    if (state !== 'open') throw new BerthError('invalid_state', `The turn is ${state}: it admits no new call.`, { turnId, reason: state });
     const turn = view.context;
     const session = await this.deps.session(caller, sessionId);
     const workspace = await this.boundWorkspace(caller, session, sessionId);
@@ -338,21 +348,28 @@ export class TurnService {
     try {
       await this.deps.actors.send('ownership', key, { type: 'ownership.released', holder: turnId, at: this.deps.now() });
     } catch (e) {
-      if (!isBerthError(e, 'invalid_state')) throw e;
+      // Not this turn's any more (free, another's) or retired with its workspace: nothing of this turn to give back.
+      if (!isBerthError(e, 'invalid_state') && !isBerthError(e, 'workspace_unavailable')) throw e;
     }
     this.wake(key);
   }
 
+  /** The turn released (closed first in the same write when still open) and the session's count, in one group commit. */
   private async finish(turnId: string, sessionId: string, cleared: boolean): Promise<TurnView> {
     const at = this.deps.now();
-    const sent = await this.deps.actors.send<TurnContext>('turn', turnId, { type: 'turn.released', ...(cleared ? { cleared: true } : {}), at });
+    const open = (await this.deps.actors.get<TurnContext>('turn', turnId))?.state === 'open';
+    const events = [...(open ? [{ type: 'turn.closing', at }] : []), { type: 'turn.released', ...(cleared ? { cleared: true } : {}), at }];
+    const [sent] = await Promise.all([
+      this.deps.actors.sendAll<TurnContext>('turn', turnId, events),
+      this.deps.actors.send('session', sessionId, { type: 'session.turn_finished', turnId, at }).catch(ignoreRefusal),
+    ]);
     this.gates.delete(turnId);
-    await this.deps.actors.send('session', sessionId, { type: 'session.turn_finished', turnId, at }).catch(ignoreRefusal);
     return viewOf(sent);
   }
 
   /** Records each settled, unrecorded shell execution's changes (after-manifest against its before-manifest). */
   private recordShellChanges(turn: TurnContext): Promise<void> {
+    if (!turn.executions.some((x) => !x.recorded)) return Promise.resolve();
     const previous = this.recording.get(turn.id) ?? Promise.resolve();
     const next = previous.then(async () => {
       const fresh = (await this.deps.actors.get<TurnContext>('turn', turn.id))?.context ?? turn;
