@@ -264,4 +264,15 @@ describe('workspaces and turns', () => {
     expect(await late).toBe('invalid_state');
     expect((await api.workspaceHistory(alice, ws.id)).items.map((h) => h.changes[0]!.path)).toEqual(['big.bin']);
   });
+
+  it('two releases at once both answer the released turn', async () => {
+    const api = berth.api;
+    const ws = await api.createWorkspace(alice, {});
+    const session = await api.createSession(alice, { workspaceId: ws.id });
+    const turn = await api.openTurn(alice, session.id);
+    await api.files.write(alice, session.id, turn.id, 'a', Buffer.from('a'));
+    const both = await Promise.all([api.releaseTurn(alice, session.id, turn.id), api.releaseTurn(alice, session.id, turn.id)]);
+    expect(both.map((t) => t.state)).toEqual(['released', 'released']);
+    expect((await api.getWorkspace(alice, ws.id)).holder).toBeNull();
+  });
 });

@@ -6,7 +6,7 @@
  * changed, then gives the storage back on the condition that this turn still holds it. Nothing here takes a storage
  * over on a timer: a crash or an unknown outcome leaves it held, and only an admin clears it, with evidence.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import { MAX_CHANGES_PER_EVENT } from '../../../schemas/events/workspace.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
@@ -99,8 +99,9 @@ export class TurnService {
    */
   async open(caller: Caller, sessionId: string, opts: { key?: string; waitMs?: number } = {}): Promise<TurnView> {
     const session = await this.deps.session(caller, sessionId);
-    const turnId = opts.key !== undefined ? turnIdOf(caller.scope, opts.key) : turnIdOf(caller.scope, `${sessionId}\0${this.deps.now()}\0${Math.random()}`);
-    const existing = await this.deps.actors.get<TurnContext>('turn', turnId);
+    const turnId = opts.key !== undefined ? turnIdOf(caller.scope, opts.key) : turnIdOf(caller.scope, `${sessionId}\0${randomUUID()}`);
+    // Only a caller's key can name a turn that exists already.
+    const existing = opts.key !== undefined ? await this.deps.actors.get<TurnContext>('turn', turnId) : undefined;
     if (existing && existing.state !== 'pristine') {
       if (existing.context.sessionId !== sessionId) throw new BerthError('invalid_request', 'That turn key belongs to another session.', { sessionId });
       if (existing.state === 'released') throw new BerthError('invalid_state', 'The turn is released; a released turn is never reopened.', { turnId, reason: 'released' });
@@ -150,11 +151,15 @@ export class TurnService {
     gate.closed = true; // from here no call is admitted in this process (the durable fact follows when there is a wait)
     const deadline = Date.now() + Math.max(0, opts.waitMs ?? RELEASE_WAIT_DEFAULT_MS);
     if (turn.state === 'open' && (gate.busy || turn.context.executions.length > 0)) {
-      await this.deps.actors.send('turn', turnId, { type: 'turn.closing', at: this.deps.now() }).catch(ignoreRefusal);
+      // A concurrent release may have closed it first: then it is read as that one left it.
+      const closed = await this.deps.actors.send<TurnContext>('turn', turnId, { type: 'turn.closing', at: this.deps.now() }).catch(ignoreRefusal);
+      turn = closed ? { ...turn, state: closed.state, context: closed.context } : await this.turn(caller, sessionId, turnId);
     }
-    if (gate.busy) await Promise.race([gate.drained(), sleep(Math.max(0, deadline - Date.now()))]);
-    if (gate.busy) throw new BerthError('workspace_busy', 'Calls of the turn are still running; release again.', { turnId, reason: 'calls_running' });
-    turn = await this.turn(caller, sessionId, turnId);
+    if (gate.busy) {
+      await Promise.race([gate.drained(), sleep(Math.max(0, deadline - Date.now()))]);
+      if (gate.busy) throw new BerthError('workspace_busy', 'Calls of the turn are still running; release again.', { turnId, reason: 'calls_running' });
+      turn = await this.turn(caller, sessionId, turnId); // the calls may have admitted executions meanwhile
+    }
     const running: string[] = [];
     const unknown: string[] = [];
     for (const x of turn.context.executions) {
@@ -173,7 +178,13 @@ export class TurnService {
     await this.recordShellChanges(turn.context);
     // The storage, the turn and the session together (one group commit): whichever lands without the others is
     // finished by a retried release (a released turn still gives its storage back; a freed one is not_holder).
-    const [, released] = await Promise.all([this.giveBack(turn.context.ownership, turnId), this.finish(turnId, turn.context.sessionId, false)]);
+    const finished = this.finish(turnId, turn.context.sessionId, false, turn.state).catch(async (e) => {
+      // Released by a concurrent release meanwhile: answered as released.
+      const now = isBerthError(e, 'invalid_state') ? await this.turn(caller, sessionId, turnId) : undefined;
+      if (now?.state !== 'released') throw e;
+      return viewOf(now);
+    });
+    const [, released] = await Promise.all([this.giveBack(turn.context.ownership, turnId), finished]);
     return released;
   }
 
@@ -269,7 +280,7 @@ export class TurnService {
     }
     await this.deps.actors.send('ownership', key, { type: 'ownership.cleared', holder: holder.turnId, executions: evidence, at: this.deps.now() });
     this.wake(key);
-    if (turn && turn.state !== 'released' && turn.state !== 'pristine') await this.finish(holder.turnId, turn.context.sessionId, true);
+    if (turn && turn.state !== 'released' && turn.state !== 'pristine') await this.finish(holder.turnId, turn.context.sessionId, true, turn.state);
     return { cleared: holder.turnId };
   }
 
@@ -355,10 +366,9 @@ export class TurnService {
   }
 
   /** The turn released (closed first in the same write when still open) and the session's count, in one group commit. */
-  private async finish(turnId: string, sessionId: string, cleared: boolean): Promise<TurnView> {
+  private async finish(turnId: string, sessionId: string, cleared: boolean, state: unknown): Promise<TurnView> {
     const at = this.deps.now();
-    const open = (await this.deps.actors.get<TurnContext>('turn', turnId))?.state === 'open';
-    const events = [...(open ? [{ type: 'turn.closing', at }] : []), { type: 'turn.released', ...(cleared ? { cleared: true } : {}), at }];
+    const events = [...(state === 'open' ? [{ type: 'turn.closing', at }] : []), { type: 'turn.released', ...(cleared ? { cleared: true } : {}), at }];
     const [sent] = await Promise.all([
       this.deps.actors.sendAll<TurnContext>('turn', turnId, events),
       this.deps.actors.send('session', sessionId, { type: 'session.turn_finished', turnId, at }).catch(ignoreRefusal),
