@@ -40,15 +40,12 @@ export const sessionEvents = {
       .optional(),
     at: atSchema,
   }),
-  /** `previous` is the selection the caller observed; it must still be current, and the session idle. */
+  /** `previous` is the selection the caller observed; it must still be current. */
   'session.environment_changed': z.strictObject({
     previous: environmentSelectionSchema,
     next: environmentSelectionSchema,
     at: atSchema,
   }),
-  /** A tool turn on the session's workspace starts / ends; a session with a running turn cannot change its Environment. */
-  'session.turn_started': z.strictObject({ turnId: resourceIdSchema, at: atSchema }),
-  'session.turn_finished': z.strictObject({ turnId: resourceIdSchema, at: atSchema }),
   /** The session is gone: nothing more runs in it (its executions and turns keep their own records). */
   'session.deleted': z.strictObject({ at: atSchema }),
 };

@@ -4,7 +4,8 @@
  *
  * Environment selection at creation (seed 000): an explicit id selects it; explicit null disables the configured
  * default; absent inherits the parent's (or forked session's) selection, else takes the configured default, else
- * none. A change compares the selection the caller observed and needs an idle session (no running turn).
+ * none. A change compares the selection the caller observed. Tool turns on the session's workspace are their own
+ * actors (turn.machine.ts, naming the session): the session does not keep a second count of them.
  */
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
@@ -26,8 +27,6 @@ export interface SessionContext {
   /** Where its commands and tools start, relative to the workspace root ('' the root). */
   cwd: string;
   parent: { sessionId: string; relation: 'child' | 'fork' } | null;
-  /** Turns admitted and not finished. */
-  turns: string[];
   createdAt: number;
   updatedAt: number;
 }
@@ -62,9 +61,7 @@ export const sessionMachine = setup({
     canChangeEnvironment: ({ context, event }) =>
       event.type === 'session.environment_changed' &&
       event.previous === context.environmentId &&
-      event.next !== event.previous &&
-      context.turns.length === 0,
-    turnRunning: ({ context, event }) => event.type === 'session.turn_finished' && context.turns.includes(event.turnId),
+      event.next !== event.previous,
   },
   actions: {
     stamp: assign({ updatedAt: ({ context, event }) => nextUpdatedAt(context.updatedAt, event.at) }),
@@ -83,16 +80,6 @@ export const sessionMachine = setup({
         ? { environmentId: event.next, environmentSource: event.next === null ? 'disabled' : 'explicit' }
         : {},
     ),
-    startTurn: assign({
-      turns: ({ context, event }) =>
-        event.type === 'session.turn_started' && !context.turns.includes(event.turnId)
-          ? [...context.turns, event.turnId]
-          : context.turns,
-    }),
-    finishTurn: assign({
-      turns: ({ context, event }) =>
-        event.type === 'session.turn_finished' ? context.turns.filter((t) => t !== event.turnId) : context.turns,
-    }),
   },
 }).createMachine({
   id: 'session',
@@ -105,7 +92,6 @@ export const sessionMachine = setup({
     workspaceGeneration: null,
     cwd: '',
     parent: null,
-    turns: [],
     createdAt: 0,
     updatedAt: 0,
   }),
@@ -117,16 +103,11 @@ export const sessionMachine = setup({
     active: {
       on: {
         'session.environment_changed': { guard: 'canChangeEnvironment', actions: ['changeEnvironment', 'stamp'] },
-        // Idempotent per turnId: a repeated start changes nothing.
-        'session.turn_started': { actions: ['startTurn', 'stamp'] },
-        'session.turn_finished': { guard: 'turnRunning', actions: ['finishTurn', 'stamp'] },
         'session.deleted': { target: 'deleted', actions: 'stamp' },
       },
     },
-    // Its turns' own streams keep their records; finishing one still reaches the session for its count.
-    deleted: {
-      on: { 'session.turn_finished': { guard: 'turnRunning', actions: ['finishTurn', 'stamp'] } },
-    },
+    // Its executions and turns keep their own records.
+    deleted: { type: 'final' },
   },
 });
 
@@ -138,7 +119,7 @@ export const finished = (_snapshot: SessionSnapshot): boolean => true;
 /** The typed error for an event the session does not accept. */
 export const reject = (snapshot: SessionSnapshot, event: IncomingEvent): Rejection => {
   const { context } = snapshot;
-  const detail = { state: snapshot.value, environmentId: context.environmentId, turns: context.turns.length };
+  const detail = { state: snapshot.value, environmentId: context.environmentId };
   if (event.type === 'session.created') {
     return { code: 'invalid_state', message: 'The session already exists.', detail: { ...detail, reason: 'exists' } };
   }
@@ -151,14 +132,8 @@ export const reject = (snapshot: SessionSnapshot, event: IncomingEvent): Rejecti
         detail: { ...detail, reason: 'previous_mismatch' },
       };
     }
-    if (event.next === event.previous) {
-      const message = 'The session already selects that Environment.';
-      return { code: 'invalid_state', message, detail: { ...detail, reason: 'unchanged' } };
-    }
-    return { code: 'environment_busy', message: 'The session has a running turn.', detail };
-  }
-  if (event.type === 'session.turn_finished') {
-    return { code: 'invalid_state', message: 'No such turn is running.', detail: { ...detail, reason: 'not_running' } };
+    const message = 'The session already selects that Environment.';
+    return { code: 'invalid_state', message, detail: { ...detail, reason: 'unchanged' } };
   }
   return { code: 'invalid_state', message: `The session does not accept ${event.type}.`, detail };
 };

@@ -120,16 +120,15 @@ export class TurnService {
       throw e;
     }
     const at = this.deps.now();
-    // The turn and the session's count in one group commit (a count without its turn is taken back below).
-    const [opened] = await Promise.all([
-      this.deps.actors
-        .send<TurnContext>('turn', turnId, { type: 'turn.opened', scope: caller.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership, at })
-        .catch(async (e) => {
-          await this.deps.actors.send('session', sessionId, { type: 'session.turn_finished', turnId, at }).catch(ignoreRefusal);
-          throw e;
-        }),
-      this.deps.actors.send('session', sessionId, { type: 'session.turn_started', turnId, at }).catch(ignoreRefusal),
-    ]);
+    const opened = await this.deps.actors.send<TurnContext>('turn', turnId, {
+      type: 'turn.opened',
+      scope: caller.scope,
+      sessionId,
+      workspaceId: workspace.id,
+      generation: workspace.generation,
+      ownership,
+      at,
+    });
     return viewOf(opened);
   }
 
@@ -176,9 +175,9 @@ export class TurnService {
     }
     if (running.length > 0) throw new BerthError('workspace_busy', 'Executions of the turn are still running; release again.', { turnId, reason: 'calls_running', executions: running });
     await this.recordShellChanges(turn.context);
-    // The storage, the turn and the session together (one group commit): whichever lands without the others is
-    // finished by a retried release (a released turn still gives its storage back; a freed one is not_holder).
-    const finished = this.finish(turnId, turn.context.sessionId, false, turn.state).catch(async (e) => {
+    // The storage and the turn together (one group commit): whichever lands without the other is finished by a
+    // retried release (a released turn still gives its storage back; a freed one is not_holder).
+    const finished = this.finish(turnId, false).catch(async (e) => {
       // Released by a concurrent release meanwhile: answered as released.
       const now = isBerthError(e, 'invalid_state') ? await this.turn(caller, sessionId, turnId) : undefined;
       if (now?.state !== 'released') throw e;
@@ -280,7 +279,7 @@ export class TurnService {
     }
     await this.deps.actors.send('ownership', key, { type: 'ownership.cleared', holder: holder.turnId, executions: evidence, at: this.deps.now() });
     this.wake(key);
-    if (turn && turn.state !== 'released' && turn.state !== 'pristine') await this.finish(holder.turnId, turn.context.sessionId, true, turn.state);
+    if (turn && turn.state !== 'released' && turn.state !== 'pristine') await this.finish(holder.turnId, true);
     return { cleared: holder.turnId };
   }
 
@@ -365,14 +364,9 @@ export class TurnService {
     this.wake(key);
   }
 
-  /** The turn released (closed first in the same write when still open) and the session's count, in one group commit. */
-  private async finish(turnId: string, sessionId: string, cleared: boolean, state: unknown): Promise<TurnView> {
-    const at = this.deps.now();
-    const events = [...(state === 'open' ? [{ type: 'turn.closing', at }] : []), { type: 'turn.released', ...(cleared ? { cleared: true } : {}), at }];
-    const [sent] = await Promise.all([
-      this.deps.actors.sendAll<TurnContext>('turn', turnId, events),
-      this.deps.actors.send('session', sessionId, { type: 'session.turn_finished', turnId, at }).catch(ignoreRefusal),
-    ]);
+  /** The turn released (straight from open when nothing had to be waited for). */
+  private async finish(turnId: string, cleared: boolean): Promise<TurnView> {
+    const sent = await this.deps.actors.send<TurnContext>('turn', turnId, { type: 'turn.released', ...(cleared ? { cleared: true } : {}), at: this.deps.now() });
     this.gates.delete(turnId);
     return viewOf(sent);
   }

@@ -5,8 +5,8 @@
  * with a single link and directories is acted on.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, openSync, renameSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
-import { write as writeCallback } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
+import { close as closeCallback, open as openCallback, rename as renameCallback, write as writeCallback } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { BerthError } from '../../../schemas/errors.ts';
@@ -37,6 +37,10 @@ type Owner = { uid: number; gid: number };
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
 const writeAsync = promisify(writeCallback);
+// Creating and renaming wait for the filesystem's journal (busy with the event store's commits): off the event loop.
+const openAsync = promisify(openCallback);
+const closeAsync = promisify(closeCallback);
+const renameAsync = promisify(renameCallback);
 const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
 const MAX_LIST_LIMIT = 1000;
 /** detail.count of old_text_not_unique stops here (see occurrences). */
@@ -397,15 +401,16 @@ export class WorkspaceFiles {
     const version = versionOf(data);
     const tmp = `.berth-tmp-${randomBytes(8).toString('hex')}`;
     // O_EXCL|O_NOFOLLOW: a name planted meanwhile (a link included) fails the create instead of being written through.
-    let fd: number | undefined = openSync(at(dirFd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o600);
+    let fd: number | undefined = await openAsync(at(dirFd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o600);
     try {
       for (let done = 0; done < data.length; ) done += (await writeAsync(fd, data, done, data.length - done)).bytesWritten;
       // The old file's permission bits (never set-id or sticky ones), 0644 for a new file; the umask does not apply.
       fchmodSync(fd, current ? current.mode & 0o777 : 0o644);
       if (owner) fchownSync(fd, owner.uid, owner.gid);
-      closeSync(fd);
+      const closing = fd;
       fd = undefined;
-      renameSync(at(dirFd, tmp), at(dirFd, name));
+      await closeAsync(closing);
+      await renameAsync(at(dirFd, tmp), at(dirFd, name));
     } catch (e) {
       if (fd !== undefined) closeSync(fd);
       unlinkQuietly(dirFd, tmp);

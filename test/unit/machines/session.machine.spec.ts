@@ -13,7 +13,6 @@ const parent = (relation: 'child' | 'fork', environmentId: string | null, worksp
   parent: { sessionId: 'ses-0', relation, environmentId, workspaceId },
 });
 const change = (previous: string | null, next: string | null, at = 2_000) => ({ type: 'session.environment_changed', previous, next, at });
-const turn = (kind: 'started' | 'finished', turnId: string) => ({ type: `session.turn_${kind}`, turnId, at: 1_500 });
 
 describe('session machine: selection at creation', () => {
   it('should select an explicit Environment and Workspace without allocating', () => {
@@ -87,22 +86,16 @@ describe('session machine: changing the Environment', () => {
     spec.given([create({ environmentId: ENV_A })]).when(change(ENV_A, ENV_A)).thenRejects('invalid_state');
   });
 
-  it('should require an idle session', () => {
-    const busy = [create({ environmentId: ENV_A }), turn('started', 't-1')];
-    spec.given(busy).when(change(ENV_A, ENV_B)).thenRejects('environment_busy');
-    spec.given([...busy, turn('finished', 't-1')]).when(change(ENV_A, ENV_B)).then({ state: 'active' });
-  });
-
-  it('should count a repeated turn start once and refuse finishing an unknown turn', () => {
-    const twice = [create({ environmentId: ENV_A }), turn('started', 't-1'), turn('started', 't-1')];
-    spec.given(twice).when(turn('finished', 't-1')).then(({ context }) => expect(context.turns).toEqual([]));
-    spec.given([create()]).when(turn('finished', 't-9')).thenRejects('invalid_state');
+  it('should refuse everything once deleted', () => {
+    const deleted = [create({ environmentId: ENV_A }), { type: 'session.deleted', at: 1_500 }];
+    spec.given(deleted).when(change(ENV_A, ENV_B)).thenRejects('not_found');
+    spec.given(deleted).when({ type: 'session.deleted', at: 1_600 }).thenRejects('not_found');
   });
 });
 
 describe('session machine: snapshots', () => {
   it('should restore a persisted snapshot to the same state and context', () => {
-    const s = snapshotAfter(sessionActor, 'ses-1', [create({ ...parent('fork', ENV_A) }), turn('started', 't-1')]);
+    const s = snapshotAfter(sessionActor, 'ses-1', [create({ ...parent('fork', ENV_A) }), { type: 'session.deleted', at: 1_500 }]);
     const r = persistedRoundTrip(sessionMachine, s);
     expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
   });
