@@ -5,12 +5,13 @@
  * then write it back changed (target within 3x of raw). A file rewritten and read back within 2 s has no remembered
  * version (file-stamp.ts), so its old and new bytes are hashed on every call: that case and the 4 KiB medians, which
  * the per-request cost dominates and the issue sets no target for, are reported on stderr, with the floor any HTTP
- * tool has: the same bytes through a bare node:http server on loopback, fetched the same way.
+ * tool has: the same bytes through a bare node:http server on loopback, fetched the same way. The client is node:http
+ * with keep-alive (fetch costs 2-3x more per 4 MiB in this process, and is no part of what the server does).
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,6 +29,26 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Past the 2 s after which a file's version is remembered by its identity and times. */
 const SETTLE_MS = 2_500;
 
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+/** One request over the kept-alive connection, answering the status and the whole body. */
+function call(url: string, method: 'GET' | 'PUT', headers: Record<string, string>, body?: Buffer): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent, method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        size += chunk.length;
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks, size) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /** Medians of GET and PUT of `data` against a node:http server that only sends it or drains the body. */
 async function bareHttp(data: Buffer, runs: number): Promise<{ get: number; put: number }> {
   const server = createServer((req, res) => {
@@ -42,10 +63,10 @@ async function bareHttp(data: Buffer, runs: number): Promise<{ get: number; put:
   try {
     for (let i = 0; i < WARMUP + runs; i++) {
       let started = performance.now();
-      await (await fetch(url)).arrayBuffer();
+      await call(url, 'GET', {});
       const get = performance.now() - started;
       started = performance.now();
-      await (await fetch(url, { method: 'PUT', body: data as BodyInit })).arrayBuffer();
+      await call(url, 'PUT', {}, data);
       const put = performance.now() - started;
       if (i < WARMUP) continue;
       ms.get.push(get);
@@ -72,14 +93,12 @@ try {
     return performance.now() - started;
   };
   const put = async (path: string, data: Buffer) => {
-    const res = await fetch(`${files}?path=${path}`, { method: 'PUT', headers, body: data as BodyInit });
-    if (res.status !== 200) throw new Error(`PUT ${res.status}: ${await res.text()}`);
-    await res.arrayBuffer();
+    const res = await call(`${files}?path=${path}`, 'PUT', headers, data);
+    if (res.status !== 200) throw new Error(`PUT ${res.status}: ${res.body.toString()}`);
   };
   const get = async (path: string, bytes: number) => {
-    const res = await fetch(`${files}?path=${path}`, { headers });
-    const body = await res.arrayBuffer();
-    if (res.status !== 200 || body.byteLength !== bytes) throw new Error(`GET ${res.status}: ${body.byteLength} bytes`);
+    const res = await call(`${files}?path=${path}`, 'GET', headers);
+    if (res.status !== 200 || res.body.length !== bytes) throw new Error(`GET ${res.status}: ${res.body.length} bytes`);
   };
   const rawRead = async (path: string, bytes: number) => {
     if ((await readFile(path)).length !== bytes) throw new Error('raw read short');
@@ -129,12 +148,16 @@ try {
     console.error(`workspace-files ${size.name}, ${size.runs} runs, one file rewritten at once (hashed twice a call): ${line(medians(fresh))}`);
     if (size.name === '4MiB') {
       const floor = await bareHttp(data, size.runs);
-      console.error(`workspace-files 4MiB over a bare node:http server on loopback: GET ${floor.get.toFixed(3)} ms, PUT ${floor.put.toFixed(3)} ms`);
+      console.error(
+        `workspace-files 4MiB over a bare node:http server on loopback: GET ${floor.get.toFixed(3)} ms (Berth x${(m.httpRead / floor.get).toFixed(2)}), ` +
+          `PUT ${floor.put.toFixed(3)} ms (Berth x${(m.httpWrite / floor.put).toFixed(2)}); the floor alone is x${(floor.get / m.rawRead).toFixed(2)} / x${(floor.put / m.rawWrite).toFixed(2)} raw fs`,
+      );
       figure('workspace-file-read-4MiB-http', m.httpRead, 'ms', m.rawRead, { op: '<=', ratio: TARGET });
       figure('workspace-file-write-4MiB-http', m.httpWrite, 'ms', m.rawWrite, { op: '<=', ratio: TARGET });
     }
   }
   await bed.berth.api.releaseTurn(caller, session!, turn.id);
 } finally {
+  agent.destroy();
   await bed.close();
 }
