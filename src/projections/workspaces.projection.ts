@@ -5,6 +5,7 @@ import { defineProjection, table, type Page, type PageRequest, type StoredEvent,
 export interface WorkspaceEntry {
   id: string;
   scope: string;
+  kind: 'directory' | 'managed';
   createdAt: number;
 }
 
@@ -14,19 +15,21 @@ interface WorkspaceTables {
 
 function reduce(t: Tables<WorkspaceTables>, e: StoredEvent<typeof workspaceEvents>): void {
   const id = e.stream.slice('workspace-'.length);
-  if (e.type === 'workspace.created') t.workspaces.put(id, { id, scope: e.data.scope, createdAt: e.data.at });
+  if (e.type === 'workspace.created') t.workspaces.put(id, { id, scope: e.data.scope, kind: e.data.kind, createdAt: e.data.at });
   else if (e.type === 'workspace.deleted') t.workspaces.delete(id);
 }
 
 export const workspacesProjection = defineProjection({
   name: 'workspaces',
-  version: 1,
+  version: 2,
   filter: { streamPrefixes: ['workspace-'] },
-  tables: { workspaces: table<WorkspaceEntry>({ columns: ['scope'], indexes: [['scope']] }) },
+  tables: { workspaces: table<WorkspaceEntry>({ columns: ['scope', 'kind'], indexes: [['scope'], ['scope', 'kind']] }) },
   reduce,
   queries: {
     /** One page of `scope`'s workspaces (every scope's when undefined), in creation order, from after the cursor. */
     page: (t, scope: string | undefined, range: Omit<PageRequest<WorkspaceEntry>, 'where'>): Page<WorkspaceEntry> =>
       t.workspaces.page({ ...range, where: { scope } }),
+    /** How many live managed workspaces `scope` has (its members' quota; directory ones are the admin's). */
+    managedCount: (t, scope: string): number => t.workspaces.count({ scope, kind: 'managed' }),
   },
 });

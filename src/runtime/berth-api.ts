@@ -107,6 +107,7 @@ export class BerthApi implements RuntimeApi {
       directories: services.workspaces.directories,
       workspaces: this.model('workspaces'),
       now,
+      policy,
     });
     this.turns = new TurnService({
       actors: runtime.actors,

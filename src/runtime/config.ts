@@ -134,6 +134,7 @@ const policySchema = z.object({
   BERTH_QUOTA_CONCURRENT_EXECUTIONS: positiveInt.default(defaultRolePolicy.quotas.concurrentExecutions),
   BERTH_QUOTA_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.outputBytes),
   BERTH_QUOTA_SCOPE_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.scopeOutputBytes),
+  BERTH_QUOTA_WORKSPACES: positiveInt.default(defaultRolePolicy.quotas.workspaces),
 });
 
 /** Members' ceilings and quotas from the environment; throws `invalid_request` naming every bad variable. */
@@ -152,6 +153,7 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
       concurrentExecutions: v.BERTH_QUOTA_CONCURRENT_EXECUTIONS,
       outputBytes: v.BERTH_QUOTA_OUTPUT_BYTES,
       scopeOutputBytes: v.BERTH_QUOTA_SCOPE_OUTPUT_BYTES,
+      workspaces: v.BERTH_QUOTA_WORKSPACES,
     },
   };
 }

@@ -27,6 +27,8 @@ export interface ScopeQuotas {
   outputBytes: number;
   /** Output bytes the scope's executions keep on disk (spools and saved output), checked at admission. */
   scopeOutputBytes: number;
+  /** Managed workspaces (directories Berth makes in the data directory). */
+  workspaces: number;
 }
 
 export interface RolePolicy {
@@ -39,7 +41,7 @@ const GiB = 1024 * MiB;
 
 export const defaultRolePolicy: RolePolicy = {
   ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, homeMb: 2048, network: 'bridge' },
-  quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB },
+  quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB, workspaces: 100 },
 };
 
 /** How the provider a profile names treats its commands: on a borrowed host they run as the server unless contained. */
@@ -116,7 +118,7 @@ export function assertWithinPolicy(
   }
 }
 
-export type QuotaName = 'environments' | 'concurrent_executions' | 'scope_output_bytes';
+export type QuotaName = 'environments' | 'concurrent_executions' | 'scope_output_bytes' | 'workspaces';
 
 /** Refuses a member whose scope already uses `used` of a quota of `limit` (one more would exceed it). */
 export function assertQuota(caller: Caller, quota: QuotaName, limit: number, used: number): void {

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vit
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
+import { defaultRolePolicy } from '../../src/runtime/role-policy.ts';
 
 const alice: Caller = { scope: 'alice', role: 'member' };
 const bob: Caller = { scope: 'bob', role: 'member' };
@@ -274,5 +275,22 @@ describe('workspaces and turns', () => {
     const both = await Promise.all([api.releaseTurn(alice, session.id, turn.id), api.releaseTurn(alice, session.id, turn.id)]);
     expect(both.map((t) => t.state)).toEqual(['released', 'released']);
     expect((await api.getWorkspace(alice, ws.id)).holder).toBeNull();
+  });
+
+  it("a member's managed workspaces are held under the scope's quota, even in a burst", async () => {
+    await berth.stop();
+    const dataDir = join(dir, 'data');
+    berth = await startBerth({
+      settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
+      runtimeId: 'rt_workspaces',
+      providers: [new NativeProvider({ dataDir })],
+      workspaceRoots: [],
+      policy: { ceilings: defaultRolePolicy.ceilings, quotas: { ...defaultRolePolicy.quotas, workspaces: 3 } },
+    });
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => berth.api.createWorkspace(alice, {})));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason.code)).toEqual(Array(3).fill('quota_exceeded'));
+    await berth.api.createWorkspace(bob, {}); // another scope's count is its own
+    await berth.api.createWorkspace(admin, {}); // admins are exempt
   });
 });

@@ -15,6 +15,7 @@ import type { EventStore } from '../../store/event-store.ts';
 import { inScope, listedScope } from '../caller.ts';
 import { decodeCursor, encodeCursor, listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 import type { Caller } from '../runtime-api.ts';
+import { assertQuota, type RolePolicy } from '../role-policy.ts';
 import type { WorkspaceDirectories } from './workspace-directories.ts';
 import { directoryWorkspaceId, storageKey } from './workspace-roots.ts';
 
@@ -52,9 +53,14 @@ export interface WorkspaceServiceDeps {
   directories: WorkspaceDirectories;
   workspaces: ReadModel;
   now: () => number;
+  /** Members' quota of managed workspaces. */
+  policy: RolePolicy;
 }
 
 export class WorkspaceService {
+  /** Creates one after another, each counted once the read model shows the one before (the quota holds under a burst). */
+  private creating: Promise<unknown> = Promise.resolve();
+
   constructor(private readonly deps: WorkspaceServiceDeps) {}
 
   /**
@@ -76,19 +82,24 @@ export class WorkspaceService {
   }
 
   async create(caller: Caller, input: { name?: string }): Promise<WorkspaceRecord> {
-    const id = `hwsp_${randomBytes(16).toString('hex')}`;
-    const identity = await this.deps.directories.createManaged(id);
-    const sent = await this.deps.actors.send('workspace', id, {
-      type: 'workspace.created',
-      scope: caller.scope,
-      kind: 'managed',
-      storageId: id,
-      ...(input.name !== undefined ? { name: input.name } : {}),
-      identity,
-      at: this.deps.now(),
+    const run = this.creating.then(async () => {
+      assertQuota(caller, 'workspaces', this.deps.policy.quotas.workspaces, this.deps.workspaces.query.managedCount(caller.scope) as number);
+      const id = `hwsp_${randomBytes(16).toString('hex')}`;
+      const identity = await this.deps.directories.createManaged(id);
+      const sent = await this.deps.actors.send('workspace', id, {
+        type: 'workspace.created',
+        scope: caller.scope,
+        kind: 'managed',
+        storageId: id,
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        identity,
+        at: this.deps.now(),
+      });
+      await this.deps.workspaces.waitFor(sent.position, 10_000);
+      return id;
     });
-    await this.deps.workspaces.waitFor(sent.position, 10_000);
-    return this.get(caller, id);
+    this.creating = run.catch(() => undefined);
+    return this.get(caller, await run);
   }
 
   async list(caller: Caller, query?: PageQuery): Promise<Listing<WorkspaceRecord>> {
