@@ -5,7 +5,7 @@
  */
 import { BerthError } from '../../schemas/errors.ts';
 import { DEFAULT_HOME_MB, type Profile } from '../../schemas/profile.ts';
-import type { Caller } from './runtime-api.ts';
+import type { Caller } from './caller.ts';
 
 /** The most a member's profile may ask for; unset limits take these values. */
 export interface ProfileCeilings {

@@ -18,7 +18,6 @@ import type { WorkspaceContext } from '../../machines/workspace.machine.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
 import { inScope, type Caller } from '../caller.ts';
 import { isMember } from '../role-policy.ts';
-import type { ExecutionRecord } from '../runtime-api.ts';
 import { TurnFiles } from './turn-files.ts';
 import type { WorkspaceDirectories } from './workspace-directories.ts';
 import type { FileChange } from './workspace-files.ts';
@@ -55,8 +54,8 @@ export interface TurnServiceDeps {
   artifacts: ArtifactStore;
   /** The caller's session (not_found when absent, deleted or another scope's). */
   session(caller: Caller, id: string): Promise<SessionContext>;
-  /** An execution's record, waiting up to waitMs for it to settle; undefined when it was never accepted. */
-  execution(caller: Caller, id: string, waitMs: number): Promise<ExecutionRecord | undefined>;
+  /** An execution's status, waiting up to waitMs for it to settle; undefined when it was never accepted. */
+  execution(caller: Caller, id: string, waitMs: number): Promise<{ status: string } | undefined>;
   /** Resolves true once the execution settles, false when the runtime stops first. */
   settled(executionId: string): Promise<boolean>;
   now: () => number;

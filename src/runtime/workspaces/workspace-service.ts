@@ -14,7 +14,7 @@ import type { WorkspaceEntry } from '../../projections/workspaces.projection.ts'
 import type { EventStore } from '../../store/event-store.ts';
 import { inScope, listedScope } from '../caller.ts';
 import { decodeCursor, encodeCursor, listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
-import type { Caller } from '../runtime-api.ts';
+import type { Caller } from '../caller.ts';
 import { assertQuota, type RolePolicy } from '../role-policy.ts';
 import type { WorkspaceDirectories } from './workspace-directories.ts';
 import { directoryWorkspaceId, storageKey } from './workspace-roots.ts';
