@@ -4,7 +4,7 @@
  * FIFOs, hard links to host files, the private directory and the staged inputs. Nothing outside the root is ever
  * read, written, created or removed, and nothing blocks.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import { INPUTS_DIR, PRIVATE_DIR, WorkspaceFiles } from '../../src/runtime/workspaces/workspace-files.ts';
+import { startSwapper } from '../fixtures/link-swapper.ts';
 
 const SECRET = `CANARY-${Math.random().toString(36).slice(2)}`;
 
@@ -203,15 +204,8 @@ describe('a link swapped in during the calls by a real process', () => {
     swapper = undefined;
   });
 
-  /** Starts a node process running `loop` (statements over `fs` and `p(name)`, errors ignored) in a tight loop. */
   const swapping = async (dir: string, loop: string): Promise<void> => {
-    const script = `
-      const fs = require('fs'); const p = (n) => require('path').join(${JSON.stringify(dir)}, n);
-      const quietly = (f) => { try { f(); } catch {} };
-      process.stdout.write('ready\\n');
-      for (;;) { ${loop} }`;
-    swapper = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise((resolve) => swapper!.stdout!.once('data', resolve));
+    swapper = await startSwapper(dir, loop);
   };
 
   it('a directory component swapped for a link to a host directory: no read returns host bytes, no write lands outside', { timeout: 60_000 }, async () => {

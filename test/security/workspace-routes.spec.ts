@@ -6,7 +6,7 @@
  * stay read-only to tools and to a contained command, which sees neither `.berth` nor the data directory, and bad or
  * stale session bindings and cwds are refused before anything runs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,6 +15,7 @@ import { waitFor } from '../fixtures/wait-for.ts';
 import { bwrapOrSkip } from '../integration/native-harness.ts';
 import { createEnvironment, startGateway, tokens, type RunningGateway } from '../integration/gateway-fixture.ts';
 import { call, expectError, expectStatus, letSandboxReach, q, runInTurn, submitInTurn, tenant, type Answer, type Tenant } from '../integration/workspace-http.ts';
+import { startSwapper } from '../fixtures/link-swapper.ts';
 
 const SECRET = `WS-SECRET-${Math.random().toString(36).slice(2)}`;
 const bwrap = bwrapOrSkip();
@@ -279,15 +280,8 @@ describe('a link swapped in by a real process while the gateway reads and writes
     await expectStatus(call(gw, 'POST', `/v1/sessions/${t.session}/turns/${t.turn}/release`, { json: {} }), 200);
   });
 
-  /** A node process running `loop` (statements over `fs` and `p(name)` in `dir`, errors ignored) without pause. */
   const swapping = async (dir: string, loop: string): Promise<void> => {
-    const script = `
-      const fs = require('fs'); const p = (n) => require('path').join(${JSON.stringify(dir)}, n);
-      const quietly = (f) => { try { f(); } catch {} };
-      process.stdout.write('ready\\n');
-      for (;;) { ${loop} }`;
-    swapper = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise((resolve) => swapper!.stdout!.once('data', resolve));
+    swapper = await startSwapper(dir, loop);
   };
 
   /** GETs and PUTs of `path` through the gateway: no answer ever carries the secret; what happened, counted. */
