@@ -293,4 +293,30 @@ describe('workspaces and turns', () => {
     await berth.api.createWorkspace(bob, {}); // another scope's count is its own
     await berth.api.createWorkspace(admin, {}); // admins are exempt
   });
+
+  it('an execution admitted into a turn and then refused records no shell change, and the release goes through', async () => {
+    await berth.stop();
+    const dataDir = join(dir, 'data');
+    berth = await startBerth({
+      settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
+      runtimeId: 'rt_workspaces',
+      providers: [new NativeProvider({ dataDir })],
+      workspaceRoots: [],
+      policy: { ceilings: defaultRolePolicy.ceilings, quotas: { ...defaultRolePolicy.quotas, concurrentExecutions: 1 } },
+    });
+    const api = berth.api;
+    const env = await api.createEnvironment(alice, { name: 'sh' });
+    const ws = await api.createWorkspace(alice, {});
+    const session = await api.createSession(alice, { environmentId: env.id, workspaceId: ws.id });
+    const turn = await api.openTurn(alice, session.id);
+    const first = await api.submitExecution(alice, { operationId: 'long', session: session.id, turn: turn.id, command: 'sleep 0.5' });
+    // The scope's one concurrent execution is taken: the second is admitted into the turn, then refused.
+    await expect(api.submitExecution(alice, { operationId: 'refused', session: session.id, turn: turn.id, command: 'true' })).rejects.toMatchObject({ code: 'quota_exceeded' });
+    await api.files.write(alice, session.id, turn.id, 'tool.txt', Buffer.from('by the tool'));
+    const released = await api.releaseTurn(alice, session.id, turn.id);
+    expect(released.executions.every((x) => x.recorded)).toBe(true);
+    const history = (await api.workspaceHistory(alice, ws.id)).items;
+    expect(history.filter((h) => h.tool === 'shell').map((h) => h.executionId)).toEqual([first.id]);
+    expect(history.filter((h) => h.tool === 'write').map((h) => h.changes[0]!.path)).toEqual(['tool.txt']);
+  });
 });

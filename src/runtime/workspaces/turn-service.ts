@@ -119,15 +119,13 @@ export class TurnService {
       throw e;
     }
     const at = this.deps.now();
-    const opened = await this.deps.actors.send<TurnContext>('turn', turnId, {
-      type: 'turn.opened',
-      scope: caller.scope,
-      sessionId,
-      workspaceId: workspace.id,
-      generation: workspace.generation,
-      ownership,
-      at,
-    });
+    const opened = await this.deps.actors
+      .send<TurnContext>('turn', turnId, { type: 'turn.opened', scope: caller.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership, at })
+      .catch(async (e) => {
+        // No turn to hold it: the storage goes back (a crash right here leaves it to a retry with the key, or a clear).
+        await this.giveBack(ownership, turnId);
+        throw e;
+      });
     return viewOf(opened);
   }
 
@@ -382,6 +380,13 @@ export class TurnService {
       if (!workspace) return;
       const after = await this.deps.directories.place(workspace).then((p) => manifestOf(p.root)).catch(() => undefined);
       for (const x of pending) {
+        // Admitted, then refused before it was accepted (a quota, a bad input): it changed nothing, and what the
+        // turn's tools changed since is theirs, already recorded.
+        const accepted = await this.deps.execution({ scope: fresh.scope, role: 'member' }, x.executionId, 0);
+        if (!accepted) {
+          await this.deps.actors.send('turn', fresh.id, { type: 'turn.execution_recorded', executionId: x.executionId, at: this.deps.now() }).catch(ignoreRefusal);
+          continue;
+        }
         const before = await this.manifest(x.manifest);
         const changes: FileChange[] = before && after ? diffManifests(before, after) : [];
         await this.deps.actors.send('workspace', fresh.workspaceId, {
