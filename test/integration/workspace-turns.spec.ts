@@ -159,6 +159,10 @@ describe('workspaces and turns', () => {
     await expect(api.deleteWorkspace(alice, ws.id)).rejects.toMatchObject({ code: 'workspace_busy' });
     await expect(api.clearWorkspaceHolder(alice, ws.id)).rejects.toMatchObject({ code: 'forbidden' });
     expect(await api.clearWorkspaceHolder(admin, ws.id)).toEqual({ cleared: turn.id });
+    // An admin across scopes opens a turn in the session's scope: its member sees it.
+    const adminTurn = await api.openTurn(admin, session.id);
+    expect((await api.getTurn(alice, session.id, adminTurn.id)).state).toBe('open');
+    await api.releaseTurn(alice, session.id, adminTurn.id);
     expect((await api.getTurn(alice, session.id, turn.id))).toMatchObject({ state: 'released', cleared: true });
     await api.deleteWorkspace(alice, ws.id);
     await expect(api.getWorkspace(alice, ws.id)).rejects.toMatchObject({ code: 'workspace_unavailable' });

@@ -98,7 +98,8 @@ export class TurnService {
    */
   async open(caller: Caller, sessionId: string, opts: { key?: string; waitMs?: number } = {}): Promise<TurnView> {
     const session = await this.deps.session(caller, sessionId);
-    const turnId = opts.key !== undefined ? turnIdOf(caller.scope, opts.key) : turnIdOf(caller.scope, `${sessionId}\0${randomUUID()}`);
+    // The turn is the session's scope's (an admin acting across scopes opens it there, not in `*`).
+    const turnId = opts.key !== undefined ? turnIdOf(session.scope, opts.key) : turnIdOf(session.scope, `${sessionId}\0${randomUUID()}`);
     // Only a caller's key can name a turn that exists already.
     const existing = opts.key !== undefined ? await this.deps.actors.get<TurnContext>('turn', turnId) : undefined;
     if (existing && existing.state !== 'pristine') {
@@ -120,7 +121,7 @@ export class TurnService {
     }
     const at = this.deps.now();
     const opened = await this.deps.actors
-      .send<TurnContext>('turn', turnId, { type: 'turn.opened', scope: caller.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership, at })
+      .send<TurnContext>('turn', turnId, { type: 'turn.opened', scope: session.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership, at })
       .catch(async (e) => {
         // No turn to hold it: the storage goes back (a crash right here leaves it to a retry with the key, or a clear).
         await this.giveBack(ownership, turnId);
