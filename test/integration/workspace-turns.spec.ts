@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import { WAITERS_PER_SCOPE } from '../../src/runtime/workspaces/turn-service.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
 import { defaultRolePolicy } from '../../src/runtime/role-policy.ts';
 
@@ -323,4 +324,44 @@ describe('workspaces and turns', () => {
     expect(history.filter((h) => h.tool === 'shell').map((h) => h.executionId)).toEqual([first.id]);
     expect(history.filter((h) => h.tool === 'write').map((h) => h.changes[0]!.path)).toEqual(['tool.txt']);
   });
+
+  it("a scope's waiting acquisitions are bounded: past the cap the answer is workspace_busy at once, other scopes still wait", async () => {
+    const api = berth.api;
+    const ws = await api.createWorkspace(alice, {});
+    const holder = await api.createSession(alice, { workspaceId: ws.id });
+    const held = await api.openTurn(alice, holder.id);
+    const sessions = await Promise.all(Array.from({ length: WAITERS_PER_SCOPE + 1 }, () => api.createSession(alice, { workspaceId: ws.id })));
+    const waits = sessions.slice(0, WAITERS_PER_SCOPE).map((s) => api.openTurn(alice, s.id, { waitMs: 20_000 }).then(() => 'opened', (e) => e.code));
+    await new Promise((r) => setTimeout(r, 100)); // every waiter has looked once and is waiting
+    const started = Date.now();
+    await expect(api.openTurn(alice, sessions.at(-1)!.id, { waitMs: 20_000 })).rejects.toMatchObject({ code: 'workspace_busy', detail: { waiters: 'at_limit' } });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // Another scope's wait is its own.
+    const bobWs = await api.createWorkspace(bob, {});
+    const [b1, b2] = [await api.createSession(bob, { workspaceId: bobWs.id }), await api.createSession(bob, { workspaceId: bobWs.id })];
+    const bobHeld = await api.openTurn(bob, b1.id);
+    const bobWait = api.openTurn(bob, b2.id, { waitMs: 20_000 });
+    await api.releaseTurn(bob, b1.id, bobHeld.id);
+    expect((await bobWait).state).toBe('open');
+    // Alice's waiters take the storage one after another as each releases.
+    await api.releaseTurn(alice, holder.id, held.id);
+    let opened = 0;
+    for (let i = 0; i < 3; i++) {
+      const now = (await api.getWorkspace(alice, ws.id)).holder;
+      if (now) {
+        opened++;
+        await api.releaseTurn(alice, now.sessionId, now.turnId);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(opened).toBeGreaterThan(0);
+    // The rest give up at their own deadline; drain them by releasing as they come.
+    for (;;) {
+      const now = (await api.getWorkspace(alice, ws.id)).holder;
+      if (now) await api.releaseTurn(alice, now.sessionId, now.turnId);
+      const settled = await Promise.race([Promise.all(waits).then(() => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+      if (settled) break;
+    }
+    expect((await Promise.all(waits)).every((x) => x === 'opened')).toBe(true);
+  }, 60_000);
 });

@@ -28,8 +28,14 @@ import type { WorkspaceService } from './workspace-service.ts';
 const TURN_ID = /^htrn_[0-9a-f]{32}$/;
 /** Statuses after which an execution runs no more; `unknown` is not among them for a release (nothing proves it stopped). */
 const STOPPED = new Set(['exited', 'cancelled', 'failed']);
-/** How often a waiting acquisition looks again when the holder is another runtime's (one of this runtime wakes it at once). */
-const BUSY_POLL_MS = 250;
+/**
+ * How often a waiting acquisition looks again, for a holder of another runtime (a release in this one wakes it at
+ * once): from the first to the last, doubling, so a long wait costs a look every few seconds.
+ */
+const BUSY_POLL_FIRST_MS = 250;
+const BUSY_POLL_LAST_MS = 4_000;
+/** Acquisitions one scope may have waiting at once; past it the answer is workspace_busy without a wait. */
+export const WAITERS_PER_SCOPE = 64;
 const RELEASE_WAIT_DEFAULT_MS = 30_000;
 
 export const turnIdOf = (scope: string, key: string): string => `htrn_${createHash('sha256').update(`${scope}\0turn\0${key}`).digest('hex').slice(0, 32)}`;
@@ -87,6 +93,8 @@ export class TurnService {
   private readonly gates = new Map<string, Gate>();
   /** Acquisitions waiting for a storage this runtime holds, woken by its release. */
   private readonly waiting = new Map<string, Set<() => void>>();
+  /** Waiting acquisitions per scope (bounded: WAITERS_PER_SCOPE). */
+  private readonly waitersOf = new Map<string, number>();
   /** One recording of shell changes at a time per turn (a watcher and a release may both try). */
   private readonly recording = new Map<string, Promise<void>>();
 
@@ -337,16 +345,32 @@ export class TurnService {
   }
 
   private async acquire(key: string, claim: { holder: string; sessionId: string; workspaceId: string; scope: string }, deadline: number): Promise<void> {
-    for (;;) {
-      const current = (await this.deps.actors.get<OwnershipContext>('ownership', key))?.context.holder;
-      if (current?.turnId === claim.holder) return; // held by this turn already: idempotent, nothing written
-      try {
-        await this.deps.actors.send('ownership', key, { type: 'ownership.acquired', ...claim, at: this.deps.now() });
-        return;
-      } catch (e) {
-        const left = deadline - Date.now();
-        if (!isBerthError(e, 'workspace_busy') || left <= 0) throw e;
-        await this.freed(key, Math.min(left, BUSY_POLL_MS));
+    let waiting = false;
+    try {
+      for (let pollMs = BUSY_POLL_FIRST_MS; ; pollMs = Math.min(pollMs * 2, BUSY_POLL_LAST_MS)) {
+        const current = (await this.deps.actors.get<OwnershipContext>('ownership', key))?.context.holder;
+        if (current?.turnId === claim.holder) return; // held by this turn already: idempotent, nothing written
+        try {
+          await this.deps.actors.send('ownership', key, { type: 'ownership.acquired', ...claim, at: this.deps.now() });
+          return;
+        } catch (e) {
+          const left = deadline - Date.now();
+          if (!isBerthError(e, 'workspace_busy') || left <= 0) throw e;
+          if (!waiting) {
+            // A scope's waits are bounded: each holds a request open and looks again now and then.
+            const waiters = this.waitersOf.get(claim.scope) ?? 0;
+            if (waiters >= WAITERS_PER_SCOPE) throw new BerthError('workspace_busy', e.message, { ...e.detail, waiters: 'at_limit' });
+            this.waitersOf.set(claim.scope, waiters + 1);
+            waiting = true;
+          }
+          await this.freed(key, Math.min(left, pollMs));
+        }
+      }
+    } finally {
+      if (waiting) {
+        const left = (this.waitersOf.get(claim.scope) ?? 1) - 1;
+        if (left > 0) this.waitersOf.set(claim.scope, left);
+        else this.waitersOf.delete(claim.scope);
       }
     }
   }
