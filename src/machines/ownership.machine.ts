@@ -17,8 +17,6 @@ export interface OwnershipContext {
   workspaceId: string;
   /** The turn holding the storage, and its session. */
   holder: { turnId: string; sessionId: string; since: number } | null;
-  /** Holders so far (each acquisition moves it on). */
-  acquisitions: number;
   updatedAt: number;
 }
 
@@ -26,14 +24,9 @@ export const ownershipMachine = setup({
   types: { context: {} as OwnershipContext, events: {} as OwnershipEvent, input: {} as { id: string } },
   actions: {
     stamp: assign({ updatedAt: ({ context, event }) => nextUpdatedAt(context.updatedAt, event.at) }),
-    hold: assign(({ context, event }) =>
+    hold: assign(({ event }) =>
       event.type === 'ownership.acquired'
-        ? {
-            scope: event.scope,
-            workspaceId: event.workspaceId,
-            holder: { turnId: event.holder, sessionId: event.sessionId, since: event.at },
-            acquisitions: context.acquisitions + 1,
-          }
+        ? { scope: event.scope, workspaceId: event.workspaceId, holder: { turnId: event.holder, sessionId: event.sessionId, since: event.at } }
         : {},
     ),
     free: assign({ holder: null }),
@@ -43,7 +36,7 @@ export const ownershipMachine = setup({
   },
 }).createMachine({
   id: 'ownership',
-  context: ({ input }) => ({ id: input.id, scope: '', workspaceId: '', holder: null, acquisitions: 0, updatedAt: 0 }),
+  context: ({ input }) => ({ id: input.id, scope: '', workspaceId: '', holder: null, updatedAt: 0 }),
   initial: 'free',
   states: {
     free: {

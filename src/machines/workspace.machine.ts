@@ -19,8 +19,6 @@ export interface WorkspaceContext {
   name: string | null;
   generation: number;
   identity: string;
-  /** File history events recorded (the tool and shell changes), for listings. */
-  changes: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -45,7 +43,6 @@ export const workspaceMachine = setup({
         : {},
     ),
     rebind: assign(({ context, event }) => (event.type === 'workspace.rebound' ? { identity: event.identity, generation: context.generation + 1 } : {})),
-    count: assign({ changes: ({ context }) => context.changes + 1 }),
     'workspace.remove_directory': effect<RemoveDirectoryParams>(),
   },
   guards: {
@@ -61,7 +58,6 @@ export const workspaceMachine = setup({
     name: null,
     generation: 0,
     identity: '',
-    changes: 0,
     createdAt: 0,
     updatedAt: 0,
   }),
@@ -71,14 +67,14 @@ export const workspaceMachine = setup({
     active: {
       on: {
         'workspace.rebound': { guard: 'newIdentity', actions: ['rebind', 'stamp'] },
-        'workspace.files_changed': { actions: ['count', 'stamp'] },
+        'workspace.files_changed': { actions: 'stamp' },
         'workspace.deleted': { target: 'deleted', actions: ['stamp', removeDirectory] },
       },
     },
     deleted: {
       on: {
         // A shell command's changes may be recorded by its turn's release after the delete was decided: kept.
-        'workspace.files_changed': { actions: ['count', 'stamp'] },
+        'workspace.files_changed': { actions: 'stamp' },
         'workspace.removed': { target: 'removed', actions: 'stamp' },
         'runtime.recovered': { actions: removeDirectory },
       },

@@ -263,7 +263,7 @@ export class BerthApi implements RuntimeApi {
     const content = this.content;
     const versionOf = content && (() => content.versionForExecution(environment));
     if (input.turn === undefined) return this.executions.submit(caller, input, environmentId, versionOf);
-    const { session, turn } = { session: input.session!, turn: input.turn };
+    const [session, turn] = [input.session!, input.turn];
     if (!this.services.providers.get(environment.profile.provider).workspaceViews) {
       throw new BerthError('invalid_request', 'This environment\'s provider cannot show a workspace to its commands yet.', { reason: 'workspace_view_unsupported', provider: environment.profile.provider });
     }

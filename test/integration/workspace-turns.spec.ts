@@ -11,7 +11,7 @@ import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import { WAITERS_PER_SCOPE } from '../../src/runtime/workspaces/turn-service.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
-import { defaultRolePolicy } from '../../src/runtime/role-policy.ts';
+import { defaultRolePolicy, type ScopeQuotas } from '../../src/runtime/role-policy.ts';
 
 const alice: Caller = { scope: 'alice', role: 'member' };
 const bob: Caller = { scope: 'bob', role: 'member' };
@@ -21,13 +21,14 @@ let dir: string;
 let roots: string;
 let berth: Berth;
 
-async function start(mappings = [{ scope: 'alice', storageId: 'repo', root: join(roots, 'repo') }]): Promise<Berth> {
+async function start(mappings = [{ scope: 'alice', storageId: 'repo', root: join(roots, 'repo') }], quotas: Partial<ScopeQuotas> = {}): Promise<Berth> {
   const dataDir = join(dir, 'data');
   return startBerth({
     settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
     runtimeId: 'rt_workspaces',
     providers: [new NativeProvider({ dataDir })],
     workspaceRoots: mappings,
+    policy: { ceilings: defaultRolePolicy.ceilings, quotas: { ...defaultRolePolicy.quotas, ...quotas } },
   });
 }
 
@@ -284,14 +285,7 @@ describe('workspaces and turns', () => {
 
   it("a member's managed workspaces are held under the scope's quota, even in a burst", async () => {
     await berth.stop();
-    const dataDir = join(dir, 'data');
-    berth = await startBerth({
-      settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
-      runtimeId: 'rt_workspaces',
-      providers: [new NativeProvider({ dataDir })],
-      workspaceRoots: [],
-      policy: { ceilings: defaultRolePolicy.ceilings, quotas: { ...defaultRolePolicy.quotas, workspaces: 3 } },
-    });
+    berth = await start([], { workspaces: 3 });
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => berth.api.createWorkspace(alice, {})));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
     expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason.code)).toEqual(Array(3).fill('quota_exceeded'));
@@ -301,14 +295,7 @@ describe('workspaces and turns', () => {
 
   it('an execution admitted into a turn and then refused records no shell change, and the release goes through', async () => {
     await berth.stop();
-    const dataDir = join(dir, 'data');
-    berth = await startBerth({
-      settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
-      runtimeId: 'rt_workspaces',
-      providers: [new NativeProvider({ dataDir })],
-      workspaceRoots: [],
-      policy: { ceilings: defaultRolePolicy.ceilings, quotas: { ...defaultRolePolicy.quotas, concurrentExecutions: 1 } },
-    });
+    berth = await start([], { concurrentExecutions: 1 });
     const api = berth.api;
     const env = await api.createEnvironment(alice, { name: 'sh' });
     const ws = await api.createWorkspace(alice, {});

@@ -204,7 +204,7 @@ export class TurnService {
     try {
       const { turn, workspace } = await this.admitted(caller, sessionId, turnId, gate);
       const placed = await this.deps.directories.place(workspace);
-      const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.fileOwner : undefined));
+      const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.owner : undefined));
       if (result.changes.length > 0) {
         await this.deps.actors.send('workspace', turn.workspaceId, {
           type: 'workspace.files_changed',

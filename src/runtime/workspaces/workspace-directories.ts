@@ -30,7 +30,7 @@ export class WorkspaceDirectories {
     readonly mapped: Map<string, RootSnapshot>,
     readonly mappings: RootMapping[],
     /** Who must own what Berth creates there so commands can write it (Provider.workspaceOwner); absent: the server. */
-    private readonly owner?: { uid: number; gid: number },
+    readonly owner?: { uid: number; gid: number },
   ) {}
 
   private home(workspaceId: string): string {
@@ -38,11 +38,15 @@ export class WorkspaceDirectories {
     return path.join(this.dataDir, 'workspaces', workspaceId);
   }
 
+  /** Makes the staging directory of a workspace's inputs (its view binds it, so it exists before any command). */
+  async makeStaging(workspaceId: string): Promise<void> {
+    await mkdir(path.join(this.home(workspaceId), 'stage', INPUTS_DIR), { recursive: true, mode: 0o755 });
+  }
+
   /** Makes a managed workspace's directories and answers the root's identity (recorded by `workspace.created`). */
   async createManaged(workspaceId: string): Promise<string> {
-    const home = this.home(workspaceId);
-    const root = path.join(home, 'root');
-    await mkdir(path.join(home, 'stage', INPUTS_DIR), { recursive: true, mode: 0o755 });
+    const root = path.join(this.home(workspaceId), 'root');
+    await this.makeStaging(workspaceId);
     await mkdir(root, { mode: 0o755 });
     if (this.owner) await chown(root, this.owner.uid, this.owner.gid);
     const st = lstatSync(root);
@@ -62,7 +66,6 @@ export class WorkspaceDirectories {
       if (!snapshot) throw new BerthError('workspace_unavailable', 'The workspace\'s root is not mapped on this server any more.', { workspaceId: w.id, reason: 'unmapped' });
       assertRoot(snapshot, w.id);
       if (snapshot.identity !== w.identity) throw new BerthError('workspace_unavailable', 'The workspace\'s directory was replaced.', { workspaceId: w.id, reason: 'root_replaced' });
-      await mkdir(path.join(staging, INPUTS_DIR), { recursive: true, mode: 0o755 });
       return { root: snapshot.root, staging };
     }
     const root = path.join(this.home(w.id), 'root');
@@ -82,9 +85,5 @@ export class WorkspaceDirectories {
   async view(w: WorkspaceContext, cwd: string): Promise<WorkspaceView> {
     const placed = await this.place(w);
     return { source: placed.root, cwd, inputs: path.join(placed.staging, INPUTS_DIR), hidden: HIDDEN_FROM_COMMANDS };
-  }
-
-  get fileOwner(): { uid: number; gid: number } | undefined {
-    return this.owner;
   }
 }

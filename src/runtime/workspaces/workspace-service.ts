@@ -72,6 +72,7 @@ export class WorkspaceService {
       const id = directoryWorkspaceId(m.scope, m.storageId);
       const snapshot = this.deps.directories.mapped.get(storageKey(m.scope, m.storageId))!;
       const view = await this.deps.actors.get<WorkspaceContext>('workspace', id);
+      await this.deps.directories.makeStaging(id);
       const at = this.deps.now();
       if (!view || view.state === 'pristine') {
         await this.deps.actors.send('workspace', id, { type: 'workspace.created', scope: m.scope, kind: 'directory', storageId: m.storageId, identity: snapshot.identity, at });
