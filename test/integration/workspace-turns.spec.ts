@@ -139,6 +139,15 @@ describe('workspaces and turns', () => {
     await berth.api.releaseTurn(alice, fresh.id, turn.id);
   });
 
+  it('a mapped root removed after the start answers workspace_unavailable (root_missing) before anything is claimed', async () => {
+    const api = berth.api;
+    const ws = (await api.listWorkspaces(alice)).items.find((w) => w.kind === 'directory')!;
+    const session = await api.createSession(alice, { workspaceId: ws.id });
+    rmSync(join(roots, 'repo'), { recursive: true });
+    await expect(api.openTurn(alice, session.id)).rejects.toMatchObject({ code: 'workspace_unavailable', detail: { reason: 'root_missing' } });
+    expect((await api.getWorkspace(alice, ws.id)).holder).toBeNull();
+  });
+
   it('refuses overlapping, aliased and non-canonical mappings at start', async () => {
     await berth.stop();
     const bad = [
