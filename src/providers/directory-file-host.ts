@@ -1,0 +1,41 @@
+/**
+ * The file host over a host directory: a directory workspace, or a Docker staging volume's mountpoint that the
+ * command (another uid) writes at the same time. Capture and apply are confined to the directory (tree-capture.ts,
+ * tree-apply.ts); the directory itself is opened without following its last component, and nothing above it is
+ * the command's.
+ */
+import { closeSync, fstatSync } from 'node:fs';
+import { BerthError } from '../../schemas/errors.ts';
+import type { BlobSource, CaptureLimits, FileHost, FileOwner, PackWriter, TreeManifest } from './file-host.ts';
+import { openDir } from './spool-dir.ts';
+import { applyTree } from './tree-apply.ts';
+import { TreeCapture } from './tree-capture.ts';
+
+export class DirectoryFileHost implements FileHost {
+  /** `owner`: who owns what apply writes; absent, the directory's own owner. */
+  constructor(
+    private readonly root: string,
+    private readonly owner?: FileOwner,
+  ) {}
+
+  async capture(previous: TreeManifest | undefined, pack: PackWriter, limits: CaptureLimits): Promise<TreeManifest> {
+    return this.withRoot((rootFd) => new TreeCapture(previous, pack, limits).run(rootFd));
+  }
+
+  async apply(target: TreeManifest, base: TreeManifest | undefined, source: BlobSource): Promise<void> {
+    return this.withRoot((rootFd) => {
+      const stats = fstatSync(rootFd);
+      return applyTree(rootFd, this.owner ?? { uid: stats.uid, gid: stats.gid }, target, base, source);
+    });
+  }
+
+  private async withRoot<T>(work: (rootFd: number) => Promise<T>): Promise<T> {
+    const rootFd = openDir(this.root);
+    if (rootFd === undefined) throw new BerthError('workspace_unavailable', 'The view\'s directory is missing.', {});
+    try {
+      return await work(rootFd);
+    } finally {
+      closeSync(rootFd);
+    }
+  }
+}

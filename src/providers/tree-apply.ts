@@ -1,0 +1,215 @@
+/**
+ * Apply of a checkpoint tree to a view that a hostile command may change at the same time: every directory is reached
+ * from the view's root descriptor one component at a time without following (spool-dir.ts); a link or file planted
+ * where the tree has a directory is replaced by a directory, never entered; a file is written under a fresh name
+ * (O_EXCL, O_NOFOLLOW) and renamed over its entry, so what sat there (a link, a directory) is replaced, not written
+ * through. Only the changes from base to target are made.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants, fchmodSync, fchownSync, lchownSync, openSync, readdirSync, renameSync, symlinkSync, writeSync } from 'node:fs';
+import { BerthError } from '../../schemas/errors.ts';
+import { EventLoopSlices } from './event-loop-slices.ts';
+import { PRIVATE_ROOT_NAMES, type BlobSource, type FileOwner, type TreeEntry, type TreeManifest } from './file-host.ts';
+import { at, errorCode, mkdirAt, removeEntryAt, removeTreeAt } from './spool-dir.ts';
+import { checkManifest } from './tree-manifest-check.ts';
+import { diffTrees } from './tree-diff.ts';
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+const CREATE_FLAGS = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK;
+/** A name keeps being taken (by a command racing the apply) this many times: the apply gives up. */
+const MAX_ATTEMPTS = 4;
+
+const raced = (path: string): BerthError =>
+  new BerthError('internal', 'An entry of the view keeps changing while the checkpoint is applied; stopped.', { path });
+
+/** The open directories of the path being worked in, from the root down: consecutive entries share their parents. */
+class DirectoryChain {
+  private readonly chain: { name: string; fd: number }[] = [];
+
+  constructor(
+    private readonly rootFd: number,
+    private readonly modes: Map<string, number>,
+    private readonly owner: FileOwner,
+  ) {}
+
+  /**
+   * The directory `segments` open; with `make`, each component missing, or not a directory (a planted link or file:
+   * removed, never followed), is made as the tree describes it. Without `make`, undefined when any is not a directory.
+   */
+  open(segments: string[], make: boolean): number | undefined {
+    let common = 0;
+    while (common < this.chain.length && common < segments.length && this.chain[common]!.name === segments[common]) common++;
+    this.closeFrom(common);
+    for (let i = common; i < segments.length; i++) {
+      const parent = i === 0 ? this.rootFd : this.chain[i - 1]!.fd;
+      const fd = this.enter(parent, segments[i]!, segments.slice(0, i + 1).join('/'), make);
+      if (fd === undefined) return undefined;
+      this.chain.push({ name: segments[i]!, fd });
+    }
+    return segments.length === 0 ? this.rootFd : this.chain[segments.length - 1]!.fd;
+  }
+
+  closeFrom(depth: number): void {
+    while (this.chain.length > depth) closeSync(this.chain.pop()!.fd);
+  }
+
+  private enter(parent: number, name: string, path: string, make: boolean): number | undefined {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      try {
+        return openSync(at(parent, name), DIR_FLAGS);
+      } catch (e) {
+        const code = errorCode(e);
+        if (code !== 'ENOENT' && code !== 'ELOOP' && code !== 'ENOTDIR') throw e;
+        if (!make) return undefined;
+        if (code !== 'ENOENT') removeEntryAt(parent, name);
+      }
+      if (mkdirAt(parent, name, 0o700)) {
+        const fd = openSync(at(parent, name), DIR_FLAGS);
+        fchownSync(fd, this.owner.uid, this.owner.gid);
+        fchmodSync(fd, this.modes.get(path) ?? 0o755);
+        return fd;
+      }
+    }
+    throw raced(path);
+  }
+}
+
+/** Makes the view open as `rootFd` go from `base` (undefined: nothing known) to `target`. */
+export async function applyTree(rootFd: number, owner: FileOwner, target: TreeManifest, base: TreeManifest | undefined, source: BlobSource): Promise<void> {
+  checkManifest(target);
+  if (base) checkManifest(base);
+  const modes = new Map<string, number>();
+  for (const entry of target.entries) if (entry.type === 'directory') modes.set(entry.path, entry.mode);
+  const byPath = new Map(target.entries.map((entry) => [entry.path, entry] as const));
+  const changes = diffTrees(base, target);
+  const dirs = new DirectoryChain(rootFd, modes, owner);
+  const writer = new EntryWriter(owner, source, base === undefined && isEmptyView(rootFd));
+  const slices = new EventLoopSlices();
+  try {
+    // Removals first, deepest first: names are freed before anything is written, and a directory is emptied of what
+    // the tree knows before it goes (whatever else it holds goes with it: the target has no such directory).
+    for (let i = changes.length - 1; i >= 0; i--) {
+      const change = changes[i]!;
+      if (change.after !== null) continue;
+      const segments = change.path.split('/');
+      const parent = dirs.open(segments.slice(0, -1), false);
+      if (parent !== undefined) removeEntryAt(parent, segments[segments.length - 1]!);
+      await slices.breathe();
+    }
+    for (const change of changes) {
+      if (change.after === null) continue;
+      const entry = byPath.get(change.path)!;
+      const segments = change.path.split('/');
+      if (entry.type === 'directory') {
+        const fd = dirs.open(segments, true)!;
+        fchownSync(fd, owner.uid, owner.gid);
+        fchmodSync(fd, entry.mode);
+      } else {
+        const parent = dirs.open(segments.slice(0, -1), true)!;
+        await writer.write(parent, segments[segments.length - 1]!, entry);
+      }
+      await slices.breathe();
+    }
+  } finally {
+    dirs.closeFrom(0);
+  }
+}
+
+function isEmptyView(rootFd: number): boolean {
+  return readdirSync(at(rootFd, '.')).every((name) => (PRIVATE_ROOT_NAMES as readonly string[]).includes(name));
+}
+
+/** Writes files and links into a directory held open, each under a fresh name renamed over the entry. */
+class EntryWriter {
+  private readonly tmpPrefix = `.berth-apply-${randomBytes(6).toString('hex')}-`;
+  private made = 0;
+
+  /** `fresh`: the view was empty, so a file may be created at its name directly (O_EXCL still refuses a planted one). */
+  constructor(
+    private readonly owner: FileOwner,
+    private readonly source: BlobSource,
+    private readonly fresh: boolean,
+  ) {}
+
+  async write(dirFd: number, name: string, entry: TreeEntry): Promise<void> {
+    if (this.fresh && (await this.make(dirFd, name, entry))) return;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const tmp = `${this.tmpPrefix}${this.made++}`;
+      if (!(await this.make(dirFd, tmp, entry))) continue;
+      try {
+        renameOver(dirFd, tmp, name);
+      } catch (e) {
+        removeEntryAt(dirFd, tmp);
+        throw e;
+      }
+      return;
+    }
+    throw raced(entry.path);
+  }
+
+  /** Creates `name` as the entry; false when the name is taken. */
+  private async make(dirFd: number, name: string, entry: TreeEntry): Promise<boolean> {
+    if (entry.type === 'symlink') {
+      try {
+        symlinkSync(entry.target!, at(dirFd, name));
+      } catch (e) {
+        if (errorCode(e) === 'EEXIST') return false;
+        throw e;
+      }
+      lchownSync(at(dirFd, name), this.owner.uid, this.owner.gid);
+      return true;
+    }
+    let fd: number;
+    try {
+      fd = openSync(at(dirFd, name), CREATE_FLAGS, 0o600);
+    } catch (e) {
+      if (errorCode(e) === 'EEXIST') return false;
+      throw e;
+    }
+    try {
+      await this.fill(fd, entry);
+      fchownSync(fd, this.owner.uid, this.owner.gid);
+      fchmodSync(fd, entry.mode);
+    } catch (e) {
+      closeSync(fd);
+      removeEntryAt(dirFd, name);
+      throw e;
+    }
+    closeSync(fd);
+    return true;
+  }
+
+  /** The blob's bytes, checked against the entry's size and hash: a damaged pack never becomes a file silently. */
+  private async fill(fd: number, entry: TreeEntry): Promise<void> {
+    const hash = createHash('sha256');
+    let written = 0;
+    if (entry.size > 0) {
+      for await (const chunk of this.source.read(entry.blob!, entry.size)) {
+        hash.update(chunk);
+        for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
+        written += chunk.length;
+      }
+    }
+    const digest = `sha256:${hash.digest('hex')}`;
+    if (written !== entry.size || digest !== entry.hash) {
+      throw new BerthError('internal', 'A checkpoint blob does not hold the bytes its manifest names; the file was not written.', {
+        path: entry.path,
+        expected: { size: entry.size, hash: entry.hash },
+        found: { size: written, hash: digest },
+      });
+    }
+  }
+}
+
+/** rename over the entry: a link is replaced itself; a directory in the way (EISDIR, ENOTEMPTY) is removed first. */
+function renameOver(dirFd: number, from: string, to: string): void {
+  try {
+    renameSync(at(dirFd, from), at(dirFd, to));
+  } catch (e) {
+    const code = errorCode(e);
+    if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    removeTreeAt(dirFd, to);
+    renameSync(at(dirFd, from), at(dirFd, to));
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * Capture of a view into a checkpoint tree, confined to the view while a hostile command may change it: every entry
+ * is reached from a descriptor of its directory (spool-dir.ts), never through a link; files are read from a
+ * descriptor opened O_NOFOLLOW|O_NONBLOCK whose fstat says it is a regular file, so a FIFO never blocks and a link or
+ * a swapped directory never yields bytes from outside. A file whose stat hint is unchanged since the previous
+ * capture is not read again. Synchronous calls in a tight loop, the event loop given back every few milliseconds.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type BigIntStats } from 'node:fs';
+import { BerthError } from '../../schemas/errors.ts';
+import { PRIVATE_ROOT_NAMES, type BlobLocation, type CaptureLimits, type PackWriter, type TreeEntry, type TreeManifest } from './file-host.ts';
+import { EventLoopSlices } from './event-loop-slices.ts';
+import { at, errorCode } from './spool-dir.ts';
+import { comparePaths } from './tree-diff.ts';
+
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
+
+/** Deeper than this the view is refused (quota_exceeded, checkpoint_depth): each level holds a descriptor open. */
+export const MAX_CAPTURE_DEPTH = 256;
+/** Longest symlink target recorded (Linux's own bound is 4095). */
+export const MAX_LINK_TARGET = 4096;
+/**
+ * A stat hint is recorded only for a file whose ctime is this much older than the moment it was looked at: a change
+ * within the filesystem's timestamp granularity (a jiffy, a second, two on FAT) could otherwise leave size, mtime and
+ * ctime as they were, and the next capture would keep the old bytes (git's "racily clean" entries).
+ */
+const SETTLED_NS = 2_000_000_000n;
+const READ_BUFFER_BYTES = 1 << 20;
+
+const privateAtRoot = new Set<string>(PRIVATE_ROOT_NAMES);
+
+const hintOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+
+const quota = (which: 'checkpoint_entries' | 'checkpoint_bytes' | 'checkpoint_depth', limit: number, use: number): BerthError =>
+  new BerthError('quota_exceeded', `The view is over the checkpoint limit (${which}: ${use} past ${limit}); nothing was recorded.`, { quota: which, limit, use });
+
+/** Names that cannot be recorded faithfully as a JSON string (not UTF-8) are left out: a U+FFFD marks a lossy decode. */
+function namesOf(dirFd: number): { names: string[]; unreadable: number } {
+  const names = readdirSync(at(dirFd, '.'));
+  if (!names.some((name) => name.includes('\uFFFD'))) return { names, unreadable: 0 };
+  const raw = readdirSync(at(dirFd, '.'), { encoding: 'buffer' });
+  const kept = raw.filter((name) => Buffer.from(name.toString()).equals(name)).map((name) => name.toString());
+  return { names: kept, unreadable: raw.length - kept.length };
+}
+
+export class TreeCapture {
+  private readonly entries: TreeEntry[] = [];
+  private readonly previousByPath = new Map<string, TreeEntry>();
+  private readonly knownBlobs = new Map<string, BlobLocation>();
+  private readonly buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  private seen = 0;
+  private files = 0;
+  private bytes = 0;
+  private skipped = 0;
+  private readonly slices = new EventLoopSlices();
+  private takenAtNs = 0n;
+
+  constructor(
+    previous: TreeManifest | undefined,
+    private readonly pack: PackWriter,
+    private readonly limits: CaptureLimits,
+  ) {
+    for (const entry of previous?.entries ?? []) {
+      this.previousByPath.set(entry.path, entry);
+      if (entry.type === 'file' && entry.hash && entry.blob) this.knownBlobs.set(entry.hash, entry.blob);
+    }
+  }
+
+  /** The tree under the directory open as `rootFd`. */
+  async run(rootFd: number): Promise<TreeManifest> {
+    await this.walk(rootFd, '', 1);
+    const entries = this.entries;
+    if (entries.some((entry, i) => i > 0 && comparePaths(entries[i - 1]!.path, entry.path) > 0)) entries.sort((a, b) => comparePaths(a.path, b.path));
+    return { version: 1, entries, files: this.files, bytes: this.bytes, skipped: this.skipped };
+  }
+
+  private async walk(dirFd: number, prefix: string, depth: number): Promise<void> {
+    if (depth > MAX_CAPTURE_DEPTH) throw quota('checkpoint_depth', MAX_CAPTURE_DEPTH, depth);
+    const { names, unreadable } = namesOf(dirFd);
+    this.skipped += unreadable;
+    this.count(names.length);
+    this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
+    for (const name of names) {
+      if (prefix === '' && privateAtRoot.has(name)) continue;
+      await this.entry(dirFd, name, prefix === '' ? name : `${prefix}/${name}`, depth);
+      if (await this.slices.breathe()) this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
+    }
+  }
+
+  private count(more: number): void {
+    this.seen += more;
+    if (this.seen > this.limits.maxEntries) throw quota('checkpoint_entries', this.limits.maxEntries, this.seen);
+  }
+
+  private async entry(dirFd: number, name: string, path: string, depth: number): Promise<void> {
+    const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
+    if (!stats) return; // gone since it was listed
+    if (stats.isSymbolicLink()) return this.link(dirFd, name, path);
+    if (stats.isFile()) {
+      const previous = this.previousByPath.get(path);
+      if (previous?.type === 'file' && previous.stat !== undefined && previous.stat === hintOf(stats)) return this.reuse(previous, stats);
+    } else if (!stats.isDirectory()) {
+      this.skipped++;
+      return;
+    }
+    // Opened without following and without blocking; what is used is what fstat of the descriptor says it is.
+    let fd: number;
+    try {
+      fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (stats.isDirectory() ? O_DIRECTORY : 0));
+    } catch (e) {
+      const code = errorCode(e);
+      if (code === 'ENOENT') return;
+      if (code === 'ELOOP') return this.link(dirFd, name, path); // swapped for a link since the lstat
+      if (code === 'ENOTDIR' || code === 'ENXIO') return void this.skipped++;
+      throw e;
+    }
+    try {
+      const opened = fstatSync(fd, { bigint: true });
+      if (opened.isDirectory()) {
+        this.entries.push({ path, type: 'directory', mode: Number(opened.mode) & 0o777, size: 0 });
+        await this.walk(fd, path, depth + 1);
+      } else if (opened.isFile()) {
+        await this.file(fd, path, opened);
+      } else {
+        this.skipped++;
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private reuse(previous: TreeEntry, stats: BigIntStats): void {
+    this.addBytes(previous.size);
+    this.files++;
+    this.entries.push({ path: previous.path, type: 'file', mode: Number(stats.mode) & 0o777, size: previous.size, hash: previous.hash!, blob: previous.blob!, stat: previous.stat! });
+  }
+
+  private addBytes(size: number): void {
+    this.bytes += size;
+    if (this.bytes > this.limits.maxBytes) throw quota('checkpoint_bytes', this.limits.maxBytes, this.bytes);
+  }
+
+  /** Reads the open file to its end, hashing it while the pack receives it; a known hash takes the bytes back. */
+  private async file(fd: number, path: string, stats: BigIntStats): Promise<void> {
+    const start = this.pack.offset;
+    const hash = createHash('sha256');
+    let size = 0;
+    for (;;) {
+      const read = readSync(fd, this.buffer, 0, this.buffer.length, null);
+      if (read === 0) break;
+      size += read;
+      this.addBytes(read);
+      const chunk = this.buffer.subarray(0, read);
+      hash.update(chunk);
+      await this.pack.write(chunk);
+    }
+    const digest = `sha256:${hash.digest('hex')}`;
+    let blob = this.knownBlobs.get(digest);
+    if (blob) {
+      await this.pack.truncate(start);
+    } else {
+      blob = { pack: this.pack.pack, offset: start };
+      this.knownBlobs.set(digest, blob);
+    }
+    this.files++;
+    const entry: TreeEntry = { path, type: 'file', mode: Number(stats.mode) & 0o777, size, hash: digest, blob };
+    // Only a settled file read to the size it had when looked at gets a hint (see SETTLED_NS).
+    if (BigInt(size) === stats.size && stats.ctimeNs + SETTLED_NS < this.takenAtNs) entry.stat = hintOf(stats);
+    this.entries.push(entry);
+  }
+
+  private link(dirFd: number, name: string, path: string): void {
+    let raw: Buffer;
+    try {
+      raw = readlinkSync(at(dirFd, name), { encoding: 'buffer' });
+    } catch (e) {
+      // Gone, or no longer a link (EINVAL): changed again while looked at; a later capture sees what it became.
+      if (errorCode(e) === 'ENOENT' || errorCode(e) === 'EINVAL') return;
+      throw e;
+    }
+    const target = raw.toString();
+    if (raw.length > MAX_LINK_TARGET || !Buffer.from(target).equals(raw)) return void this.skipped++;
+    // A link's own mode means nothing on Linux (always 0o777).
+    this.entries.push({ path, type: 'symlink', mode: 0o777, size: 0, target });
+  }
+}
