@@ -286,6 +286,7 @@ export const executionRecordSchema = z.looseObject({
   signal: z.string().nullable().optional(),
   failure: z.looseObject({ code: z.string(), message: z.string() }).optional(),
   version: z.number().optional(),
+  checkpoint: z.looseObject({ outcome: z.enum(['published', 'stale', 'failed']), id: z.string().optional(), revision: z.number().optional() }).optional(),
   createdAt: z.number(),
   updatedAt: z.number(),
 });

@@ -41,7 +41,15 @@ export const executionEvents = {
       outputLimitBytes: z.number().int().positive().optional(),
       sessionId: resourceIdSchema.optional(),
       /** A shell command of a tool turn: it runs in the workspace's view, at `cwd` relative to its root. */
-      workspace: z.strictObject({ workspaceId: resourceIdSchema, turnId: resourceIdSchema, cwd: z.string().max(4096) }).optional(),
+      workspace: z
+        .strictObject({
+          workspaceId: resourceIdSchema,
+          turnId: resourceIdSchema,
+          cwd: z.string().max(4096),
+          /** The view is a mount of the allocation (issue 14) at this generation: it is checkpointed before the output is saved. */
+          mountGeneration: z.number().int().positive().optional(),
+        })
+        .optional(),
       scope: z.string().min(1),
       at: atSchema,
     })
@@ -72,6 +80,19 @@ export const executionEvents = {
   }),
   /** The executor spool is dropped and the allocation use released: nothing is left to do. */
   'execution.released': z.strictObject({ at: atSchema }),
+  /**
+   * What the checkpoint of the view it wrote came to (issue 14): `published` (the head is `revision`, whose tree is
+   * `checkpointId`), `stale` (the head had moved: the execution is unsaved, a recapture of the view follows) or
+   * `failed` (nothing captured: `code` says why).
+   */
+  'execution.checkpointed': z.strictObject({
+    outcome: z.enum(['published', 'stale', 'failed']),
+    attemptId: resourceIdSchema,
+    checkpointId: z.string().optional(),
+    revision: z.number().int().positive().optional(),
+    code: z.string().optional(),
+    at: atSchema,
+  }),
   /** The running command wrote `written` bytes, past its `outputLimitBytes`: it is stopped (cancelled) for that. */
   'execution.output_exceeded': z.strictObject({ written: sizeSchema, limit: sizeSchema, at: atSchema }),
   /** Persisted before the cancel is sent to the executor. */

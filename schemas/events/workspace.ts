@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { resourceIdSchema } from '../ids.ts';
 import type { EventUnion } from './event-map.ts';
+import { attemptReasonSchema, manifestIdSchema } from './mount.ts';
 import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
 
 export const workspaceKindSchema = z.enum(['directory', 'managed']);
@@ -38,11 +39,29 @@ export const workspaceEvents = {
   /** What a tool call or a shell command (its before/after manifests) changed, in the turn that did it. */
   'workspace.files_changed': z.strictObject({
     turnId: resourceIdSchema,
-    tool: z.enum(['write', 'edit', 'mkdir', 'remove', 'stage', 'shell']),
+    tool: z.enum(['write', 'edit', 'mkdir', 'remove', 'stage', 'shell', 'restore']),
     executionId: resourceIdSchema.optional(),
+    /** restore: the checkpoint whose tree the workspace was given back; shell: the checkpoint that carried the changes. */
+    checkpointId: manifestIdSchema.optional(),
     changes: z.array(fileChangeSchema).max(MAX_CHANGES_PER_EVENT),
     /** More changed than `changes` holds (or the manifest was cut at its limits). */
     truncated: z.boolean().optional(),
+    at: atSchema,
+  }),
+  /**
+   * A checkpoint attempt published (issue 14): the head moves from `baseRevision` to the next revision, whose tree is
+   * `checkpointId`. Accepted only while the head is still `baseRevision` (a stale attempt cannot publish over a newer
+   * head) and only once per attempt.
+   */
+  'workspace.checkpoint_published': z.strictObject({
+    attemptId: resourceIdSchema,
+    checkpointId: manifestIdSchema,
+    baseRevision: z.number().int().nonnegative(),
+    reason: attemptReasonSchema,
+    executionId: resourceIdSchema.optional(),
+    mountGeneration: z.number().int().positive().optional(),
+    files: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
     at: atSchema,
   }),
   /** No one holds the storage any more and none can (the ownership is retired first); a managed directory goes. */

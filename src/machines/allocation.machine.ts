@@ -15,7 +15,7 @@
  * - admission uses of an older epoch of the recovering runtime are dropped; execution, mount and physical uses
  *   survive a restart (a restart is no proof that remote work stopped).
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import type {
   AllocationEvent,
@@ -142,6 +142,23 @@ const notify = (state: string) =>
     }),
   }) as const;
 
+/** Uses that keep an allocation from being released: every one but a workspace view's (a release saves and detaches it first). */
+const blockingUses = (context: AllocationContext): string[] => Object.keys(context.uses).filter((id) => context.uses[id]!.kind !== 'mount');
+const mountUses = (context: AllocationContext): string[] => Object.keys(context.uses).filter((id) => context.uses[id]!.kind === 'mount');
+
+/**
+ * `mounts.detach`: ask each workspace view on the allocation (its mount uses: the use id is the workspace id) to
+ * save and detach, as the allocation's release needs (each gives its use back once detached).
+ * `mounts.lost`: tell each view its allocation is confirmed gone (or not the incarnation recorded).
+ */
+export interface MountsParams {
+  allocationId: string;
+  workspaceIds: string[];
+}
+const mountsParams = ({ context }: { context: AllocationContext }): MountsParams => ({ allocationId: context.id, workspaceIds: mountUses(context) });
+const detachMounts = { type: 'mounts.detach', params: mountsParams } as const;
+const loseMounts = { type: 'mounts.lost', params: mountsParams } as const;
+
 /** When a managed allocation becomes reclaimable for idleness (borrowed ones never are). */
 const reclaimableSince = (context: AllocationContext): number | null =>
   context.ownership === 'managed'
@@ -179,15 +196,20 @@ const allocationSetup = setup({
     /** `idle` is offered only where an allocation once existed (ready, lost, fenced); before that only `explicit`. */
     canRelease: ({ context, event }, params: { idle: boolean }) => {
       if (event.type !== 'allocation.release_requested') return false;
-      if (context.call !== null || Object.keys(context.uses).length > 0) return false;
+      if (context.call !== null || blockingUses(context).length > 0) return false;
       return event.reason === 'explicit' || (params.idle && idleElapsed(context, event.at));
     },
+    hasMounts: ({ context }) => mountUses(context).length > 0,
+    /** The last use (a detached view's) goes: nothing is left to save, compute may go. */
+    lastUse: ({ context, event }) => event.type === 'allocation.use_released' && event.useId in context.uses && Object.keys(context.uses).length === 1,
   },
   actions: {
     'provider.allocate': effect<ProviderCallParams>(),
     'provider.inspect': effect<ProviderCallParams>(),
     'provider.deallocate': effect<ProviderCallParams>(),
     'environment.notify': effect<EnvironmentNotifyParams>(),
+    'mounts.detach': effect<MountsParams>(),
+    'mounts.lost': effect<MountsParams>(),
     stamp: assign({ updatedAt: ({ context, event }) => nextUpdatedAt(context.updatedAt, event.at) }),
     touch: assign({ lastActivityAt: ({ event }) => event.at }),
     recordIntent: assign(({ event }) => {
@@ -240,6 +262,8 @@ const allocationSetup = setup({
     startRelease: assign(({ event }) =>
       event.type === 'allocation.release_requested' ? { releaseReason: event.reason, call: 'deallocate' as const } : {},
     ),
+    /** Admission closes first; compute is destroyed only once every view is saved and detached. */
+    startSavingRelease: assign(({ event }) => (event.type === 'allocation.release_requested' ? { releaseReason: event.reason } : {})),
   },
 });
 
@@ -252,13 +276,23 @@ const reportRoutes = [
   { guard: reportIs('fenced'), target: 'fenced', actions: ['recordReport', 'stamp', notify('fenced')] },
 ] as const;
 
-/** Release closes admission and deallocates; the guard refuses it with uses or a provider call in flight. */
+/**
+ * Release closes admission and deallocates; the guard refuses it with uses (other than workspace views) or a
+ * provider call in flight. With views, it first has them saved and detached (release saves first).
+ */
 const releaseRoute = (idle: boolean) =>
-  ({
-    guard: { type: 'canRelease', params: { idle } },
-    target: 'releasing',
-    actions: ['startRelease', 'stamp', deallocate, notify('releasing')],
-  }) as const;
+  [
+    {
+      guard: and([{ type: 'canRelease', params: { idle } }, 'hasMounts']),
+      target: 'releasing',
+      actions: ['startSavingRelease', 'stamp', detachMounts, notify('releasing')],
+    },
+    {
+      guard: { type: 'canRelease', params: { idle } },
+      target: 'releasing',
+      actions: ['startRelease', 'stamp', deallocate, notify('releasing')],
+    },
+  ] as const;
 
 /** lost and fenced: the uses stay until their owners release them; then the remains may be released. */
 const heldAfterLoss = allocationSetup.createStateConfig({
@@ -330,8 +364,8 @@ export const allocationMachine = allocationSetup.createMachine({
     ready: {
       on: {
         'allocation.reported': [
-          { guard: reportIs('absent'), target: 'lost', actions: ['recordReport', 'stamp', notify('lost')] },
-          { guard: reportIs('fenced'), target: 'fenced', actions: ['recordReport', 'stamp', notify('fenced')] },
+          { guard: reportIs('absent'), target: 'lost', actions: ['recordReport', 'stamp', notify('lost'), loseMounts] },
+          { guard: reportIs('fenced'), target: 'fenced', actions: ['recordReport', 'stamp', notify('fenced'), loseMounts] },
           // ready confirms; pending and unknown cannot prove a loss, so the allocation stays as it was.
           { guard: reportIs('ready'), actions: ['recordReport', 'stamp'] },
           { guard: reportIs('pending'), actions: ['recordReport', 'stamp'] },
@@ -344,16 +378,29 @@ export const allocationMachine = allocationSetup.createMachine({
         'allocation.release_requested': releaseRoute(true),
       },
     },
-    /** Admission is closed; deallocation is retried (idempotently) until the provider confirms termination. */
+    /**
+     * Admission is closed; views are saved and detached first (their uses go), then deallocation is retried
+     * (idempotently) until the provider confirms termination.
+     */
     releasing: {
       on: {
+        'allocation.use_released': [
+          { guard: 'lastUse', actions: ['releaseUse', 'callDeallocate', 'stamp', deallocate] },
+          { guard: 'useHeld', actions: ['releaseUse', 'stamp'] },
+        ],
         'allocation.deallocated': [
           { guard: deallocatedAs('terminated'), target: 'released', actions: ['endCall', 'stamp', notify('released')] },
           // `unknown` keeps the release intent: recovery and maintenance deallocate again.
           { guard: deallocatedAs('unknown'), actions: ['endCall', 'stamp'] },
         ],
-        'allocation.reconcile_requested': { guard: 'noCall', actions: ['callDeallocate', 'stamp', deallocate] },
-        'runtime.recovered': { actions: ['callDeallocate', 'stamp', deallocate] },
+        'allocation.reconcile_requested': [
+          { guard: and(['noCall', 'hasMounts']), actions: ['stamp', detachMounts] },
+          { guard: 'noCall', actions: ['callDeallocate', 'stamp', deallocate] },
+        ],
+        'runtime.recovered': [
+          { guard: 'hasMounts', actions: ['stamp', detachMounts] },
+          { actions: ['callDeallocate', 'stamp', deallocate] },
+        ],
       },
     },
     /** Confirmed absent after it was ready: kept with its uses, never silently recreated. */
@@ -376,7 +423,7 @@ export const finished = (snapshot: AllocationSnapshot): boolean => snapshot.stat
  */
 export const reclaimableAt = ({ state, context }: MachineView<AllocationContext>): number | null => {
   if (state !== 'ready' && state !== 'lost' && state !== 'fenced') return null;
-  if (context.call !== null || Object.keys(context.uses).length > 0) return null;
+  if (context.call !== null || blockingUses(context).length > 0) return null;
   return reclaimableSince(context);
 };
 
@@ -420,7 +467,7 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
     case 'allocation.release_requested':
       if (state === 'releasing') return busy('The allocation is already being released.');
       if (snapshot.status === 'done') return invalid(`The allocation is already ${state}.`, 'finished');
-      if (uses.length > 0) return busy('The allocation has active uses.');
+      if (blockingUses(context).length > 0) return busy('The allocation has active uses.');
       if (context.call !== null) return busy(`A provider ${context.call} is in flight.`);
       if (context.ownership === 'borrowed') {
         return invalid('A borrowed allocation is never reclaimed for idleness.', 'borrowed');

@@ -2,7 +2,7 @@
  * The execution actor (stream `execution-<id>`): one command on one allocation target (DESIGN §5).
  *
  *   accepted ─dispatched→ dispatched ─started→ running ─exited→ exited
- *            ─drained→ drained ─saved→ saved ─released→ released ─compacted→ compacted
+ *            ─drained→ [checkpointing ─checkpointed→] drained ─saved→ saved ─released→ released ─compacted→ compacted
  *
  * with `closing` for outcomes that have nothing to save (cancelled before dispatch, failed, unknown): it only gives
  * the allocation use back. Every step's effect is named by the transition into it and reports back as the next event.
@@ -39,6 +39,7 @@ type Saved = Extract<ExecutionEvent, { type: 'execution.saved' }>;
 type Drained = Extract<ExecutionEvent, { type: 'execution.drained' }>;
 type OutputExceeded = Extract<ExecutionEvent, { type: 'execution.output_exceeded' }>;
 type Compacted = Extract<ExecutionEvent, { type: 'execution.compacted' }>;
+type Checkpointed = Extract<ExecutionEvent, { type: 'execution.checkpointed' }>;
 
 /** The failure an execution stopped for writing past its output quota records (status `cancelled`). */
 export const outputExceededFailure = (e: Pick<OutputExceeded, 'written' | 'limit'>): { code: string; message: string } => ({
@@ -58,6 +59,8 @@ export interface ExecutionContext extends Omit<Accepted, 'type' | 'at'> {
   /** An outcome reached without an exit: cancelled before dispatch, could not start, or not provable. */
   outcome: 'cancelled' | 'failed' | 'unknown' | null;
   failure: { code: string; message: string } | null;
+  /** The checkpoint of the view it wrote (a mounted workspace view only). */
+  checkpoint: Omit<Checkpointed, 'type'> | null;
   /** Set once retention compacted the stream: the output is no longer kept (removed, or moved to the archive). */
   retention: { output: Compacted['output']; at: number } | null;
   createdAt: number;
@@ -165,6 +168,23 @@ const save = {
     sizes: context.sizes ?? {},
   }),
 } as const;
+/**
+ * `mount.checkpoint`: checkpoint the workspace view the execution wrote (its attempt is the execution's own, so a
+ * recovered runtime resumes the same one); report `execution.checkpointed` with its outcome. Never runs the command.
+ */
+export interface CheckpointParams {
+  executionId: string;
+  workspaceId: string;
+  mountGeneration: number;
+}
+const checkpoint = {
+  type: 'mount.checkpoint',
+  params: ({ context }: { context: ExecutionContext }): CheckpointParams => ({
+    executionId: context.id,
+    workspaceId: context.workspace!.workspaceId,
+    mountGeneration: context.workspace!.mountGeneration!,
+  }),
+} as const;
 /** `executor.release`: drop the spool, output being saved; idempotent. */
 const release = { type: 'executor.release', params: operation } as const;
 
@@ -177,6 +197,7 @@ export const executionMachine = setup({
   guards: {
     cancelRequested: ({ context }) => context.cancel === 'requested',
     cancelNotRequested: ({ context }) => context.cancel === 'none',
+    writesMount: ({ context }) => context.workspace?.mountGeneration !== undefined,
   },
   actions: {
     'allocation.use': effect<UseParams>(),
@@ -187,6 +208,7 @@ export const executionMachine = setup({
     'executor.cancel': effect<OperationParams>(),
     'executor.drain': effect<OperationParams>(),
     'output.save': effect<SaveParams>(),
+    'mount.checkpoint': effect<CheckpointParams>(),
     'executor.release': effect<OperationParams>(),
     stamp: assign({ updatedAt: ({ context, event }) => nextUpdatedAt(context.updatedAt, event.at) }),
     accept: assign(({ event }) => {
@@ -201,6 +223,11 @@ export const executionMachine = setup({
       return { exit };
     }),
     recordSizes: assign(({ event }) => (event.type === 'execution.drained' ? { sizes: event.sizes } : {})),
+    recordCheckpoint: assign(({ event }) => {
+      if (event.type !== 'execution.checkpointed') return {};
+      const { type: _type, ...result } = event;
+      return { checkpoint: result };
+    }),
     recordArtifacts: assign(({ event }) => (event.type === 'execution.saved' ? { artifacts: event.artifacts } : {})),
     requestCancel: assign({ cancel: 'requested' }),
     exceedOutput: assign(({ event }) => (event.type === 'execution.output_exceeded' ? { failure: outputExceededFailure(event) } : {})),
@@ -242,6 +269,7 @@ export const executionMachine = setup({
     cancel: 'none',
     outcome: null,
     failure: null,
+    checkpoint: null,
     retention: null,
     createdAt: 0,
     updatedAt: 0,
@@ -301,9 +329,20 @@ export const executionMachine = setup({
     /** Exit status known; the tree and streams may still be draining. */
     exited: {
       on: {
-        'execution.drained': { target: 'drained', actions: ['recordSizes', 'stamp', save] },
+        'execution.drained': [
+          { guard: 'writesMount', target: 'checkpointing', actions: ['recordSizes', 'stamp', checkpoint] },
+          { target: 'drained', actions: ['recordSizes', 'stamp', save] },
+        ],
         'execution.cancel_confirmed': { guard: 'cancelRequested', actions: ['confirmCancel', 'stamp'] },
         'runtime.recovered': { actions: drain },
+      },
+    },
+    /** The tree is gone and the streams closed; the workspace view it wrote is being checkpointed (still pinned). */
+    checkpointing: {
+      on: {
+        'execution.checkpointed': { target: 'drained', actions: ['recordCheckpoint', 'stamp', save] },
+        'execution.cancel_confirmed': { guard: 'cancelRequested', actions: ['confirmCancel', 'stamp'] },
+        'runtime.recovered': { actions: checkpoint },
       },
     },
     drained: {

@@ -19,6 +19,12 @@ export interface WorkspaceContext {
   name: string | null;
   generation: number;
   identity: string;
+  /** The head: every recorded change (a tool's, a shell command's, a published checkpoint) moves it by one. */
+  revision: number;
+  /** The latest published checkpoint and the revision it made. */
+  checkpoint: { id: string; revision: number } | null;
+  /** Recently published attempts, the revision and tree each made: a retried publication is answered, not repeated. */
+  published: Record<string, { revision: number; checkpointId: string }>;
   createdAt: number;
   updatedAt: number;
 }
@@ -33,6 +39,9 @@ const removeDirectory = {
   params: ({ context }: { context: WorkspaceContext }): RemoveDirectoryParams => ({ workspaceId: context.id, kind: context.kind }),
 } as const;
 
+/** Published attempts remembered for answering retried publications. */
+const PUBLISHED_KEPT = 64;
+
 export const workspaceMachine = setup({
   types: { context: {} as WorkspaceContext, events: {} as WorkspaceEvent, input: {} as { id: string } },
   actions: {
@@ -44,8 +53,19 @@ export const workspaceMachine = setup({
     ),
     rebind: assign(({ context, event }) => (event.type === 'workspace.rebound' ? { identity: event.identity, generation: context.generation + 1 } : {})),
     'workspace.remove_directory': effect<RemoveDirectoryParams>(),
+    advance: assign({ revision: ({ context }) => context.revision + 1 }),
+    publish: assign(({ context, event }) => {
+      if (event.type !== 'workspace.checkpoint_published') return {};
+      const revision = context.revision + 1;
+      const kept = Object.entries(context.published).slice(-(PUBLISHED_KEPT - 1));
+      return { revision, checkpoint: { id: event.checkpointId, revision }, published: { ...Object.fromEntries(kept), [event.attemptId]: { revision, checkpointId: event.checkpointId } } };
+    }),
   },
   guards: {
+    /** A mounted command's changes: its checkpoint moved the head already (this event only records what changed). */
+    carriedByCheckpoint: ({ event }) => event.type === 'workspace.files_changed' && event.tool === 'shell' && event.checkpointId !== undefined,
+    onHead: ({ context, event }) =>
+      event.type === 'workspace.checkpoint_published' && event.baseRevision === context.revision && !(event.attemptId in context.published),
     newIdentity: ({ context, event }) => event.type === 'workspace.rebound' && event.identity !== context.identity,
   },
 }).createMachine({
@@ -58,6 +78,9 @@ export const workspaceMachine = setup({
     name: null,
     generation: 0,
     identity: '',
+    revision: 0,
+    checkpoint: null,
+    published: {},
     createdAt: 0,
     updatedAt: 0,
   }),
@@ -67,7 +90,11 @@ export const workspaceMachine = setup({
     active: {
       on: {
         'workspace.rebound': { guard: 'newIdentity', actions: ['rebind', 'stamp'] },
-        'workspace.files_changed': { actions: 'stamp' },
+        'workspace.files_changed': [
+          { guard: 'carriedByCheckpoint', actions: 'stamp' },
+          { actions: ['advance', 'stamp'] },
+        ],
+        'workspace.checkpoint_published': { guard: 'onHead', actions: ['publish', 'stamp'] },
         'workspace.deleted': { target: 'deleted', actions: ['stamp', removeDirectory] },
       },
     },
@@ -89,6 +116,13 @@ export const reject = (snapshot: WorkspaceSnapshot, event: IncomingEvent): Rejec
   const detail = { state: snapshot.value, type: event.type };
   if (snapshot.value === 'pristine') return { code: 'not_found', message: 'No such workspace.', detail };
   if (event.type === 'workspace.created') return { code: 'invalid_state', message: 'The workspace already exists.', detail: { ...detail, reason: 'exists' } };
+  if (event.type === 'workspace.checkpoint_published' && snapshot.value === 'active') {
+    const attemptId = String(event.attemptId);
+    if (attemptId in snapshot.context.published) {
+      return { code: 'invalid_state', message: 'The attempt is published already.', detail: { ...detail, reason: 'already_published', ...snapshot.context.published[attemptId] } };
+    }
+    return { code: 'stale_version', message: 'The head moved past the revision the checkpoint builds on: nothing was published.', detail: { ...detail, reason: 'stale_checkpoint', head: snapshot.context.revision, base: event.baseRevision } };
+  }
   if (event.type === 'workspace.rebound') return { code: 'invalid_state', message: 'The workspace already has that root.', detail: { ...detail, reason: 'unchanged' } };
   return { code: 'workspace_unavailable', message: 'The workspace is deleted.', detail: { ...detail, reason: 'deleted' } };
 };

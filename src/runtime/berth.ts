@@ -30,6 +30,9 @@ import { LiveReaders } from './executions/live-readers.ts';
 import type { Services } from './services.ts';
 import { WorkspaceDirectories } from './workspaces/workspace-directories.ts';
 import { WorkspaceHost } from './workspaces/workspace-host.ts';
+import { CheckpointPacks } from './workspaces/checkpoint-packs.ts';
+import { DEFAULT_CAPTURE_LIMITS, MountService } from './workspaces/mount-service.ts';
+import type { CaptureLimits } from '../providers/file-host.ts';
 import { mappingsFromEnv, snapshotRoots, type RootMapping } from './workspaces/workspace-roots.ts';
 import type { WorkspaceContext } from '../machines/workspace.machine.ts';
 
@@ -45,6 +48,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   content?: ContentSettings;
   /** Retention of finished executions' output (config.ts resolveRetention); absent: off. */
   retention?: RetentionSettings;
+  /** Bounds of one workspace checkpoint (default DEFAULT_CAPTURE_LIMITS). */
+  captureLimits?: CaptureLimits;
   /** The admin's directory workspaces `{scope, storageId, root}` (default: BERTH_WORKSPACE_ROOTS, workspace-roots.ts). */
   workspaceRoots?: RootMapping[];
   /** The clock events and retention read (ms since the epoch); tests age executions with their own. */
@@ -86,8 +91,17 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   };
   const directories = new WorkspaceDirectories(dataDir, mapped, mappings, providers.workspaceOwner());
   const workspace = async (id: string) => (await actors?.get<WorkspaceContext>('workspace', id))?.context;
+  const mounts = new MountService({
+    actors: () => actors!,
+    services: () => services,
+    packs: new CheckpointPacks(join(dataDir, 'checkpoints')),
+    directories,
+    limits: opts.captureLimits ?? DEFAULT_CAPTURE_LIMITS,
+    now: opts.now ?? (() => Date.now()),
+  });
   const services: Services = {
     providers,
+    mounts,
     workspaces: new WorkspaceHost(directories, workspace),
     artifacts: new ArtifactStore(join(dataDir, 'artifacts')),
     now: opts.now ?? (() => Date.now()),

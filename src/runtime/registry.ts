@@ -17,6 +17,7 @@ import { sessionActor } from './executions/session.actor.ts';
 import { ownershipActor } from './workspaces/ownership.actor.ts';
 import { turnActor } from './workspaces/turn.actor.ts';
 import { workspaceActor } from './workspaces/workspace.actor.ts';
+import { mountActor } from './workspaces/mount.actor.ts';
 import { workspacesProjection } from '../projections/workspaces.projection.ts';
 
 export const actorTypes: ActorType[] = [
@@ -29,6 +30,7 @@ export const actorTypes: ActorType[] = [
   workspaceActor,
   ownershipActor,
   turnActor,
+  mountActor,
 ];
 
 export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection, workspacesProjection];

@@ -123,6 +123,11 @@ export interface ExecutionRecord {
   signal?: string | null;
   failure?: { code: string; message: string };
   version?: number;
+  /**
+   * A command in a workspace view its allocation keeps (issue 14): whether the view's checkpoint published its
+   * changes (`id`, the tree; `revision`, the head it made), went stale (a recapture saved the view) or failed.
+   */
+  checkpoint?: { outcome: 'published' | 'stale' | 'failed'; id?: string; revision?: number };
   /** The lifecycle step (accepted, dispatched, running, exited, drained, saved, released, closing). */
   step?: string;
   createdAt: number;

@@ -9,6 +9,7 @@ import type { Executor } from '../providers/provider.ts';
 import type { ContentRuntime } from './builds/content-runtime.ts';
 import type { LiveReaders } from './executions/live-readers.ts';
 import type { ProviderRegistry } from './provider-registry.ts';
+import type { MountService } from './workspaces/mount-service.ts';
 import type { WorkspaceHost } from './workspaces/workspace-host.ts';
 
 export interface Services {
@@ -24,6 +25,8 @@ export interface Services {
   liveReaders: LiveReaders;
   /** Where workspaces are on this host: a turn's shell command gets its view, a deleted managed one is removed. */
   workspaces: WorkspaceHost;
+  /** Workspace views on allocations that keep them (issue 14): the mount and execution actors' effects use it. */
+  mounts: MountService;
   /** Environment content (seed 001): absent when the chapter is switched off. */
   content?: ContentRuntime;
 }

@@ -14,6 +14,7 @@ import {
   finished,
   reject,
   type EnvironmentNotifyParams,
+  type MountsParams,
   type ProviderCallParams,
 } from '../../machines/allocation.machine.ts';
 import { defineActor } from '../../actors/actor-type.ts';
@@ -73,6 +74,18 @@ export const allocationActor = defineActor<typeof allocationMachine, Services>({
         result = 'unknown';
       }
       return { type: 'allocation.deallocated', result, at: ctx.services.now() };
+    },
+    /** Release saves first: each view is asked to save and detach (it gives its use back once detached). */
+    'mounts.detach': async (p: MountsParams, ctx) => {
+      for (const workspaceId of p.workspaceIds) await ctx.services.mounts.detachForRelease(workspaceId);
+    },
+    /** A view whose allocation is confirmed gone (or not the incarnation recorded) becomes unavailable. */
+    'mounts.lost': async (p: MountsParams, ctx) => {
+      for (const workspaceId of p.workspaceIds) {
+        await ctx.send('mount', workspaceId, { type: 'mount.lost', allocationId: p.allocationId, reason: 'the allocation is gone', at: ctx.services.now() }).catch((e) => {
+          if (!isBerthError(e)) throw e;
+        });
+      }
     },
     /** The environment may already know (invalid_state) or have moved on (stale_target): both are fine. */
     'environment.notify': async (p: EnvironmentNotifyParams, ctx) => {

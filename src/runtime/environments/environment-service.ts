@@ -435,7 +435,8 @@ export class EnvironmentService {
     }
     await waitUntil(async () => {
       const a = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
-      if (a?.state === 'releasing') return a.context.call === null;
+      // Releasing with no call in flight: unconfirmed (kept for recovery), unless views are still being saved first.
+      if (a?.state === 'releasing') return a.context.call === null && Object.keys(a.context.uses).length === 0;
       // Released: done once the environment has heard it too (it no longer names this allocation).
       const env = await this.deps.actors.get<EnvironmentContext>('environment', id);
       return env?.context.acquisition?.allocationId !== allocationId;

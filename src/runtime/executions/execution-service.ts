@@ -15,6 +15,7 @@ import type { Page } from '../../projections/projection.ts';
 import { assertCommandEnv } from '../../providers/command-env.ts';
 import type { OutputStream } from '../../../schemas/output.ts';
 import type { ExecutionStatus } from '../../../schemas/states.ts';
+import type { WorkspaceContext } from '../../machines/workspace.machine.ts';
 import type { Executor } from '../../providers/provider.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { ArtifactStore } from '../../store/artifact-store.ts';
@@ -46,6 +47,13 @@ const SPOOLING = new Set(['dispatched', 'running', 'exited']);
 export const executionIdOf = (scope: string, operationId: string): string =>
   `hexe_${createHash('sha256').update(`${scope}\0${operationId}`).digest('hex').slice(0, 32)}`;
 
+/** What an execution's record says of the checkpoint of the view it wrote. */
+const checkpointOf = (c: NonNullable<ExecutionContext['checkpoint']>): NonNullable<ExecutionRecord['checkpoint']> => ({
+  outcome: c.outcome,
+  ...(c.checkpointId ? { id: c.checkpointId } : {}),
+  ...(c.revision ? { revision: c.revision } : {}),
+});
+
 const argvOf = (command: string[] | string): string[] => (typeof command === 'string' ? ['/bin/sh', '-c', command] : command);
 
 /** Covers everything that decides what runs, so a reused operationId with another input is detected. */
@@ -72,6 +80,8 @@ export interface WorkspaceRef {
   turnId: string;
   /** Relative to the workspace root. */
   cwd: string;
+  /** A view the allocation keeps (issue 14): the mount generation the execution pinned. */
+  mountGeneration?: number;
 }
 
 export interface ExecutionServiceDeps {
@@ -203,6 +213,8 @@ export class ExecutionService {
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);
     // A Docker allocation binds its version when it is made: the execution reads (and its record names) that one.
     const version = await this.deps.environments.versionRead(target.allocationId, active);
+    // A view the allocation keeps (a staging volume) is made or brought to the head and pinned before acceptance.
+    if (workspace) workspace = await this.mountedView(workspace, target, id);
     // One group commit holds the acceptance, the dispatch and the allocation use: the submit effect that follows
     // only submits once the use is held (it takes it itself, or reports stale_target, when this one was refused). A
     // use left by an acceptance that never landed is given back by maintenance (release-orphaned-uses).
@@ -240,6 +252,15 @@ export class ExecutionService {
     } finally {
       await use;
     }
+  }
+
+  private async mountedView(workspace: WorkspaceRef, target: Target, executionId: string): Promise<WorkspaceRef> {
+    const { services } = this.deps;
+    const { profile } = await services.allocation(target.allocationId);
+    if (services.providers.get(profile.provider).workspaceView !== 'materialized') return workspace;
+    const context = (await this.deps.actors.get<WorkspaceContext>('workspace', workspace.workspaceId))?.context;
+    if (!context) throw new BerthError('workspace_unavailable', 'The workspace is gone.', { workspaceId: workspace.workspaceId, reason: 'deleted' });
+    return { ...workspace, mountGeneration: await services.mounts.pin(context, target, executionId) };
   }
 
   async get(caller: Caller, id: string, waitMs = 0): Promise<ExecutionRecord> {
@@ -387,6 +408,7 @@ export class ExecutionService {
       ...(c.exit ? { exitCode: c.exit.exitCode, signal: c.exit.signal } : {}),
       ...(c.failure ? { failure: c.failure } : {}),
       ...(c.version !== undefined ? { version: c.version } : {}),
+      ...(c.checkpoint ? { checkpoint: checkpointOf(c.checkpoint) } : {}),
       step: String(view.state),
       createdAt: c.createdAt,
       updatedAt: c.updatedAt,

@@ -11,6 +11,7 @@ import { defineActor, type DomainEvent, type EffectContext } from '../../actors/
 import {
   executionMachine,
   finished,
+  type CheckpointParams,
   reject,
   type OperationParams,
   type SaveParams,
@@ -292,7 +293,12 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
         env = commandEnvFor(ctx.services.providers.get(profile.provider).commandBase, p);
         // The content version it reads: mounted read-only at /env/<slug>, with its PATH (version-exec.ts).
         // A turn's shell command: its workspace's view, checked again now (a root replaced meanwhile fails it).
-        if (p.workspace) workspace = await ctx.services.workspaces.view(p.workspace.workspaceId, p.workspace.cwd);
+        if (p.workspace) {
+          workspace =
+            p.workspace.mountGeneration === undefined
+              ? await ctx.services.workspaces.view(p.workspace.workspaceId, p.workspace.cwd)
+              : await ctx.services.mounts.view(p.workspace.workspaceId, p.workspace.mountGeneration, p.target.allocationId, p.workspace.cwd);
+        }
         if (p.version !== undefined) version = await versionedExec(ctx.services, { ...p, version: p.version }, profile, env, workspace);
       } catch (e) {
         // Nothing was sent, so no receipt can exist: the command could not start.
@@ -324,6 +330,7 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       }
       return submitted(executor, ctx.services, p, receipt, executor.settles === true);
     },
+    'mount.checkpoint': (p: CheckpointParams, ctx) => ctx.services.mounts.checkpointExecution(p),
     'executor.inspect': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
       const receipt = await inspectReceipt(executor, p.executionId, ctx.services.shutdown);

@@ -11,6 +11,7 @@ import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import { MAX_CHANGES_PER_EVENT } from '../../../schemas/events/workspace.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
+import type { ExecutionContext } from '../../machines/execution.machine.ts';
 import type { OwnershipContext } from '../../machines/ownership.machine.ts';
 import type { SessionContext } from '../../machines/session.machine.ts';
 import type { TurnContext } from '../../machines/turn.machine.ts';
@@ -414,11 +415,14 @@ export class TurnService {
         }
         const before = await this.manifest(x.manifest);
         const changes: FileChange[] = before && after ? diffManifests(before, after) : [];
+        // A command in a view its allocation keeps: its checkpoint carried the changes (and moved the head) already.
+        const saved = (await this.deps.actors.get<ExecutionContext>('execution', x.executionId))?.context.checkpoint;
         await this.deps.actors.send('workspace', fresh.workspaceId, {
           type: 'workspace.files_changed',
           turnId: fresh.id,
           tool: 'shell',
           executionId: x.executionId,
+          ...(saved?.outcome === 'published' && saved.checkpointId ? { checkpointId: saved.checkpointId } : {}),
           changes: changes.slice(0, MAX_CHANGES_PER_EVENT),
           // Without both manifests (the root went, a manifest aged out) what changed is not known: said, not guessed.
           ...(changes.length > MAX_CHANGES_PER_EVENT || !before || !after || before.truncated || after.truncated ? { truncated: true } : {}),
