@@ -1,10 +1,10 @@
 /**
  * Cold allocation on the Docker engine: DockerProvider.allocate (intent -> ready, including its lookups, spool
- * layout and confirmation) against raw dockerode creating and starting the same network, volume and container.
+ * layout and confirmation) against raw dockerode creating and starting the same network, volumes and container.
  * Needs an engine (scripts/docker-up.sh); without one it prints nothing but a skip line.
  */
 import { randomUUID } from 'node:crypto';
-import { containerSpec, networkSpec, volumeSpec } from '../src/providers/docker/container-spec.ts';
+import { containerSpec, networkSpec, volumeSpec, workspaceVolumeSpec } from '../src/providers/docker/container-spec.ts';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import { allocationLabels, resourceNames } from '../src/providers/docker/labels.ts';
@@ -37,6 +37,7 @@ async function raw(intent: AllocationIntent): Promise<void> {
   const labels = allocationLabels(intent, benchLabel);
   await docker.createNetwork(networkSpec(names, labels));
   await docker.createVolume(volumeSpec(names, labels));
+  await docker.createVolume(workspaceVolumeSpec(names, labels, intent.profile));
   const container = await docker.createContainer(containerSpec(intent, names, labels));
   await container.start();
 }

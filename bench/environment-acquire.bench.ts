@@ -1,7 +1,7 @@
 /**
  * Acquiring an Environment through the runtime API:
  * - cold, on Docker: `acquire` of a fresh environment (intent appended, provider call, report, environment told:
- *   intent -> ready) against raw dockerode creating and starting the same network, volume and container;
+ *   intent -> ready) against raw dockerode creating and starting the same network, volumes and container;
  * - reuse: `acquire` of an environment that is already allocated (p50), against a bare actor `get` (p50).
  * Needs an engine (scripts/docker-up.sh) for the cold figure; without one it prints a skip line for it.
  */
@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { containerSpec, networkSpec, volumeSpec } from '../src/providers/docker/container-spec.ts';
+import { containerSpec, networkSpec, volumeSpec, workspaceVolumeSpec } from '../src/providers/docker/container-spec.ts';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import { allocationLabels, resourceNames } from '../src/providers/docker/labels.ts';
@@ -54,7 +54,7 @@ async function viaRuntime(): Promise<number> {
   return ms;
 }
 
-/** The same network, volume and container, created and started with dockerode alone. */
+/** The same network, volumes and container, created and started with dockerode alone. */
 async function raw(): Promise<number> {
   const intent: AllocationIntent = {
     environmentId: `henv_${randomUUID().replace(/-/g, '')}`,
@@ -68,6 +68,7 @@ async function raw(): Promise<number> {
   const start = process.hrtime.bigint();
   await docker.createNetwork(networkSpec(names, labels));
   await docker.createVolume(volumeSpec(names, labels));
+  await docker.createVolume(workspaceVolumeSpec(names, labels, intent.profile));
   const container = await docker.createContainer(containerSpec(intent, names, labels));
   await container.start();
   const ms = elapsedMs(start);

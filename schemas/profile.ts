@@ -26,10 +26,17 @@ export const profileSchema = z.strictObject({
   contain: z.boolean().optional(),
   /** docker: MiB of the command's HOME, a writable tmpfs of its own (counted in memoryMb); default DEFAULT_HOME_MB. */
   homeMb: z.number().int().min(1).max(1_048_576).optional(),
+  /**
+   * docker: MiB of the allocation's workspace view at /workspace, a tmpfs staging volume (a hard bound, so a command
+   * cannot fill the engine's disk); default DEFAULT_WORKSPACE_MB.
+   */
+  workspaceMb: z.number().int().min(1).max(1_048_576).optional(),
 });
 
 /** The size of a container command's HOME when the profile names none. */
 export const DEFAULT_HOME_MB = 512;
+/** The size of a container's workspace view when the profile names none. */
+export const DEFAULT_WORKSPACE_MB = 1024;
 
 export type Profile = z.infer<typeof profileSchema>;
 

@@ -4,6 +4,7 @@
  */
 import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind, ReusePolicy } from '../../schemas/profile.ts';
+import type { FileHost } from './file-host.ts';
 
 export interface AllocationIntent {
   environmentId: string;
@@ -100,8 +101,19 @@ export interface Provider {
    * without the capability accept everything the executor's own validation does.
    */
   admit?(admission: Admission, profile: Profile): void | Promise<void>;
-  /** Whether executions may carry a WorkspaceView (a provider without it is never handed one). */
-  readonly workspaceViews: boolean;
+  /**
+   * How a workspace's writable view reaches a command: `directory`, the host directory itself is bound per command
+   * (executions carry its `source`); `materialized`, the view lives in the allocation (a staging volume made with it,
+   * shown at WORKSPACE_TARGET) and the runtime fills and captures it through `fileHost`; `none`, executions are never
+   * handed a WorkspaceView.
+   */
+  readonly workspaceView: 'directory' | 'materialized' | 'none';
+  /**
+   * The allocation's materialized view (workspaceView `materialized`). Throws `unavailable` when the allocation or
+   * its view is not there (removed, or not mounted because its container does not run), `workspace_unavailable`
+   * (detail.reason) when this provider's views cannot be reached from this host.
+   */
+  fileHost?(ref: AllocationRef): Promise<FileHost>;
   /**
    * Who must own workspace files so its commands can write them (native, root server: the sandbox identity); absent:
    * the server's own uid.
@@ -146,18 +158,25 @@ export const WORKSPACE_TARGET = '/workspace';
 /** The name under the workspace root where a WorkspaceView's `inputs` are shown read-only. */
 export const WORKSPACE_INPUTS_NAME = '.berth-inputs';
 
-/** The writable view of a workspace an execution runs in (a shell command in a turn). */
+/**
+ * The writable view of a workspace an execution runs in (a shell command in a turn). For a `materialized` view
+ * (Provider.workspaceView) the view is the allocation's own: `source` is unused (the runtime passes ''), `cwd` is
+ * relative under WORKSPACE_TARGET, and `inputs` is not supported (ignored: nothing is shown at .berth-inputs).
+ */
 export interface WorkspaceView {
-  /** The workspace directory on this host: canonical, checked by the runtime just before (its identity matches). */
+  /** `directory` views: the workspace directory on this host, canonical, checked by the runtime just before (its identity matches). */
   source: string;
   /** The working directory, RELATIVE to the workspace root ('' = the root); already confined by the runtime (no `..`, no link). */
   cwd: string;
   /**
-   * A Berth-owned host directory shown READ-ONLY at <workspace>/.berth-inputs (staged inputs); absent: none. It lives
-   * outside the workspace so the command cannot swap it for a link.
+   * `directory` views: a Berth-owned host directory shown READ-ONLY at <workspace>/.berth-inputs (staged inputs);
+   * absent: none. It lives outside the workspace so the command cannot swap it for a link.
    */
   inputs?: string;
-  /** Names directly under the root the command must not see (['.berth']): covered by an empty tmpfs. */
+  /**
+   * Names directly under the root the command must not see (['.berth']): covered by an empty tmpfs. A materialized
+   * view never holds them (the file host neither writes nor captures PRIVATE_ROOT_NAMES).
+   */
   hidden: string[];
 }
 

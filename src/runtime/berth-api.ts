@@ -264,7 +264,7 @@ export class BerthApi implements RuntimeApi {
     const versionOf = content && (() => content.versionForExecution(environment));
     if (input.turn === undefined) return this.executions.submit(caller, input, environmentId, versionOf);
     const [session, turn] = [input.session!, input.turn];
-    if (!this.services.providers.get(environment.profile.provider).workspaceViews) {
+    if (this.services.providers.get(environment.profile.provider).workspaceView === 'none') {
       throw new BerthError('invalid_request', 'This environment\'s provider cannot show a workspace to its commands yet.', { reason: 'workspace_view_unsupported', provider: environment.profile.provider });
     }
     // Admitted into the turn (its before-manifest taken) before it is accepted: the turn waits for it from then on.

@@ -129,6 +129,7 @@ const policySchema = z.object({
   BERTH_MEMBER_MAX_CPUS: z.coerce.number().positive('must be positive').max(1024).default(defaultRolePolicy.ceilings.cpus),
   BERTH_MEMBER_MAX_PIDS: z.coerce.number().int('must be an integer').min(8).max(1_000_000).default(defaultRolePolicy.ceilings.pidsLimit),
   BERTH_MEMBER_MAX_HOME_MB: z.coerce.number().int('must be an integer').min(1).max(1_048_576).default(defaultRolePolicy.ceilings.homeMb),
+  BERTH_MEMBER_MAX_WORKSPACE_MB: z.coerce.number().int('must be an integer').min(1).max(1_048_576).default(defaultRolePolicy.ceilings.workspaceMb),
   BERTH_MEMBER_NETWORK: z.enum(['bridge', 'none']).default(defaultRolePolicy.ceilings.network),
   BERTH_QUOTA_ENVIRONMENTS: positiveInt.default(defaultRolePolicy.quotas.environments),
   BERTH_QUOTA_CONCURRENT_EXECUTIONS: positiveInt.default(defaultRolePolicy.quotas.concurrentExecutions),
@@ -147,7 +148,7 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
   }
   const v = parsed.data;
   return {
-    ceilings: { memoryMb: v.BERTH_MEMBER_MAX_MEMORY_MB, cpus: v.BERTH_MEMBER_MAX_CPUS, pidsLimit: v.BERTH_MEMBER_MAX_PIDS, homeMb: v.BERTH_MEMBER_MAX_HOME_MB, network: v.BERTH_MEMBER_NETWORK },
+    ceilings: { memoryMb: v.BERTH_MEMBER_MAX_MEMORY_MB, cpus: v.BERTH_MEMBER_MAX_CPUS, pidsLimit: v.BERTH_MEMBER_MAX_PIDS, homeMb: v.BERTH_MEMBER_MAX_HOME_MB, workspaceMb: v.BERTH_MEMBER_MAX_WORKSPACE_MB, network: v.BERTH_MEMBER_NETWORK },
     quotas: {
       environments: v.BERTH_QUOTA_ENVIRONMENTS,
       concurrentExecutions: v.BERTH_QUOTA_CONCURRENT_EXECUTIONS,

@@ -4,7 +4,7 @@
  * Refusals are typed: `forbidden` for what the role may never do, `quota_exceeded` for a ceiling or quota.
  */
 import { BerthError } from '../../schemas/errors.ts';
-import { DEFAULT_HOME_MB, type Profile } from '../../schemas/profile.ts';
+import { DEFAULT_HOME_MB, DEFAULT_WORKSPACE_MB, type Profile } from '../../schemas/profile.ts';
 import type { Caller } from './caller.ts';
 
 /** The most a member's profile may ask for; unset limits take these values. */
@@ -14,6 +14,8 @@ export interface ProfileCeilings {
   pidsLimit: number;
   /** MiB of a container command's HOME (profile.homeMb). */
   homeMb: number;
+  /** MiB of a container's workspace view (profile.workspaceMb). */
+  workspaceMb: number;
   /** `bridge`: members may have a network; `none`: never. */
   network: 'none' | 'bridge';
 }
@@ -40,7 +42,7 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 export const defaultRolePolicy: RolePolicy = {
-  ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, homeMb: 2048, network: 'bridge' },
+  ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, homeMb: 2048, workspaceMb: 2048, network: 'bridge' },
   quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB, workspaces: 100 },
 };
 
@@ -52,8 +54,9 @@ export interface ProviderTraits {
 export const isMember = (caller: Caller): boolean => caller.role !== 'admin';
 
 const LIMITS = ['memoryMb', 'cpus', 'pidsLimit'] as const;
-/** Held under a ceiling when asked for; unset, HOME keeps its default size (at most the ceiling). */
-const CAPPED = [...LIMITS, 'homeMb'] as const;
+/** Tmpfs sizes, held under a ceiling when asked for; unset, each keeps its default size (at most the ceiling). */
+const SIZES = { homeMb: DEFAULT_HOME_MB, workspaceMb: DEFAULT_WORKSPACE_MB } as const;
+const CAPPED = [...LIMITS, ...(Object.keys(SIZES) as Array<keyof typeof SIZES>)] as const;
 
 /**
  * The profile stored for `caller`: an admin's as asked; a member's contained on a borrowed host (asking for
@@ -65,7 +68,9 @@ export function effectiveProfile(caller: Caller, profile: Profile, provider: Pro
   const { ceilings } = policy;
   const stored: Profile = { ...profile };
   for (const limit of LIMITS) stored[limit] ??= ceilings[limit];
-  if (ceilings.homeMb < DEFAULT_HOME_MB) stored.homeMb ??= ceilings.homeMb;
+  for (const [size, fallback] of Object.entries(SIZES) as Array<[keyof typeof SIZES, number]>) {
+    if (ceilings[size] < fallback) stored[size] ??= ceilings[size];
+  }
   // On a borrowed host a network is the host's own stack (its loopback services, its addresses): never a member's.
   stored.network ??= provider.ownership === 'borrowed' ? 'none' : ceilings.network;
   if (provider.ownership === 'borrowed') stored.contain = true;

@@ -7,7 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type Docker from 'dockerode';
+import type { Profile } from '../../schemas/profile.ts';
 import { createDockerClient, type DockerEndpoint, endpointFromEnv } from '../../src/providers/docker/docker-client.ts';
+import type { AllocationIntent, AllocationRef, Provider } from '../../src/providers/provider.ts';
 
 const upScriptSocket = `${process.env.BERTH_DOCKER_DIR ?? '/tmp/berth-docker'}/docker.sock`;
 
@@ -55,6 +57,22 @@ export async function removeTestResources(run: Record<string, string>): Promise<
   for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) {
     await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
   }
+}
+
+/** An allocation intent of a Docker profile, with fresh ids. */
+export const newAllocationIntent = (profile: Partial<Profile> = {}): AllocationIntent => ({
+  environmentId: `henv_${randomUUID()}`,
+  allocationId: `halloc_${randomUUID()}`,
+  requestId: `hreq_${randomUUID()}`,
+  generation: 1,
+  profile: { provider: 'docker', ...profile },
+});
+
+/** Allocates `intent` and answers its ref; fails the test unless it is ready. */
+export async function allocatedRef(provider: Provider, intent: AllocationIntent): Promise<AllocationRef> {
+  const report = await provider.allocate(intent);
+  if (report.status !== 'ready') throw new Error(`expected ready, got ${JSON.stringify(report)}`);
+  return { ...intent, identity: report.identity };
 }
 
 /** Runs argv in the container through the exec API and returns its exit code and combined output. */

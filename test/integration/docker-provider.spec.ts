@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
-import { containerSpec, networkSpec, volumeSpec } from '../../src/providers/docker/container-spec.ts';
+import { containerSpec, networkSpec, volumeSpec, workspaceVolumeSpec } from '../../src/providers/docker/container-spec.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import { layOutThroughArchive } from '../../src/providers/docker/spool-volume.ts';
 import { allocationLabels, LABEL, resourceNames } from '../../src/providers/docker/labels.ts';
@@ -105,7 +105,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     const first = readyIdentity(await provider.allocate(intent));
     const second = readyIdentity(await provider.allocate(intent));
     expect(second).toEqual(first);
-    expect(await leftovers(intent)).toEqual({ containers: 1, networks: 1, volumes: 1 });
+    expect(await leftovers(intent)).toEqual({ containers: 1, networks: 1, volumes: 2 });
   });
 
   it('should leave no container, network or volume after deallocate, and confirm it', async () => {
@@ -124,6 +124,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     const labels = allocationLabels(intent, run);
     await rawDocker.createNetwork(networkSpec(names, labels));
     await rawDocker.createVolume(volumeSpec(names, labels));
+    await rawDocker.createVolume(workspaceVolumeSpec(names, labels, intent.profile));
     const created = await rawDocker.createContainer(containerSpec(intent, names, labels));
 
     const inspected = await provider.inspect(intent);
@@ -132,7 +133,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     const identity = readyIdentity(await provider.allocate(intent));
     expect(identity.resourceId).toBe(created.id);
     expect((await rawDocker.getContainer(created.id).inspect()).State.Running).toBe(true);
-    expect(await leftovers(intent)).toEqual({ containers: 1, networks: 1, volumes: 1 });
+    expect(await leftovers(intent)).toEqual({ containers: 1, networks: 1, volumes: 2 });
     const probe = await execIn(identity.resourceId, ['/bin/sh', '-c', 'touch /berth/spool/ops/x && echo ok']);
     expect(probe.output).toContain('ok');
   });
@@ -142,6 +143,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     const names = resourceNames(intent.requestId);
     const labels = allocationLabels(intent, run);
     await rawDocker.createVolume(volumeSpec(names, labels));
+    await rawDocker.createVolume(workspaceVolumeSpec(names, labels, intent.profile));
     const container = await rawDocker.createContainer(containerSpec(intent, names, labels));
     await layOutThroughArchive(container);
     await container.start();

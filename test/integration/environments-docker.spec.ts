@@ -97,7 +97,7 @@ describe.skipIf(!dockerAvailable)('Environments on Docker through the runtime', 
     const network = await rawDocker.getNetwork(networkMode).inspect();
     expect(network.Driver).toBe('bridge');
     expect(network.Labels?.[LABEL.allocationId]).toBe(a.allocationId);
-    expect(await countLabelled(LABEL.requestId, requestId)).toEqual({ containers: 1, networks: 1, volumes: 1 });
+    expect(await countLabelled(LABEL.requestId, requestId)).toEqual({ containers: 1, networks: 1, volumes: 2 });
 
     const released = await berth.api.release(admin, env.id, a.allocationId);
     expect(released.state).toBe('released');

@@ -10,7 +10,7 @@ import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import type { Provider } from '../../src/providers/provider.ts';
-import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import { startBerth, type Berth, type StartBerthOptions } from '../../src/runtime/berth.ts';
 import type { Caller, ExecutionRecord, RuntimeApi, SubmitExecutionInput } from '../../src/runtime/runtime-api.ts';
 import { dockerEndpoint } from './docker-env.ts';
 
@@ -25,11 +25,17 @@ export function testProviders(dataDir: string, docker: Record<string, string> | 
   return providers;
 }
 
-export function startTestBerth(dataDir: string, docker: Record<string, string> | false, runtimeId = 'rt_test'): Promise<Berth> {
+export function startTestBerth(
+  dataDir: string,
+  docker: Record<string, string> | false,
+  runtimeId = 'rt_test',
+  more: Partial<StartBerthOptions> = {},
+): Promise<Berth> {
   return startBerth({
     settings: { dataDir, store: 'sqlite', maintenanceMs: 600_000 },
     runtimeId,
     providers: testProviders(dataDir, docker),
+    ...more,
   });
 }
 

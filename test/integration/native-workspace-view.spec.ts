@@ -33,7 +33,7 @@ describe('native executions in a workspace', () => {
   const view = (cwd = '') => ({ source: ws, cwd, inputs, hidden: ['.berth'] });
 
   it('says it takes workspace views, and who must own their files', () => {
-    expect(g.provider.workspaceViews).toBe(true);
+    expect(g.provider.workspaceView).toBe('directory');
     expect(g.provider.workspaceOwner).toEqual(asRoot ? { uid: 65534, gid: 65534 } : undefined);
   });
 

@@ -118,7 +118,7 @@ describe.skipIf(!dockerAvailable)('allocation under kill -9', () => {
 
     const a = await berth!.api.acquire(admin, envId);
     expect(a.allocationId).toBe(index.allocationId);
-    expect(await countLabelled(LABEL.environmentId, envId)).toEqual({ containers: 1, networks: 1, volumes: 1 });
+    expect(await countLabelled(LABEL.environmentId, envId)).toEqual({ containers: 1, networks: 1, volumes: 2 });
   });
 
   it('(c) after the container started, before ready is appended: the running container is adopted', async () => {

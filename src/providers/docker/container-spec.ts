@@ -1,13 +1,14 @@
 /**
- * The container, network and volume an allocation is made of (DESIGN §6): read-only root, bounded /tmp, memory,
+ * The container, network and volumes an allocation is made of (DESIGN §6): read-only root, bounded /tmp, memory,
  * CPU and pids limits, no capabilities, no-new-privileges, UID 1000, a reaping PID 1, a per-allocation volume
- * at /berth/spool for the executor's spool and receipts, the content version bound read-only at /env/<slug>, and
- * the command's HOME: a tmpfs of the profile's size that UID 1000 owns and may run files from.
+ * at /berth/spool for the executor's spool and receipts, the content version bound read-only at /env/<slug>, the
+ * command's HOME: a tmpfs of the profile's size that UID 1000 owns and may run files from, and the workspace view
+ * at /workspace: a staging volume of the profile's size, a tmpfs that UID 1000 owns.
  * A build's one-off container shares the same hardening.
  */
 import type Docker from 'dockerode';
-import { DEFAULT_HOME_MB, type Profile } from '../../../schemas/profile.ts';
-import type { AllocationIntent } from '../provider.ts';
+import { DEFAULT_HOME_MB, DEFAULT_WORKSPACE_MB, type Profile } from '../../../schemas/profile.ts';
+import { type AllocationIntent, WORKSPACE_TARGET } from '../provider.ts';
 import type { Labels } from './labels.ts';
 
 export const DEFAULT_IMAGE = 'berth-base:latest';
@@ -32,6 +33,7 @@ export interface ResourceNames {
   container: string;
   network: string;
   volume: string;
+  workspace: string;
 }
 
 export function containerSpec(
@@ -45,6 +47,7 @@ export function containerSpec(
   const content = (intent.mounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: true }));
   const host = hardenedHostConfig(profile, names.network, [
     { Type: 'volume', Source: names.volume, Target: SPOOL_PATH, ReadOnly: false },
+    { Type: 'volume', Source: names.workspace, Target: WORKSPACE_TARGET, ReadOnly: false },
     ...content,
   ]);
   return {
@@ -103,7 +106,7 @@ export function hardenedHostConfig(
  */
 export function buildContainerSpec(
   profile: Profile,
-  names: Omit<ResourceNames, 'volume'>,
+  names: Pick<ResourceNames, 'container' | 'network'>,
   labels: Labels,
   binds: Array<{ source: string; target: string }>,
   defaultImage: string = DEFAULT_IMAGE,
@@ -131,5 +134,22 @@ export const networkSpec = (names: ResourceNames, labels: Labels): Docker.Networ
 export const volumeSpec = (names: ResourceNames, labels: Labels): Docker.VolumeCreateOptions => ({
   Name: names.volume,
   Driver: 'local',
+  Labels: labels,
+});
+
+/**
+ * The workspace view's staging volume: a tmpfs the engine mounts while the container runs (so the profile's size is
+ * a hard bound and a command cannot fill the engine's disk), owned by the command user. Its pages count like any
+ * tmpfs: in the memory of whoever writes them.
+ */
+export const workspaceVolumeSpec = (names: ResourceNames, labels: Labels, profile: Profile): Docker.VolumeCreateOptions => ({
+  Name: names.workspace,
+  Driver: 'local',
+  DriverOpts: {
+    type: 'tmpfs',
+    device: 'tmpfs',
+    // nosuid, nodev: the tmpfs is mounted on the engine's host too, at the volume's mountpoint.
+    o: `nosuid,nodev,size=${profile.workspaceMb ?? DEFAULT_WORKSPACE_MB}m,uid=${COMMAND_UID},gid=${COMMAND_UID},mode=0755`,
+  },
   Labels: labels,
 });

@@ -19,6 +19,7 @@ import { BerthError } from '../../../schemas/errors.ts';
 import { isProcessAlive, processStartTime } from '../native/host-process.ts';
 import type { OutputStream } from '../../../schemas/output.ts';
 import type { ExecSpec, Executor, HeldFile, OutputChunk, Receipt } from '../provider.ts';
+import { chdirInWorkspaceTarget, workspaceCwd } from '../workspace-view.ts';
 import { assertOperationId, type Claim, deriveReceipt, Spool, SPOOL_PROTOCOL_VERSION, type SpoolState, SUPERVISOR_CLAIM_LOST } from '../spool.ts';
 import { COMMAND_UID, COMMAND_USER } from './container-spec.ts';
 import { createExec, execRunning, runToEnd, startAttached, startDetached } from './docker-exec.ts';
@@ -77,7 +78,8 @@ export class DockerExecutor implements Executor {
     }
     const spool = await this.spool();
     if ((await spool.readState(spec.operationId)).claim) return this.status(spec.operationId);
-    return spec.pty ? this.submitPty(spool, spec, spec.pty) : this.submitSupervised(spool, spec);
+    const run = inWorkspace(spec);
+    return run.pty ? this.submitPty(spool, run, run.pty) : this.submitSupervised(spool, run);
   }
 
   async status(operationId: string): Promise<Receipt> {
@@ -360,3 +362,10 @@ export class DockerExecutor implements Executor {
     return this.spoolReady;
   }
 }
+
+/**
+ * A workspace execution runs in the allocation's view at /workspace/<cwd> (the view is the container's own staging
+ * volume: nothing to mount). The supervisor changes directory, so a cwd missing in the view is the receipt's error.
+ */
+const inWorkspace = (spec: ExecSpec): ExecSpec =>
+  spec.workspace ? { ...spec, workspace: undefined, cwd: chdirInWorkspaceTarget(workspaceCwd(spec.workspace, spec.cwd, 'materialized')) } : spec;

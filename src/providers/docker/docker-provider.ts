@@ -1,7 +1,8 @@
 /**
  * The managed Docker provider (DESIGN §6): one identity-labelled container per allocation, on its own bridge network,
- * with its own spool volume, and the content version the intent names bound read-only at /env/<slug> (a running
- * container cannot gain mounts, so an allocation keeps its version for life). Every call finds its resources again
+ * with its own spool volume, its workspace view's staging volume at /workspace (workspace-volume.ts), and the
+ * content version the intent names bound read-only at /env/<slug> (a running container cannot gain mounts, so an
+ * allocation keeps its version and its view's volume for life). Every call finds its resources again
  * by the request-id label, so allocate is idempotent (adopts a running container, resumes a created one) and
  * inspect/deallocate need no memory of earlier calls. Builds of Docker Environments run in one-off containers of the
  * same hardening (build-container.ts).
@@ -23,7 +24,9 @@ import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { crashAt } from '../crash-point.ts';
-import type { AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import type { FileHost } from '../file-host.ts';
+import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import { workspaceCwd } from '../workspace-view.ts';
 import { BuildContainer, removeBuild, type BuildContainerOptions } from './build-container.ts';
 import { COMMAND_UID, containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
 import {
@@ -39,6 +42,7 @@ import { DockerExecutor } from './docker-executor.ts';
 import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
 import { prepareSpool } from './spool-volume.ts';
 import { versionedInContainer } from './versioned-command.ts';
+import { ensureWorkspaceVolume, workspaceFileHost } from './workspace-volume.ts';
 
 export interface DockerProviderOptions {
   /** Default: DOCKER_HOST etc., as the docker CLI reads them. */
@@ -65,8 +69,8 @@ export class DockerProvider implements Provider {
   /** Shared per session (seed 000): a container is a fresh place. */
   readonly defaultReuse = 'session' as const;
   readonly contentBinding = 'allocation' as const;
-  /** A running container cannot gain the workspace's bind: executions with a WorkspaceView are not for it. */
-  readonly workspaceViews = false;
+  /** A running container cannot gain the workspace's bind: its view is the allocation's staging volume. */
+  readonly workspaceView = 'materialized' as const;
   readonly versionedCommand = versionedInContainer;
   /** Build steps run as the command user, as executions do. */
   readonly buildUid = COMMAND_UID;
@@ -176,6 +180,16 @@ export class DockerProvider implements Provider {
     }
   }
 
+  /** The allocation's staging volume, reached in its mountpoint on this host (workspace-volume.ts). */
+  fileHost(ref: AllocationRef): Promise<FileHost> {
+    return workspaceFileHost(this.docker, resourceNames(ref.requestId).workspace, ref);
+  }
+
+  /** A workspace execution takes its cwd from the view (relative under /workspace), never one of its own. */
+  admit(admission: Admission): void {
+    if (admission.workspace) workspaceCwd(admission.workspace, admission.cwd, 'materialized');
+  }
+
   /** One executor per container, so terminals and stdin writers held by this runtime are found again. */
   executor(ref: AllocationRef, _profile: Profile): Executor {
     const containerId = ref.identity?.resourceId;
@@ -218,6 +232,9 @@ export class DockerProvider implements Provider {
     const labels = allocationLabels(intent, this.extraLabels);
     if (intent.profile.network !== 'none') await this.ensureNetwork(networkSpec(names, labels));
     await this.docker.createVolume(volumeSpec(names, labels));
+    if (!(await ensureWorkspaceVolume(this.docker, names, labels, intent.profile))) {
+      return { status: 'unknown', reason: `volume ${names.workspace} exists and is not this allocation's` };
+    }
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer(containerSpec(intent, names, labels, this.defaultImage));

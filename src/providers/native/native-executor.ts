@@ -25,7 +25,7 @@ import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from 
 import { PtyRun } from './pty-run.ts';
 import { privilegeDropArgv, sandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
-import { sandboxWorkspaceChdir, workspaceCwd } from './workspace-view.ts';
+import { chdirInWorkspaceTarget, workspaceCwd } from '../workspace-view.ts';
 import {
   superviseContained,
   superviseDetached,
@@ -229,7 +229,7 @@ export class NativeExecutor implements Executor {
     }
     // bwrap looks the workspace and its inputs up as the sandbox identity.
     if (workspace) for (const dir of [workspace.source, workspace.inputs]) if (dir !== undefined) this.view.reach(dir);
-    const { chdir, makeChdir } = workspace ? { chdir: sandboxWorkspaceChdir(inWorkspace!), makeChdir: false } : this.view.confine(spec.cwd, spec.mounts);
+    const { chdir, makeChdir } = workspace ? { chdir: chdirInWorkspaceTarget(inWorkspace!), makeChdir: false } : this.view.confine(spec.cwd, spec.mounts);
     const bwrap = findBubblewrap();
     if (!bwrap) {
       const message = 'The profile asks for containment and bubblewrap (bwrap) is not installed.';

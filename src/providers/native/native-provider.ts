@@ -16,7 +16,7 @@ import { NativeExecutor } from './native-executor.ts';
 import { dropSandboxSpares } from './supervisor-launcher.ts';
 import { sandboxIdentity, type SandboxIdentity } from './sandbox-identity.ts';
 import { SandboxView } from './sandbox-view.ts';
-import { workspaceCwd } from './workspace-view.ts';
+import { workspaceCwd } from '../workspace-view.ts';
 import { versionedOnHost } from './versioned-command.ts';
 
 export interface NativeProviderOptions {
@@ -40,7 +40,7 @@ export class NativeProvider implements Provider {
   readonly contentBinding = 'command' as const;
   readonly versionedCommand = versionedOnHost;
   /** The workspace is bound into the sandbox per command (contained), or is the cwd on the host (uncontained). */
-  readonly workspaceViews = true;
+  readonly workspaceView = 'directory' as const;
 
   private readonly dataDir: string;
   private readonly executors = new Map<string, NativeExecutor>();

@@ -10,7 +10,7 @@ import { BerthError } from '../../../schemas/errors.ts';
 import type { VersionedCommand, VersionedCommandSpec } from '../provider.ts';
 import { versionEnv } from '../version-env.ts';
 import { bubblewrapArgv, findBubblewrap } from './bubblewrap.ts';
-import { workspaceCwd } from './workspace-view.ts';
+import { workspaceCwd } from '../workspace-view.ts';
 
 export function versionedOnHost(spec: VersionedCommandSpec): VersionedCommand {
   const mount = spec.version.target;

@@ -54,14 +54,16 @@ describe('role policy: profiles', () => {
     });
   });
 
-  it('should hold a member\'s HOME size under its ceiling, and lower its default only to a ceiling below it', () => {
-    expect(() => effectiveProfile(member, profile({ provider: 'docker', homeMb: 4096 }), managed, defaultRolePolicy)).toThrow(
-      expect.objectContaining({ code: 'quota_exceeded', detail: { quota: 'homeMb', limit: 2048, requested: 4096 } }),
-    );
-    expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, defaultRolePolicy).homeMb).toBeUndefined();
-    const small = { ...defaultRolePolicy, ceilings: { ...defaultRolePolicy.ceilings, homeMb: 64 } };
-    expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, small).homeMb).toBe(64);
-    expect(effectiveProfile(admin, profile({ provider: 'docker', homeMb: 4096 }), managed, small).homeMb).toBe(4096);
+  it('should hold a member\'s HOME and workspace sizes under their ceilings, and lower a default only to a ceiling below it', () => {
+    for (const size of ['homeMb', 'workspaceMb'] as const) {
+      expect(() => effectiveProfile(member, profile({ provider: 'docker', [size]: 4096 }), managed, defaultRolePolicy)).toThrow(
+        expect.objectContaining({ code: 'quota_exceeded', detail: { quota: size, limit: 2048, requested: 4096 } }),
+      );
+      expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, defaultRolePolicy)[size]).toBeUndefined();
+      const small = { ...defaultRolePolicy, ceilings: { ...defaultRolePolicy.ceilings, [size]: 64 } };
+      expect(effectiveProfile(member, profile({ provider: 'docker' }), managed, small)[size]).toBe(64);
+      expect(effectiveProfile(admin, profile({ provider: 'docker', [size]: 4096 }), managed, small)[size]).toBe(4096);
+    }
   });
 
   it('should refuse a network when the ceiling allows none, and default to none', () => {
@@ -102,6 +104,7 @@ describe('role policy: configuration', () => {
       BERTH_MEMBER_MAX_CPUS: '0.5',
       BERTH_MEMBER_MAX_PIDS: '64',
       BERTH_MEMBER_MAX_HOME_MB: '128',
+      BERTH_MEMBER_MAX_WORKSPACE_MB: '256',
       BERTH_MEMBER_NETWORK: 'none',
       BERTH_QUOTA_ENVIRONMENTS: '2',
       BERTH_QUOTA_CONCURRENT_EXECUTIONS: '1',
@@ -110,7 +113,7 @@ describe('role policy: configuration', () => {
       BERTH_QUOTA_WORKSPACES: '3',
     };
     expect(resolveRolePolicy(env)).toEqual({
-      ceilings: { memoryMb: 512, cpus: 0.5, pidsLimit: 64, homeMb: 128, network: 'none' },
+      ceilings: { memoryMb: 512, cpus: 0.5, pidsLimit: 64, homeMb: 128, workspaceMb: 256, network: 'none' },
       quotas: { environments: 2, concurrentExecutions: 1, outputBytes: 1_048_576, scopeOutputBytes: 4_194_304, workspaces: 3 },
     });
   });

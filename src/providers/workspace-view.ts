@@ -1,11 +1,11 @@
 /**
- * A WorkspaceView as the native provider takes it: checked for the shape the runtime promises (a relative cwd
- * without `..`, plain hidden names, absolute host directories), and where its command starts, in the sandbox
- * (under WORKSPACE_TARGET) or on the host (under its source).
+ * A WorkspaceView as a provider takes it: checked for the shape the runtime promises (a relative cwd without `..`;
+ * for a directory view, plain hidden names and absolute host directories), and where its command starts when the
+ * view is shown at WORKSPACE_TARGET (a native sandbox, a Docker container's staging volume).
  */
 import path from 'node:path';
-import { BerthError } from '../../../schemas/errors.ts';
-import { WORKSPACE_TARGET, type WorkspaceView } from '../provider.ts';
+import { BerthError } from '../../schemas/errors.ts';
+import { WORKSPACE_TARGET, type WorkspaceView } from './provider.ts';
 
 const plainName = (name: unknown): boolean =>
   typeof name === 'string' && name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0');
@@ -14,17 +14,20 @@ const absolute = (p: unknown): boolean => typeof p === 'string' && path.isAbsolu
 
 /**
  * The workspace's cwd, relative to its root and normalised ('' = the root), or the typed refusal (invalid_request,
- * detail.reason). `cwd` is the execution's own, which a workspace execution must not carry.
+ * detail.reason). `cwd` is the execution's own, which a workspace execution must not carry. A `materialized` view
+ * names no host directories (Provider.workspaceView), so only its cwd is checked.
  */
-export function workspaceCwd(view: WorkspaceView, cwd?: string): string {
+export function workspaceCwd(view: WorkspaceView, cwd?: string, kind: 'directory' | 'materialized' = 'directory'): string {
   const refuse = (reason: string, message: string, detail: Record<string, unknown> = {}): never => {
     throw new BerthError('invalid_request', message, { reason, ...detail });
   };
   if (cwd !== undefined) refuse('cwd_with_workspace', 'An execution in a workspace takes its cwd from the workspace, not a cwd of its own.', { cwd });
-  if (!absolute(view.source) || (view.inputs !== undefined && !absolute(view.inputs))) {
+  if (kind === 'directory' && (!absolute(view.source) || (view.inputs !== undefined && !absolute(view.inputs)))) {
     refuse('workspace_invalid', 'A workspace view names absolute host directories.');
   }
-  if (!Array.isArray(view.hidden) || !view.hidden.every(plainName)) refuse('workspace_invalid', 'A workspace hides plain names under its root.');
+  if (kind === 'directory' && (!Array.isArray(view.hidden) || !view.hidden.every(plainName))) {
+    refuse('workspace_invalid', 'A workspace hides plain names under its root.');
+  }
   const parts = typeof view.cwd === 'string' && !view.cwd.includes('\0') ? view.cwd.split('/').filter((p) => p !== '' && p !== '.') : undefined;
   // The runtime confined it already; checked again so nothing here can step out of the root it names.
   if (!parts || path.isAbsolute(view.cwd) || parts.includes('..')) {
@@ -33,5 +36,5 @@ export function workspaceCwd(view: WorkspaceView, cwd?: string): string {
   return parts!.join('/');
 }
 
-/** Where a contained command starts: its cwd under WORKSPACE_TARGET, where the sandbox shows the workspace. */
-export const sandboxWorkspaceChdir = (relative: string): string => path.posix.join(WORKSPACE_TARGET, relative);
+/** Where a command starts when its workspace is shown at WORKSPACE_TARGET: its cwd under it. */
+export const chdirInWorkspaceTarget = (relative: string): string => path.posix.join(WORKSPACE_TARGET, relative);
