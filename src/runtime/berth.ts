@@ -93,7 +93,8 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const workspace = async (id: string) => (await actors?.get<WorkspaceContext>('workspace', id))?.context;
   const mounts = new MountService({
     actors: () => actors!,
-    services: () => services,
+    providers,
+    allocation,
     packs: new CheckpointPacks(join(dataDir, 'checkpoints')),
     directories,
     limits: opts.captureLimits ?? DEFAULT_CAPTURE_LIMITS,

@@ -14,6 +14,7 @@ import type { Listing, PageQuery } from './listing.ts';
 import type { ActivityItem } from '../projections/activity.projection.ts';
 import type { HistoryEntry, WorkspaceRecord } from './workspaces/workspace-service.ts';
 import type { TurnView } from './workspaces/turn-service.ts';
+import type { CheckpointService } from './workspaces/checkpoint-service.ts';
 import type { TurnFileApi } from './workspaces/turn-file-api.ts';
 
 export type { Caller } from './caller.ts';
@@ -202,6 +203,8 @@ export interface RuntimeApi {
   releaseTurn(caller: Caller, sessionId: string, turnId: string, opts?: { waitMs?: number }): Promise<TurnView>;
   /** The file tools of a turn (paths relative to the workspace root). */
   readonly files: TurnFileApi;
+  /** Checkpoints, restore and the view of a workspace (issue 14). */
+  readonly checkpoints: CheckpointService;
 
   submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord>;
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord>;

@@ -14,10 +14,12 @@ import type { Attempt, BeginSaveParams, CaptureParams, MaterializeParams, MountC
 import type { WorkspaceContext } from '../../machines/workspace.machine.ts';
 import { DirectoryFileHost } from '../../providers/directory-file-host.ts';
 import type { CaptureLimits, FileHost, TreeManifest } from '../../providers/file-host.ts';
+import { diffTrees, type TreeChange } from '../../providers/tree-diff.ts';
 import { crashAt } from '../../providers/crash-point.ts';
 import type { AllocationRef, WorkspaceView } from '../../providers/provider.ts';
 import { waitUntil } from '../environments/wait-until.ts';
-import type { Services } from '../services.ts';
+import type { AllocationContext } from '../../machines/allocation.machine.ts';
+import type { ProviderRegistry } from '../provider-registry.ts';
 import type { CheckpointPacks } from './checkpoint-packs.ts';
 import { HIDDEN_FROM_COMMANDS, type WorkspaceDirectories } from './workspace-directories.ts';
 
@@ -31,8 +33,10 @@ export const DEFAULT_CAPTURE_LIMITS: CaptureLimits = { maxEntries: 200_000, maxB
 
 export interface MountServiceDeps {
   /** The actor runtime (known once it has started; effects run only after). */
-  actors: () => ActorRuntime<Services>;
-  services: () => Services;
+  actors: () => ActorRuntime<any>;
+  providers: ProviderRegistry;
+  /** The allocation as its actor has it now (Services.allocation). */
+  allocation(allocationId: string): Promise<AllocationContext>;
   packs: CheckpointPacks;
   directories: WorkspaceDirectories;
   limits: CaptureLimits;
@@ -155,6 +159,33 @@ export class MountService {
     if (attempt.status === 'stale') throw new BerthError('stale_version', 'The head moved while the checkpoint was taken: nothing was published.', { workspaceId, attemptId, reason: 'stale_checkpoint' });
     if (attempt.status === 'failed') throw new BerthError('workspace_unavailable', 'The view could not be captured.', { workspaceId, attemptId, reason: 'capture_failed' });
     return attempt;
+  }
+
+  /**
+   * A checkpoint of the workspace's directory itself (no view elsewhere holds newer files: none is active, or the
+   * provider binds the directory): captured and published on the head it was taken at, else stale_version.
+   */
+  async checkpointDirectory(workspace: WorkspaceContext, attemptId: string): Promise<{ checkpointId: string; revision: number }> {
+    const head = await this.headTree(workspace);
+    const attempt = { reason: 'explicit' as const, baseRevision: head.revision };
+    const published = await this.publish(workspace.id, attemptId, attempt, head);
+    if (published === 'stale') throw new BerthError('stale_version', 'The head moved while the checkpoint was taken: nothing was published.', { workspaceId: workspace.id, attemptId, reason: 'stale_checkpoint' });
+    this.heads.set(workspace.id, { revision: published.revision, tree: head.tree, id: head.id });
+    return published;
+  }
+
+  /** A stored tree (a checkpoint's, a view's). */
+  tree(id: string): Promise<TreeManifest> {
+    return this.deps.packs.loadManifest(id);
+  }
+
+  /** Makes the workspace's directory the tree `target` (from what it holds now); answers what changed. */
+  async restoreDirectory(workspace: WorkspaceContext, target: TreeManifest): Promise<TreeChange[]> {
+    const head = await this.headTree(workspace);
+    const placed = await this.deps.directories.place(workspace);
+    const directory = new DirectoryFileHost(placed.root, workspace.kind === 'managed' ? this.deps.directories.owner : undefined);
+    await directory.apply(target, head.tree, this.deps.packs.source());
+    return diffTrees(head.tree, target);
   }
 
   // ---- effects (src/runtime/workspaces/mount.actor.ts) ----
@@ -306,7 +337,12 @@ export class MountService {
     }
   }
 
-  private async publish(workspaceId: string, attemptId: string, attempt: Attempt, tree: { id: string; tree: TreeManifest }): Promise<{ revision: number; checkpointId: string } | 'stale'> {
+  private async publish(
+    workspaceId: string,
+    attemptId: string,
+    attempt: Pick<Attempt, 'reason' | 'baseRevision' | 'executionId'> & { mountGeneration?: number },
+    tree: { id: string; tree: TreeManifest },
+  ): Promise<{ revision: number; checkpointId: string } | 'stale'> {
     try {
       const sent = await this.deps.actors().send<WorkspaceContext>('workspace', workspaceId, {
         type: 'workspace.checkpoint_published',
@@ -315,7 +351,7 @@ export class MountService {
         baseRevision: attempt.baseRevision,
         reason: attempt.reason,
         ...(attempt.executionId ? { executionId: attempt.executionId } : {}),
-        mountGeneration: attempt.mountGeneration,
+        ...(attempt.mountGeneration !== undefined ? { mountGeneration: attempt.mountGeneration } : {}),
         files: tree.tree.files,
         bytes: tree.tree.bytes,
         at: this.deps.now(),
@@ -409,9 +445,8 @@ export class MountService {
   }
 
   private async fileHostOf(target: MountTarget): Promise<FileHost> {
-    const services = this.deps.services();
-    const allocation = await services.allocation(target.allocationId);
-    const provider = services.providers.get(allocation.profile.provider);
+    const allocation = await this.deps.allocation(target.allocationId);
+    const provider = this.deps.providers.get(allocation.profile.provider);
     if (!provider.fileHost) throw new BerthError('workspace_unavailable', 'The provider keeps no workspace view.', { reason: 'no_file_host' });
     const ref: AllocationRef = {
       requestId: allocation.requestId,

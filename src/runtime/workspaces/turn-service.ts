@@ -198,19 +198,20 @@ export class TurnService {
    * Runs one file tool call in the turn: admitted only while the turn is open, it still holds its storage and the
    * root is the one recorded; the gate counts it until it returns. Mutations are recorded in the workspace history.
    */
-  async tool<T>(caller: Caller, sessionId: string, turnId: string, tool: FileTool, call: (files: TurnFiles) => Promise<ToolResult<T>>): Promise<T> {
+  async tool<T>(caller: Caller, sessionId: string, turnId: string, tool: FileTool, call: (files: TurnFiles, workspace: WorkspaceContext) => Promise<ToolResult<T>>): Promise<T> {
     // Counted from before its admission checks: a release that closes the gate meanwhile waits for it, or it is refused.
     const gate = this.gateOf(turnId);
     gate.enter();
     try {
       const { turn, workspace } = await this.admitted(caller, sessionId, turnId, gate);
       const placed = await this.deps.directories.place(workspace);
-      const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.owner : undefined));
+      const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.owner : undefined), workspace);
       if (result.changes.length > 0) {
         await this.deps.actors.send('workspace', turn.workspaceId, {
           type: 'workspace.files_changed',
           turnId,
           tool,
+          ...(result.checkpointId ? { checkpointId: result.checkpointId } : {}),
           changes: result.changes.slice(0, MAX_CHANGES_PER_EVENT),
           ...(result.changes.length > MAX_CHANGES_PER_EVENT ? { truncated: true } : {}),
           at: this.deps.now(),
@@ -475,12 +476,14 @@ export class TurnService {
   }
 }
 
-export type FileTool = 'read' | 'write' | 'edit' | 'list' | 'stat' | 'mkdir' | 'remove' | 'stage';
+export type FileTool = 'read' | 'write' | 'edit' | 'list' | 'stat' | 'mkdir' | 'remove' | 'stage' | 'restore' | 'checkpoint';
 
 /** What a tool call answers, and the changes it made (recorded in the workspace history). */
 export interface ToolResult<T> {
   value: T;
   changes: FileChange[];
+  /** restore: the checkpoint whose tree the changes came from. */
+  checkpointId?: string;
 }
 
 /** The session's cwd joined with an execution's (both relative to the root), or invalid_request for a bad spelling. */
