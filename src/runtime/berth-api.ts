@@ -39,6 +39,7 @@ import type { Services } from './services.ts';
 import { replayStoredStream } from './core/stream-replay.ts';
 import { ScopeIndex } from './core/scope-index.ts';
 import type { Retention, RetentionReport } from './maintenance/retention.ts';
+import { CheckpointService } from './workspaces/checkpoint-service.ts';
 import { TurnFileApi } from './workspaces/turn-file-api.ts';
 import { TurnService, type TurnView } from './workspaces/turn-service.ts';
 import { WorkspaceService, type HistoryEntry, type WorkspaceRecord } from './workspaces/workspace-service.ts';
@@ -61,6 +62,7 @@ export class BerthApi implements RuntimeApi {
   readonly workspaces: WorkspaceService;
   readonly turns: TurnService;
   readonly files: TurnFileApi;
+  readonly checkpoints: CheckpointService;
   private readonly scopes: ScopeIndex;
 
   constructor(
@@ -120,6 +122,7 @@ export class BerthApi implements RuntimeApi {
       now,
     });
     this.files = new TurnFileApi(this.turns);
+    this.checkpoints = new CheckpointService({ store: runtime.store, workspaces: this.workspaces, turns: this.turns, mounts: services.mounts });
     this.scopes = new ScopeIndex(runtime.actors);
   }
 
