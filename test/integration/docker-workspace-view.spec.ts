@@ -17,9 +17,9 @@ import { allocatedRef, dockerAvailable, dockerEndpoint, execIn, newAllocationInt
 
 const run = newTestRun();
 const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run });
-/** Real packs, in a directory of their own for this file's run. */
-const packsRoot = packsDir('workspace-view-packs');
-const packs = new CheckpointPacks(packsRoot);
+/** Real packs, in a directory of their own for this file's run (made once a test runs). */
+let packsRoot: string;
+let packs: CheckpointPacks;
 const capture = async (host: FileHost, previous?: TreeManifest) => (await captureInto(packs, host, previous)).manifest;
 
 const newIntent = (profile: Partial<Profile> = {}) => newAllocationIntent({ network: 'none', ...profile });
@@ -51,6 +51,8 @@ describe.skipIf(!dockerAvailable)('a Docker allocation\'s workspace view', () =>
   let executor: Executor;
 
   beforeAll(async () => {
+    packsRoot = packsDir('workspace-view-packs');
+    packs = new CheckpointPacks(packsRoot);
     intent = newIntent({ workspaceMb: 8, memoryMb: 256 });
     ref = await allocated(intent);
     executor = provider.executor(ref, intent.profile);

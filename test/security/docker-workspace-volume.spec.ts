@@ -23,9 +23,9 @@ import { startTestBerth, tempDir } from '../integration/executions-harness.ts';
 
 const run = newTestRun();
 const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run });
-/** Real packs, in a directory of their own for this file's run. */
-const packsRoot = packsDir('workspace-view-packs');
-const packs = new CheckpointPacks(packsRoot);
+/** Real packs, in a directory of their own for this file's run (made once a test runs). */
+let packsRoot: string;
+let packs: CheckpointPacks;
 const capture = async (host: FileHost, previous?: TreeManifest) => (await captureInto(packs, host, previous)).manifest;
 
 const newIntent = (profile: Partial<Profile> = {}) => newAllocationIntent({ network: 'none', ...profile });
@@ -38,6 +38,8 @@ describe.skipIf(!dockerAvailable)('a Docker workspace volume keeps the server in
   const escape = `berth-escape-${randomUUID()}`;
 
   beforeAll(async () => {
+    packsRoot = packsDir('workspace-view-packs');
+    packs = new CheckpointPacks(packsRoot);
     ref = await allocated(newIntent());
     hostDir = mkdtempSync('/var/tmp/berth-workspace-volume-');
   }, 60_000);
