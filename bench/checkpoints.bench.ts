@@ -74,7 +74,7 @@ function stagingVolumes(): { dirs: [string, string]; kind: string; cleanup: () =
   const docker = (...args: string[]): string => execFileSync('docker', args, { encoding: 'utf8' }).trim();
   if (process.env.DOCKER_HOST && spawnSync('docker', ['version'], { stdio: 'ignore' }).status === 0) {
     const names = [`berth-bench-ckpt-a-${process.pid}`, `berth-bench-ckpt-b-${process.pid}`];
-    for (const name of names) docker('volume', 'create', '--driver', 'local', '--opt', 'type=tmpfs', '--opt', 'device=tmpfs', '--opt', 'o=size=512m,uid=1000,gid=1000', name);
+    for (const name of names) docker('volume', 'create', '--driver', 'local', '--opt', 'type=tmpfs', '--opt', 'device=tmpfs', '--opt', 'o=size=512m,uid=1000,gid=1000,nodev,nosuid', name);
     const container = docker('run', '-d', '--rm', ...names.flatMap((n, i) => ['-v', `${n}:/v${i}`]), 'berth-base:latest', 'sleep', '3600');
     const dirs = names.map((n) => docker('volume', 'inspect', '-f', '{{.Mountpoint}}', n)) as [string, string];
     return {
@@ -89,7 +89,7 @@ function stagingVolumes(): { dirs: [string, string]; kind: string; cleanup: () =
   const dirs = [join(work, 'vol-a'), join(work, 'vol-b')] as [string, string];
   for (const dir of dirs) {
     mkdirSync(dir);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512m,uid=1000,gid=1000', 'tmpfs', dir]);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512m,uid=1000,gid=1000,nodev,nosuid', 'tmpfs', dir]);
   }
   return { dirs, kind: 'tmpfs mounted by the bench', cleanup: () => dirs.forEach((dir) => execFileSync('umount', [dir])) };
 }

@@ -13,7 +13,7 @@ import { EventLoopSlices } from './event-loop-slices.ts';
 import { at, errorCode } from './spool-dir.ts';
 import { comparePaths } from './tree-diff.ts';
 
-const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 
 /** Deeper than this the view is refused (quota_exceeded, checkpoint_depth): each level holds a descriptor open. */
 export const MAX_CAPTURE_DEPTH = 256;
@@ -82,7 +82,9 @@ export class TreeCapture {
     this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
     for (const name of names) {
       if (prefix === '' && privateAtRoot.has(name)) continue;
-      await this.entry(dirFd, name, prefix === '' ? name : `${prefix}/${name}`, depth);
+      // Most entries (a link, a reused file) need no await: only the ones that read or descend return a promise.
+      const pending = this.entry(dirFd, name, prefix === '' ? name : `${prefix}/${name}`, depth);
+      if (pending) await pending;
       if (await this.slices.breathe()) this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
     }
   }
@@ -92,7 +94,7 @@ export class TreeCapture {
     if (this.seen > this.limits.maxEntries) throw quota('checkpoint_entries', this.limits.maxEntries, this.seen);
   }
 
-  private async entry(dirFd: number, name: string, path: string, depth: number): Promise<void> {
+  private entry(dirFd: number, name: string, path: string, depth: number): Promise<void> | void {
     const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
     if (!stats) return; // gone since it was listed
     if (stats.isSymbolicLink()) return this.link(dirFd, name, path);
@@ -106,7 +108,7 @@ export class TreeCapture {
     // Opened without following and without blocking; what is used is what fstat of the descriptor says it is.
     let fd: number;
     try {
-      fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (stats.isDirectory() ? O_DIRECTORY : 0));
+      fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | (stats.isDirectory() ? O_DIRECTORY : 0));
     } catch (e) {
       const code = errorCode(e);
       if (code === 'ENOENT') return;
@@ -114,6 +116,10 @@ export class TreeCapture {
       if (code === 'ENOTDIR' || code === 'ENXIO') return void this.skipped++;
       throw e;
     }
+    return this.opened(fd, path, depth);
+  }
+
+  private async opened(fd: number, path: string, depth: number): Promise<void> {
     try {
       const opened = fstatSync(fd, { bigint: true });
       if (opened.isDirectory()) {
@@ -145,8 +151,10 @@ export class TreeCapture {
     const start = this.pack.offset;
     const hash = createHash('sha256');
     let size = 0;
-    for (;;) {
-      const read = readSync(fd, this.buffer, 0, this.buffer.length, null);
+    // Read up to the size fstat gave (no read only to meet the end): bytes a writer appends meanwhile change the
+    // ctime, so the next capture reads the file again.
+    for (const expected = Number(stats.size); size < expected; ) {
+      const read = readSync(fd, this.buffer, 0, Math.min(this.buffer.length, expected - size), null);
       if (read === 0) break;
       size += read;
       this.addBytes(read);

@@ -5,7 +5,8 @@
  * whole file or none.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync, readFileSync, existsSync, constants } from 'node:fs';
+import { closeSync, constants, existsSync, fdatasync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, write, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { BlobLocation, BlobSource, PackWriter, TreeManifest } from '../../providers/file-host.ts';
@@ -23,6 +24,11 @@ const CHECKPOINT_ID = /^sha256:([0-9a-f]{64})$/;
 /** Blobs are gathered into writes this large (most files of a tree are far smaller). */
 const WRITE_BUFFER_BYTES = 4 << 20;
 const READ_BUFFER_BYTES = 1 << 20;
+/** Written bytes synced in the background this often while a pack is written. */
+const SYNC_EVERY = 16 << 20;
+const writeAsync = promisify(write);
+const fsyncAsync = promisify(fsync);
+const fdatasyncAsync = promisify(fdatasync);
 
 /** fsync of a directory: the rename into it survives a crash. */
 function syncDirectory(dir: string): void {
@@ -38,12 +44,27 @@ function writeAll(fd: number, bytes: Buffer, position: number): void {
   for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
 }
 
+async function writeAllAsync(fd: number, bytes: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < bytes.length; ) done += (await writeAsync(fd, bytes, done, bytes.length - done, position + done)).bytesWritten;
+}
+
+/**
+ * A pack being written: blobs gathered into one buffer while the other is written by the thread pool, and the
+ * written part synced in the background every SYNC_EVERY bytes, so the capture's hashing overlaps the disk's work
+ * and finish() has little left to wait for.
+ */
 class PackFile implements FinishablePackWriter {
   readonly pack = `pk_${randomBytes(16).toString('hex')}`;
   private readonly fd: number;
-  private readonly buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  private current = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  private spare = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  /** Bytes handed to the disk (written, or being written from `spare`). */
   private flushed = 0;
   private buffered = 0;
+  private writing: Promise<void> = Promise.resolve();
+  private syncing: Promise<void> = Promise.resolve();
+  private syncedAt = 0;
+  private failure: unknown;
   private closed = false;
 
   constructor(private readonly dir: string) {
@@ -59,13 +80,14 @@ class PackFile implements FinishablePackWriter {
   }
 
   async write(bytes: Buffer): Promise<void> {
-    if (this.buffered + bytes.length > this.buffer.length) this.flush();
-    if (bytes.length >= this.buffer.length) {
+    if (this.buffered + bytes.length > this.current.length) await this.flush();
+    if (bytes.length >= this.current.length) {
+      await this.drained();
       writeAll(this.fd, bytes, this.flushed);
       this.flushed += bytes.length;
       return;
     }
-    bytes.copy(this.buffer, this.buffered);
+    bytes.copy(this.current, this.buffered);
     this.buffered += bytes.length;
   }
 
@@ -74,21 +96,29 @@ class PackFile implements FinishablePackWriter {
       this.buffered = Math.min(this.buffered, offset - this.flushed);
       return;
     }
+    await this.drained(); // a write landing after the truncation would bring the bytes back
     this.buffered = 0;
     ftruncateSync(this.fd, offset);
     this.flushed = offset;
   }
 
   async finish(): Promise<void> {
-    this.flush();
+    await this.flush();
+    await this.drained();
+    await this.syncing;
     this.closed = true;
+    if (this.failure !== undefined) {
+      closeSync(this.fd);
+      rmSync(this.tmpPath, { force: true });
+      throw this.failure;
+    }
     if (this.flushed === 0) {
       closeSync(this.fd);
       rmSync(this.tmpPath, { force: true });
       return;
     }
     try {
-      fsyncSync(this.fd);
+      await fsyncAsync(this.fd);
     } finally {
       closeSync(this.fd);
     }
@@ -97,16 +127,34 @@ class PackFile implements FinishablePackWriter {
   }
 
   async abort(): Promise<void> {
+    await this.drained().catch(() => {});
+    await this.syncing;
     if (!this.closed) closeSync(this.fd);
     this.closed = true;
     rmSync(this.tmpPath, { force: true });
   }
 
-  private flush(): void {
+  /** The previous buffer's write done (its failure thrown); `spare` is free again. */
+  private async drained(): Promise<void> {
+    await this.writing;
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  private async flush(): Promise<void> {
     if (this.buffered === 0) return;
-    writeAll(this.fd, this.buffer.subarray(0, this.buffered), this.flushed);
+    await this.drained();
+    const bytes = this.current.subarray(0, this.buffered);
+    const position = this.flushed;
+    [this.current, this.spare] = [this.spare, this.current];
     this.flushed += this.buffered;
     this.buffered = 0;
+    // Failures are kept and thrown by the next call that waits: a rejection nobody awaits yet must not go unhandled.
+    this.writing = writeAllAsync(this.fd, bytes, position).catch((e) => void (this.failure ??= e));
+    if (this.flushed - this.syncedAt >= SYNC_EVERY) {
+      this.syncedAt = this.flushed;
+      const previous = this.syncing;
+      this.syncing = previous.then(() => fdatasyncAsync(this.fd)).catch((e) => void (this.failure ??= e));
+    }
   }
 }
 
@@ -125,24 +173,47 @@ export class CheckpointPacks {
     return new PackFile(this.packsDir);
   }
 
-  /** Reads blobs of finished packs, one at a time. A chunk is valid until the next one is asked for (one buffer, reused). */
+  /**
+   * Reads blobs of finished packs, one at a time; a chunk is valid until the next one is asked for (one buffer,
+   * reused). The pack last read stays open until the event loop turns, so consecutive blobs of one pack (a whole
+   * tree) cost no open each.
+   */
   source(): BlobSource {
     const packsDir = this.packsDir;
     const buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+    let held: { pack: string; fd: number } | undefined;
+    let reading = 0;
+    let closeScheduled = false;
+    const release = (): void => {
+      if (held && reading === 0) closeSync(held.fd);
+      if (reading === 0) held = undefined;
+    };
+    const packFd = (pack: string): number => {
+      if (held?.pack === pack) return held.fd;
+      let fd: number;
+      try {
+        fd = openSync(join(packsDir, pack), constants.O_RDONLY);
+      } catch (e) {
+        if (errorCode(e) === 'ENOENT') throw new BerthError('not_found', 'A checkpoint pack is missing.', { pack });
+        throw e;
+      }
+      // Held only when no other read is under way (one might be using the pack held now); else closed after this read.
+      if (reading === 1) {
+        if (held) closeSync(held.fd);
+        held = { pack, fd };
+      }
+      return fd;
+    };
     return {
       async *read(location: BlobLocation, size: number): AsyncIterable<Buffer> {
         if (size === 0) return; // an empty blob may name a pack that was never kept (nothing was written to it)
         if (!PACK_NAME.test(location.pack) || !Number.isSafeInteger(location.offset) || location.offset < 0) {
           throw new BerthError('invalid_request', 'A blob location names no pack of this store.', { pack: location.pack, offset: location.offset });
         }
-        let fd: number;
+        reading++;
+        let fd: number | undefined;
         try {
-          fd = openSync(join(packsDir, location.pack), constants.O_RDONLY);
-        } catch (e) {
-          if (errorCode(e) === 'ENOENT') throw new BerthError('not_found', 'A checkpoint pack is missing.', { pack: location.pack });
-          throw e;
-        }
-        try {
+          fd = packFd(location.pack);
           for (let done = 0; done < size; ) {
             const read = readSync(fd, buffer, 0, Math.min(buffer.length, size - done), location.offset + done);
             if (read === 0) throw new BerthError('internal', 'A checkpoint pack ends before the blob it should hold.', { pack: location.pack, offset: location.offset, size });
@@ -150,7 +221,15 @@ export class CheckpointPacks {
             yield buffer.subarray(0, read);
           }
         } finally {
-          closeSync(fd);
+          reading--;
+          if (fd !== undefined && held?.fd !== fd) closeSync(fd);
+          if (!closeScheduled) {
+            closeScheduled = true;
+            setImmediate(() => {
+              closeScheduled = false;
+              release();
+            });
+          }
         }
       },
     };
