@@ -4,6 +4,7 @@
  * client takes its types from them. Bigints (event revisions and positions) travel as decimal strings.
  */
 import { z } from 'zod';
+import { manifestIdSchema } from './events/mount.ts';
 import { outputStreamSchema, type OutputStream } from './output.ts';
 import { ownershipSchema, profileSchema, providerKindSchema } from './profile.ts';
 import { environmentStateSchema, executionStatusSchema } from './states.ts';
@@ -176,6 +177,62 @@ export const historyEntrySchema = z.looseObject({
 });
 
 export const clearedSchema = z.looseObject({ cleared: z.string().nullable() });
+
+// ------------------------------------------------------------------------------------------ checkpoints and views
+
+/**
+ * A checkpoint id is its manifest's content address. A malformed one is invalid_request (400) before any store or
+ * disk is read; a well-formed one this workspace never published is not_found (404), even when another workspace did.
+ */
+export const checkpointIdParam = manifestIdSchema;
+export const checkpointParams = z.strictObject({ id: resourceIdParam, checkpointId: checkpointIdParam });
+/** Checkpoints are listed oldest first only (their stream's order): no `order`. */
+export const checkpointListQuery = z.strictObject({ limit: pageQuery.limit, cursor: pageQuery.cursor });
+export const diffQuery = z.strictObject({ from: checkpointIdParam, to: checkpointIdParam });
+export const restoreBody = z.strictObject({
+  checkpoint: checkpointIdParam,
+  /** The head revision the restore builds on: stale_version (412) and nothing restored when the head is another. */
+  expectedRevision: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+export const checkpointSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('checkpoint'),
+  workspaceId: z.string(),
+  revision: z.number(),
+  attemptId: z.string(),
+  reason: z.string(),
+  executionId: z.string().optional(),
+  mountGeneration: z.number().optional(),
+  files: z.number(),
+  bytes: z.number(),
+  at: z.number(),
+});
+const treeEntryType = z.enum(['file', 'directory', 'symlink']);
+export const checkpointEntrySchema = z.looseObject({
+  path: z.string(),
+  type: treeEntryType,
+  mode: z.number(),
+  size: z.number(),
+  hash: z.string().optional(),
+  target: z.string().optional(),
+});
+/** A checkpoint with its tree: at most MAX_LISTED_ENTRIES entries, `truncated` when the tree holds more. */
+export const checkpointTreeSchema = checkpointSchema.extend({ entries: z.array(checkpointEntrySchema), truncated: z.literal(true).optional() });
+const entryStateJson = z.looseObject({ type: treeEntryType, mode: z.number(), size: z.number(), hash: z.string().optional(), target: z.string().optional() }).nullable();
+export const treeChangeJson = z.looseObject({ path: z.string(), type: treeEntryType, before: entryStateJson, after: entryStateJson });
+export const checkpointDiffSchema = z.looseObject({ from: z.string(), to: z.string(), changes: z.array(treeChangeJson), truncated: z.literal(true).optional() });
+export const restoredSchema = z.looseObject({ checkpointId: z.string(), changes: z.array(fileChangeJson) });
+export const mountSchema = z.looseObject({
+  object: z.literal('mount'),
+  workspaceId: z.string(),
+  state: z.string(),
+  target: z.looseObject({ environmentId: z.string(), allocationId: z.string(), generation: z.number() }).nullable(),
+  mountGeneration: z.number(),
+  revision: z.number().nullable(),
+  pins: z.array(z.string()),
+  problem: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+});
 
 // ----------------------------------------------------------------------------------------------------------- turns
 

@@ -19,9 +19,9 @@ commands:
   logs       print an execution's output (-f to follow it)
   ps         list active allocations and unfinished executions
   env        manage environments, their allocations and content (push, build, versions, activate)
-  workspace  manage workspaces (create, ls, show, rm, history)
+  workspace  manage workspaces (create, ls, show, rm, history, checkpoints, diff, mount, detach)
   session    create a session bound to an environment and/or a workspace
-  turn       open and release a tool turn (it holds the session's workspace)
+  turn       open and release a tool turn (it holds the session's workspace); checkpoint and restore in it
   cp         copy files between this machine and a session's workspace
   run        run a command through an in-process runtime on the data directory
   events     print the event log (--follow to keep tailing)

@@ -1,20 +1,27 @@
 /**
- * `berth turn open|show|release`: tool turns of a session on a running server. An open turn holds the session's
- * workspace storage (no other turn runs on it) until it is released; commands run in it with
- * `berth exec --session S --turn T`, files move in and out with `berth cp --turn T`.
+ * `berth turn open|show|release|checkpoint|restore`: tool turns of a session on a running server. An open turn holds
+ * the session's workspace storage (no other turn runs on it) until it is released; commands run in it with
+ * `berth exec --session S --turn T`, files move in and out with `berth cp --turn T`; in it the workspace is
+ * checkpointed, or given back the tree of one of its checkpoints.
  */
 import { BerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import type { Turn } from '../client/berth-client.ts';
+import { UsageError } from './command-args.ts';
 import { remoteUsage } from './remote.ts';
 import { milliseconds, subcommands } from './subcommands.ts';
 
 export const turnUsage = `usage: berth turn open SESSION [--key KEY] [--wait MS]
        berth turn show SESSION TURN
        berth turn release SESSION TURN [--wait MS]
+       berth turn checkpoint SESSION TURN
+       berth turn restore SESSION TURN CHECKPOINT [--expect-revision N]
   open prints the new turn's id; while another turn holds the workspace it fails (workspace_busy) unless --wait
   gives it that long to be released. --key makes opening idempotent (the same key answers the same turn). release
   waits up to --wait (default 30 s) for the turn's commands and calls to end, then gives the storage back.
+  checkpoint publishes a checkpoint of the workspace and prints its id (stale_version when its head moved meanwhile);
+  restore gives the workspace that checkpoint's tree, recorded in its history as \`restore\`; with --expect-revision
+  it is refused (stale_version) and changes nothing unless the head is still revision N.
   Common flag: --json.
 ${remoteUsage}`;
 
@@ -31,7 +38,15 @@ export async function busyExplained<T>(opening: Promise<T>): Promise<T> {
 const describe = (t: Turn) =>
   `${t.id}  ${t.state}${t.cleared ? ' (cleared by an admin)' : ''}  session ${t.sessionId}  workspace ${t.workspaceId}  ${t.executions.length} command(s)`;
 
-export const turnCommand = subcommands(turnUsage, { key: { type: 'string' }, wait: { type: 'string' } } as const, {
+/** --expect-revision: a non-negative integer. */
+function revision(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d{1,15}$/.test(value) || !Number.isSafeInteger(n)) throw new UsageError('--expect-revision takes a revision (a non-negative integer)', turnUsage);
+  return n;
+}
+
+export const turnCommand = subcommands(turnUsage, { key: { type: 'string' }, wait: { type: 'string' }, 'expect-revision': { type: 'string' } } as const, {
   open: {
     args: ['SESSION'],
     flags: ['key', 'wait'],
@@ -55,6 +70,22 @@ export const turnCommand = subcommands(turnUsage, { key: { type: 'string' }, wai
       const waitMs = milliseconds(values.wait, 'wait', turnUsage);
       const released = await berth.turns.release(session!, turn!, waitMs !== undefined ? { waitMs } : {});
       await print(released, describe(released));
+    },
+  },
+  checkpoint: {
+    args: ['SESSION', 'TURN'],
+    run: async (berth, [session, turn], _, print) => {
+      const checkpoint = await berth.turns.checkpoint(session!, turn!);
+      await print(checkpoint, checkpoint.id);
+    },
+  },
+  restore: {
+    args: ['SESSION', 'TURN', 'CHECKPOINT'],
+    flags: ['expect-revision'],
+    run: async (berth, [session, turn, checkpoint], values, print) => {
+      const expectedRevision = revision(values['expect-revision']);
+      const restored = await berth.turns.restore(session!, turn!, checkpoint!, expectedRevision !== undefined ? { expectedRevision } : {});
+      await print(restored, `restored ${restored.checkpointId}: ${restored.changes.length} change(s)`);
     },
   },
 });

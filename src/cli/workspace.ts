@@ -1,8 +1,9 @@
 /**
- * `berth workspace create|ls|show|rm|history|clear`: the workspaces of the token's scope on a running server —
- * managed ones made on request, directory ones from the admin's mappings — and their file history.
+ * `berth workspace create|ls|show|rm|history|clear|checkpoints|checkpoint|diff|mount|detach`: the workspaces of the
+ * token's scope on a running server — managed ones made on request, directory ones from the admin's mappings — their
+ * file history, their published checkpoints (a tree each, a diff between two) and their view.
  */
-import type { HistoryEntry, Workspace } from '../client/berth-client.ts';
+import type { CheckpointDiff, HistoryEntry, Mount, Workspace } from '../client/berth-client.ts';
 import { table } from './ps.ts';
 import { remoteUsage } from './remote.ts';
 import { subcommands } from './subcommands.ts';
@@ -14,9 +15,18 @@ export const workspaceUsage = `usage: berth workspace create [--name NAME]
        berth workspace rm WORKSPACE
        berth workspace history WORKSPACE
        berth workspace clear WORKSPACE
+       berth workspace checkpoints WORKSPACE
+       berth workspace checkpoint WORKSPACE CHECKPOINT
+       berth workspace diff WORKSPACE FROM TO
+       berth workspace mount WORKSPACE
+       berth workspace detach WORKSPACE
   create makes a managed workspace (a directory the server makes and owns) and prints its id; rm deletes it with its
   directory (refused while a turn holds it); history prints each tool mutation and each shell command's changes with
   the turn (and execution) that made them; clear (admin) frees a storage whose holder's work is proven stopped.
+  checkpoints lists the published checkpoints (sha256:… ids) with the head revision each made; checkpoint prints one's
+  tree; diff prints one line per path changed from FROM to TO (\`+\` added, \`-\` removed, \`M\` modified); mount shows
+  the workspace's view (its allocation and mount generation); detach saves the view and lets it go.
+  Take a checkpoint or restore one in a turn: \`berth turn checkpoint|restore\`.
   Bind a session to a workspace with \`berth session create --workspace WORKSPACE\`. Common flag: --json.
 ${remoteUsage}`;
 
@@ -31,6 +41,16 @@ const historyLines = (h: HistoryEntry) => [
   ...h.changes.map((c) => `    ${c.kind}  ${c.path}  ${size(c.before)} -> ${size(c.after)}`),
   ...(h.truncated ? ['    (more changes than recorded)'] : []),
 ];
+
+const describeMount = (m: Mount) =>
+  `${m.workspaceId}  ${m.state}  mount generation ${m.mountGeneration}  revision ${m.revision ?? '-'}` +
+  (m.target ? `  on ${m.target.environmentId}/${m.target.allocationId} (generation ${m.target.generation})` : '') +
+  (m.pins.length > 0 ? `  pinned by ${m.pins.join(', ')}` : '') +
+  (m.problem ? `  ${m.problem.code}: ${m.problem.message}` : '');
+
+const SIGNS = { added: '+', removed: '-', modified: 'M' } as const;
+const diffLine = (c: CheckpointDiff['changes'][number]) => `${SIGNS[c.before === null ? 'added' : c.after === null ? 'removed' : 'modified']} ${c.path}`;
+const truncatedLine = '(truncated: more entries than the server lists)';
 
 export const workspaceCommand = subcommands(workspaceUsage, { name: { type: 'string' } } as const, {
   create: {
@@ -74,6 +94,47 @@ export const workspaceCommand = subcommands(workspaceUsage, { name: { type: 'str
     run: async (berth, [id], _, print) => {
       const { cleared } = await berth.workspaces.clearHolder(id!);
       await print({ cleared }, cleared ? `cleared turn ${cleared}` : 'nobody held it');
+    },
+  },
+  checkpoints: {
+    args: ['WORKSPACE'],
+    run: async (berth, [id], values) => {
+      const all = await berth.workspaces.checkpoints(id!);
+      if (values.json) for (const c of all) await writeLine(JSON.stringify(c));
+      else await table(['CHECKPOINT', 'REVISION', 'REASON', 'FILES', 'BYTES', 'AT'], all.map((c) => [c.id, String(c.revision), c.reason, String(c.files), String(c.bytes), new Date(c.at).toISOString()]));
+    },
+  },
+  checkpoint: {
+    args: ['WORKSPACE', 'CHECKPOINT'],
+    run: async (berth, [id, checkpointId], values) => {
+      const tree = await berth.workspaces.checkpoint(id!, checkpointId!);
+      if (values.json) return void (await writeLine(JSON.stringify(tree)));
+      await writeLine(`${tree.id}  revision ${tree.revision}  ${tree.reason}  ${tree.files} file(s)  ${tree.bytes} bytes`);
+      for (const e of tree.entries) await writeLine(`${e.type.padEnd(9)}  ${e.mode.toString(8).padStart(4, '0')}  ${String(e.size).padStart(10)}  ${e.path}${e.target !== undefined ? ` -> ${e.target}` : ''}`);
+      if (tree.truncated) await writeLine(truncatedLine);
+    },
+  },
+  diff: {
+    args: ['WORKSPACE', 'FROM', 'TO'],
+    run: async (berth, [id, from, to], values) => {
+      const diff = await berth.workspaces.diff(id!, from!, to!);
+      if (values.json) return void (await writeLine(JSON.stringify(diff)));
+      for (const change of diff.changes) await writeLine(diffLine(change));
+      if (diff.truncated) await writeLine(truncatedLine);
+    },
+  },
+  mount: {
+    args: ['WORKSPACE'],
+    run: async (berth, [id], _, print) => {
+      const mount = await berth.workspaces.mount(id!);
+      await print(mount, describeMount(mount));
+    },
+  },
+  detach: {
+    args: ['WORKSPACE'],
+    run: async (berth, [id], _, print) => {
+      const mount = await berth.workspaces.detach(id!);
+      await print(mount, describeMount(mount));
     },
   },
 });

@@ -12,6 +12,9 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type {
   allocationSchema,
+  checkpointDiffSchema,
+  checkpointSchema,
+  checkpointTreeSchema,
   clearedSchema,
   createEnvironmentBody,
   createSessionBody,
@@ -19,7 +22,9 @@ import type {
   environmentSchema,
   ExecutionRecordJson,
   historyEntrySchema,
+  mountSchema,
   replayStepSchema,
+  restoredSchema,
   sessionSchema,
   submitExecutionBody,
   turnSchema,
@@ -53,15 +58,31 @@ export type CreateWorkspace = z.input<typeof createWorkspaceBody>;
 export type HistoryEntry = z.output<typeof historyEntrySchema>;
 export type Cleared = z.output<typeof clearedSchema>;
 export type Turn = z.output<typeof turnSchema>;
+export type Checkpoint = z.output<typeof checkpointSchema>;
+export type CheckpointTree = z.output<typeof checkpointTreeSchema>;
+export type CheckpointDiff = z.output<typeof checkpointDiffSchema>;
+export type Mount = z.output<typeof mountSchema>;
+export type Restored = z.output<typeof restoredSchema>;
+/** Checkpoints are listed oldest first only. */
+export type CheckpointPageOptions = Omit<PageOptions, 'order'>;
 
 /** Where a command runs: an environment (id), or a session, in one of its tool turns when `turn` is given. */
 export type RunWhere = string | { session: string; turn?: string };
 
-/** An open turn inside `turns.with`: its record, its file tools and a `run` of shell commands in it. */
+/** An open turn inside `turns.with`: its record, its file tools, a `run` of shell commands, checkpoints and restores. */
 export interface OpenTurn {
   turn: Turn;
   files: TurnFiles;
   run(command: string[] | string, options?: RunOptions): Promise<ExecutionRecordJson>;
+  /** Publishes a checkpoint of the workspace (`stale_version` when its head moved meanwhile). */
+  checkpoint(): Promise<Checkpoint>;
+  /** Gives the workspace one of its checkpoints' tree (`stale_version` when the head is not `expectedRevision`). */
+  restore(checkpointId: string, options?: RestoreOptions): Promise<Restored>;
+}
+
+export interface RestoreOptions {
+  /** The head revision the restore builds on; another head refuses it and nothing is restored. */
+  expectedRevision?: number;
 }
 
 export interface WithTurnOptions {
@@ -177,6 +198,21 @@ export class Berth {
       everyItem((cursor) => this.workspaces.historyPage(id, { ...options, cursor }), options.cursor),
     /** Admin: clears the storage's holder, only when its work is proven stopped (else invalid_state, detail.blocking). */
     clearHolder: (id: string) => this.http.json<Cleared>('POST', `/v1/workspaces/${path(id, 'holder', 'clear')}`),
+    /** Every published checkpoint of the workspace, oldest first (every page). */
+    checkpoints: (id: string) => collect(this.workspaces.iterateCheckpoints(id)),
+    /** One page; it may hold fewer than `limit` checkpoints (even none) and still have a `next`. */
+    checkpointsPage: (id: string, options: CheckpointPageOptions = {}) =>
+      readPage<Checkpoint>(this.http, `/v1/workspaces/${path(id, 'checkpoints')}`, { ...options }),
+    iterateCheckpoints: (id: string, options: CheckpointPageOptions = {}) =>
+      everyItem((cursor) => this.workspaces.checkpointsPage(id, { ...options, cursor }), options.cursor),
+    /** One checkpoint with its tree (`truncated` past the server's limit of entries). */
+    checkpoint: (id: string, checkpointId: string) => this.http.json<CheckpointTree>('GET', `/v1/workspaces/${path(id, 'checkpoints', checkpointId)}`),
+    /** What changed from checkpoint `from` to checkpoint `to`. */
+    diff: (id: string, from: string, to: string) => this.http.json<CheckpointDiff>('GET', `/v1/workspaces/${path(id, 'diff')}`, { query: { from, to } }),
+    /** The workspace's view (`state: 'unbound'` when it never had one). */
+    mount: (id: string) => this.http.json<Mount>('GET', `/v1/workspaces/${path(id, 'mount')}`),
+    /** Saves the view and lets it go (its allocation stays). */
+    detach: (id: string) => this.http.json<Mount>('POST', `/v1/workspaces/${path(id, 'detach')}`),
   };
 
   readonly turns = {
@@ -189,6 +225,11 @@ export class Berth {
       this.http.json<Turn>('POST', `/v1/sessions/${path(sessionId, 'turns', turnId, 'release')}`, { body: options }),
     /** The file tools of an open turn. */
     files: (sessionId: string, turnId: string) => new TurnFiles(this.http, sessionId, turnId),
+    /** Publishes a checkpoint of the turn's workspace. */
+    checkpoint: (sessionId: string, turnId: string) => this.http.json<Checkpoint>('POST', `/v1/sessions/${path(sessionId, 'turns', turnId, 'checkpoints')}`),
+    /** Gives the turn's workspace the tree of one of its checkpoints; recorded in its history as `restore`. */
+    restore: (sessionId: string, turnId: string, checkpointId: string, options: RestoreOptions = {}) =>
+      this.http.json<Restored>('POST', `/v1/sessions/${path(sessionId, 'turns', turnId, 'restore')}`, { body: { checkpoint: checkpointId, ...options } }),
     /**
      * Opens a turn, runs `fn` with it and always releases it (the release waits for the commands `fn` started). An
      * error of `fn` wins over one of the release.
@@ -203,6 +244,8 @@ export class Berth {
           turn,
           files: this.turns.files(sessionId, turn.id),
           run: (command, runOptions) => this.executions.run({ session: sessionId, turn: turn.id }, command, runOptions),
+          checkpoint: () => this.turns.checkpoint(sessionId, turn.id),
+          restore: (checkpointId, restoreOptions) => this.turns.restore(sessionId, turn.id, checkpointId, restoreOptions),
         });
       } catch (error) {
         await release().catch(() => undefined);

@@ -1,12 +1,16 @@
 /**
  * The typed client of a Berth server (`berth/client`): connect with a URL and a token, then environments (and their
- * content: imports, builds, versions), workspaces, sessions, tool turns and their file tools, executions (run, follow,
+ * content: imports, builds, versions), workspaces, sessions, tool turns and their file tools, workspace checkpoints and views, executions (run, follow,
  * output, cancel), allocations, stream replay and the audit feed. Errors from the server are BerthApiError with the code of the wire's error shape.
  */
 export { Berth } from './berth-client.ts';
 export type {
   Allocation,
   BuildRecord,
+  Checkpoint,
+  CheckpointDiff,
+  CheckpointPageOptions,
+  CheckpointTree,
   Cleared,
   ConnectOptions,
   CreateEnvironment,
@@ -16,8 +20,11 @@ export type {
   ExecutionQuery,
   HistoryEntry,
   ImportResult,
+  Mount,
   OpenTurn,
   ReplayStepJson,
+  Restored,
+  RestoreOptions,
   RunOptions,
   RunWhere,
   Session,

@@ -22,6 +22,7 @@ import { activityPlugin } from './routes/activity.ts';
 import { allocationsPlugin } from './routes/allocations.ts';
 import { capabilitiesPlugin } from './routes/capabilities.ts';
 import { catalogPlugin } from './routes/catalog.ts';
+import { checkpointsPlugin } from './routes/checkpoints.ts';
 import { environmentBuildsPlugin } from './routes/environment-builds.ts';
 import { environmentFilesPlugin } from './routes/environment-files.ts';
 import { environmentsPlugin } from './routes/environments.ts';
@@ -101,6 +102,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     sessionsPlugin,
     workspacesPlugin,
     turnsPlugin,
+    checkpointsPlugin,
     executionsPlugin,
     executionStreamsPlugin,
     activityPlugin,

@@ -127,7 +127,7 @@ export class BerthApi implements RuntimeApi {
   }
 
   capabilities(): Record<string, boolean> {
-    return { environments: this.content !== undefined, executions: true, sessions: true, workspaces: true, turns: true, websocket: true, sse: true, providers: true };
+    return { environments: this.content !== undefined, executions: true, sessions: true, workspaces: true, turns: true, checkpoints: true, websocket: true, sse: true, providers: true };
   }
 
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView> {

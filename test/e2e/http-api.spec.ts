@@ -61,6 +61,10 @@ describe('OpenAPI', () => {
         'delete /v1/sessions/{id}/turns/{turnId}/files', 'get /v1/sessions/{id}/turns/{turnId}/files/list',
         'get /v1/sessions/{id}/turns/{turnId}/files/stat', 'post /v1/sessions/{id}/turns/{turnId}/files/edit',
         'post /v1/sessions/{id}/turns/{turnId}/files/mkdir', 'put /v1/sessions/{id}/turns/{turnId}/files/inputs',
+        // Checkpoints and views (issue 14; test/integration/gateway-checkpoints.spec.ts).
+        'get /v1/workspaces/{id}/checkpoints', 'get /v1/workspaces/{id}/checkpoints/{checkpointId}', 'get /v1/workspaces/{id}/diff',
+        'get /v1/workspaces/{id}/mount', 'post /v1/workspaces/{id}/detach', 'post /v1/sessions/{id}/turns/{turnId}/checkpoints',
+        'post /v1/sessions/{id}/turns/{turnId}/restore',
       ].sort(),
     );
     expect(openapi.doc.openapi).toBe('3.1.0');
