@@ -364,8 +364,11 @@ export const allocationMachine = allocationSetup.createMachine({
     ready: {
       on: {
         'allocation.reported': [
-          { guard: reportIs('absent'), target: 'lost', actions: ['recordReport', 'stamp', notify('lost'), loseMounts] },
-          { guard: reportIs('fenced'), target: 'fenced', actions: ['recordReport', 'stamp', notify('fenced'), loseMounts] },
+          // Views on it learn it is gone (they keep their use until a view is made elsewhere or released).
+          { guard: and([reportIs('absent'), 'hasMounts']), target: 'lost', actions: ['recordReport', 'stamp', notify('lost'), loseMounts] },
+          { guard: reportIs('absent'), target: 'lost', actions: ['recordReport', 'stamp', notify('lost')] },
+          { guard: and([reportIs('fenced'), 'hasMounts']), target: 'fenced', actions: ['recordReport', 'stamp', notify('fenced'), loseMounts] },
+          { guard: reportIs('fenced'), target: 'fenced', actions: ['recordReport', 'stamp', notify('fenced')] },
           // ready confirms; pending and unknown cannot prove a loss, so the allocation stays as it was.
           { guard: reportIs('ready'), actions: ['recordReport', 'stamp'] },
           { guard: reportIs('pending'), actions: ['recordReport', 'stamp'] },

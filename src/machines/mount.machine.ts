@@ -284,9 +284,12 @@ export const reject = (snapshot: MountSnapshot, event: IncomingEvent): Rejection
   switch (event.type) {
     case 'mount.prepare_requested':
       return { code: 'invalid_state', message: `The workspace already has a view (${state}).`, detail: { ...detail, reason: 'attached' } };
+    case 'mount.checkpoint_started':
+      if (String(event.attemptId) in context.attempts) return { code: 'invalid_state', message: 'That attempt is recorded already.', detail: { ...detail, reason: 'attempt_exists' } };
+    // falls through: a new attempt is refused as a pin is
     case 'mount.pinned':
     case 'mount.refreshed':
-    case 'mount.checkpoint_started':
+      if (state === 'active') return { code: 'invalid_state', message: 'The view is at a newer revision already.', detail: { ...detail, reason: 'older_base' } };
       if (state === 'saving' || state === 'detaching') return { code: 'workspace_busy', message: 'The workspace\'s view is being saved and detached.', detail: { ...detail, reason: 'detaching' } };
       return { code: 'workspace_unavailable', message: `The workspace's view is ${state}.`, detail: { ...detail, reason: state, problem: context.problem } };
     case 'mount.detach_requested':

@@ -8,6 +8,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { MountContext } from '../../src/machines/mount.machine.ts';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
@@ -83,6 +84,40 @@ describe.skipIf(!dockerAvailable)('workspace views on Docker', () => {
     await berth.api.files.write(admin, session.id, turn.id, 'made/new.txt', Buffer.from('edited\n'));
     const y = await exec(session.id, turn.id, 'cat made/new.txt');
     expect((await berth.api.readOutput(admin, y.id, 'stdout', 0)).data.toString()).toBe('edited\n');
+    await berth.api.releaseTurn(admin, session.id, turn.id);
+  });
+
+  it('two checkpoint attempts racing on one head: exactly one publishes, the other is recorded as stale', async () => {
+    const { ws, session, turn } = await turnOnDocker();
+    const x = await exec(session.id, turn.id, 'seq 1 2000 | while read i; do echo $i > f$i.txt; done');
+    expect(x.checkpoint?.outcome).toBe('published');
+    const mount = (await berth.runtime.actors.get<MountContext>('mount', ws.id))!.context;
+    const head = (await berth.runtime.actors.get<{ revision: number; generation: number }>('workspace', ws.id))!.context;
+    const attempt = (attemptId: string) => ({
+      type: 'mount.checkpoint_started',
+      attemptId,
+      reason: 'explicit',
+      bindingGeneration: head.generation,
+      target: mount.target,
+      mountGeneration: mount.mountGeneration,
+      baseRevision: head.revision,
+      at: Date.now(),
+    });
+    await Promise.all([berth.runtime.actors.send('mount', ws.id, attempt('race-a')), berth.runtime.actors.send('mount', ws.id, attempt('race-b'))]);
+    const settled = await waitFor(async () => (await berth.runtime.actors.get<MountContext>('mount', ws.id))!.context.attempts, {
+      until: (a) => a['race-a']?.status !== 'capturing' && a['race-b']?.status !== 'capturing',
+      timeoutMs: 30_000,
+      what: 'both attempts settled',
+    });
+    expect([settled['race-a']!.status, settled['race-b']!.status].sort()).toEqual(['published', 'stale']);
+    const published = (await berth.runtime.store.readStream(`workspace-${ws.id}`)).filter(
+      (e) => e.type === 'workspace.checkpoint_published' && ['race-a', 'race-b'].includes((e.data as { attemptId: string }).attemptId),
+    );
+    expect(published).toHaveLength(1);
+    expect((await berth.runtime.actors.get<{ revision: number }>('workspace', ws.id))!.context.revision).toBe(head.revision + 1);
+    // The explicit checkpoint through the API: on the head now, so it publishes (and lists).
+    const explicit = await berth.api.checkpoints.create(admin, session.id, turn.id);
+    expect(explicit).toMatchObject({ reason: 'explicit', revision: head.revision + 2, files: 2001 }); // the 2000 and src/main.txt
     await berth.api.releaseTurn(admin, session.id, turn.id);
   });
 

@@ -56,7 +56,7 @@ describe('deleting an environment', () => {
     it.skipIf(skip)(`should refuse while a use holds its ${provider} allocation (environment_busy), and delete once it is given back`, async () => {
       const env = await berth.api.createEnvironment(admin, { name: `held ${provider}`, profile: { provider } });
       const a = await berth.api.acquire(admin, env.id);
-      await berth.api.environments.acquireUse(admin, env.id, a.allocationId, 'mount', 'huse_delete_spec');
+      await berth.api.environments.acquireUse(admin, env.id, a.allocationId, 'physical', 'huse_delete_spec');
 
       expect(await codeOf(() => berth.api.deleteEnvironment(admin, env.id))).toBe('environment_busy');
       expect((await berth.api.getEnvironment(admin, env.id)).state).toBe('allocated');

@@ -265,3 +265,33 @@ describe('allocation machine: snapshots', () => {
     expect([r.value, r.context]).toStrictEqual([s.value, s.context]);
   });
 });
+
+describe('allocation machine: release saves workspace views first', () => {
+  const detachParams = { allocationId: ID, workspaceIds: ['hwsp_1'] };
+  it('should close admission and ask its views to save and detach before deallocating', () => {
+    spec.given([intended, ready, use('hwsp_1', 'mount')]).when(release('explicit')).then(({ state, context, actions }) => {
+      expect(state).toBe('releasing');
+      expect(context.call).toBeNull();
+      expect(actions).toEqual([{ type: 'mounts.detach', params: detachParams }, notify({ type: 'environment.allocation_releasing', allocationId: ID, at: 10_000 })]);
+    });
+    spec.given([intended, ready, use('hwsp_1', 'mount'), release('explicit')]).when(use('x', 'execution', {}, 10_500)).thenRejects('environment_busy');
+  });
+
+  it('should deallocate once the last view gave its use back; recovery asks again while one is held', () => {
+    const releasing = [intended, ready, use('hwsp_1', 'mount'), release('explicit')];
+    spec.given(releasing).when(unuse('hwsp_1', 12_000)).then(({ context, actions }) => {
+      expect(context.call).toBe('deallocate');
+      expect(actions).toEqual([{ type: 'provider.deallocate', params: withIdentity }]);
+    });
+    spec.given(releasing).when(recovered()).then(({ actions }) => expect(actions).toEqual([{ type: 'mounts.detach', params: detachParams }]));
+  });
+
+  it('should still refuse a release while an execution uses it, and tell its views when it is lost', () => {
+    spec.given([intended, ready, use('hwsp_1', 'mount'), use('exec-1')]).when(release('explicit')).thenRejects('environment_busy');
+    spec.given([intended, ready, use('hwsp_1', 'mount'), reconcile]).when(absent(16_000)).then(({ state, actions }) => {
+      expect(state).toBe('lost');
+      expect(actions).toContainEqual({ type: 'mounts.lost', params: detachParams });
+    });
+  });
+});
+
