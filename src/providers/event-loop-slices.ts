@@ -7,11 +7,11 @@ export class EventLoopSlices {
 
   constructor(private readonly sliceMs = 8) {}
 
-  /** True when the event loop was given a turn (time-sensitive state taken before it may be stale). */
-  async breathe(): Promise<boolean> {
-    if (performance.now() - this.sliceStart < this.sliceMs) return false;
-    await new Promise((resolve) => setImmediate(resolve));
-    this.sliceStart = performance.now();
-    return true;
+  /** A promise to await when the slice is over (the event loop then gets its turn), else undefined: no await at all. */
+  breathe(): Promise<void> | undefined {
+    if (performance.now() - this.sliceStart < this.sliceMs) return undefined;
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.sliceStart = performance.now();
+    });
   }
 }

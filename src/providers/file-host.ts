@@ -65,6 +65,11 @@ export interface PackWriter {
 export interface BlobSource {
   /** Reads `size` bytes of the blob at `location`, in chunks. */
   read(location: BlobLocation, size: number): AsyncIterable<Buffer>;
+  /**
+   * Optional, for a source on local disk: the same chunks handed to `use` before it returns, each valid only during
+   * its call. An apply of thousands of small files then costs no promise per file.
+   */
+  readSync?(location: BlobLocation, size: number, use: (chunk: Buffer) => void): void;
 }
 
 /** Who owns what an apply writes (the command's user, so its commands can write there). */

@@ -95,7 +95,8 @@ export async function applyTree(rootFd: number, owner: FileOwner, target: TreeMa
       const segments = change.path.split('/');
       const parent = dirs.open(segments.slice(0, -1), false);
       if (parent !== undefined) removeEntryAt(parent, segments[segments.length - 1]!);
-      await slices.breathe();
+      const pause = slices.breathe();
+      if (pause) await pause;
     }
     for (const change of changes) {
       if (change.after === null) continue;
@@ -107,9 +108,11 @@ export async function applyTree(rootFd: number, owner: FileOwner, target: TreeMa
         fchmodSync(fd, entry.mode);
       } else {
         const parent = dirs.open(segments.slice(0, -1), true)!;
-        await writer.write(parent, segments[segments.length - 1]!, entry);
+        const writing = writer.write(parent, segments[segments.length - 1]!, entry);
+        if (writing) await writing;
       }
-      await slices.breathe();
+      const pause = slices.breathe();
+      if (pause) await pause;
     }
   } finally {
     dirs.closeFrom(0);
@@ -132,24 +135,33 @@ class EntryWriter {
     private readonly fresh: boolean,
   ) {}
 
-  async write(dirFd: number, name: string, entry: TreeEntry): Promise<void> {
-    if (this.fresh && (await this.make(dirFd, name, entry))) return;
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const tmp = `${this.tmpPrefix}${this.made++}`;
-      if (!(await this.make(dirFd, tmp, entry))) continue;
+  /** Writes the entry at `name`; a promise only when its bytes come from an asynchronous source. */
+  write(dirFd: number, name: string, entry: TreeEntry): Promise<void> | void {
+    if (this.fresh) {
+      const made = this.make(dirFd, name, entry);
+      if (made !== false) return made === true ? undefined : made;
+    }
+    return this.replace(dirFd, name, entry, 0);
+  }
+
+  private replace(dirFd: number, name: string, entry: TreeEntry, attempt: number): Promise<void> | void {
+    if (attempt === MAX_ATTEMPTS) throw raced(entry.path);
+    const tmp = `${this.tmpPrefix}${this.made++}`;
+    const made = this.make(dirFd, tmp, entry);
+    if (made === false) return this.replace(dirFd, name, entry, attempt + 1);
+    const rename = (): void => {
       try {
         renameOver(dirFd, tmp, name);
       } catch (e) {
         removeEntryAt(dirFd, tmp);
         throw e;
       }
-      return;
-    }
-    throw raced(entry.path);
+    };
+    return made === true ? rename() : made.then(rename);
   }
 
-  /** Creates `name` as the entry; false when the name is taken. */
-  private async make(dirFd: number, name: string, entry: TreeEntry): Promise<boolean> {
+  /** Creates `name` as the entry: false when the name is taken, true when done, a promise while bytes still come. */
+  private make(dirFd: number, name: string, entry: TreeEntry): boolean | Promise<void> {
     if (entry.type === 'symlink') {
       try {
         symlinkSync(entry.target!, at(dirFd, name));
@@ -167,16 +179,28 @@ class EntryWriter {
       if (errorCode(e) === 'EEXIST') return false;
       throw e;
     }
-    try {
-      await this.fill(fd, entry);
-      fchownSync(fd, this.owner.uid, this.owner.gid);
-      fchmodSync(fd, entry.mode);
-    } catch (e) {
+    const abandon = (e: unknown): never => {
       closeSync(fd);
       removeEntryAt(dirFd, name);
       throw e;
+    };
+    const settle = (): void => {
+      try {
+        fchownSync(fd, this.owner.uid, this.owner.gid);
+        fchmodSync(fd, entry.mode);
+      } catch (e) {
+        abandon(e);
+      }
+      closeSync(fd);
+    };
+    let filling: Promise<void> | void = undefined;
+    try {
+      filling = this.fill(fd, entry);
+    } catch (e) {
+      abandon(e);
     }
-    closeSync(fd);
+    if (filling) return filling.then(settle, abandon);
+    settle();
     return true;
   }
 
@@ -184,21 +208,29 @@ class EntryWriter {
    * The blob's bytes, checked against the entry's size: a pack cut short never becomes a shorter file silently. The
    * hash is not computed again (it would cost as much as the write): packs are the store's own fsynced files.
    */
-  private async fill(fd: number, entry: TreeEntry): Promise<void> {
+  private fill(fd: number, entry: TreeEntry): Promise<void> | void {
     let written = 0;
-    if (entry.size > 0) {
-      for await (const chunk of this.source.read(entry.blob!, entry.size)) {
-        for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
-        written += chunk.length;
-      }
-    }
-    if (written !== entry.size) {
+    const put = (chunk: Buffer): void => {
+      for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
+      written += chunk.length;
+    };
+    const check = (): void => {
+      if (written === entry.size) return;
       throw new BerthError('internal', 'A checkpoint blob does not hold as many bytes as its manifest names; the file was not written.', {
         path: entry.path,
         expected: entry.size,
         found: written,
       });
+    };
+    if (entry.size === 0) return check();
+    if (this.source.readSync) {
+      this.source.readSync(entry.blob!, entry.size, put);
+      return check();
     }
+    return (async () => {
+      for await (const chunk of this.source.read(entry.blob!, entry.size)) put(chunk);
+      check();
+    })();
   }
 }
 

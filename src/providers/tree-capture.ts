@@ -6,7 +6,7 @@
  * capture is not read again. Synchronous calls in a tight loop, the event loop given back every few milliseconds.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type BigIntStats, type Stats } from 'node:fs';
 import { BerthError } from '../../schemas/errors.ts';
 import { PRIVATE_ROOT_NAMES, type BlobLocation, type CaptureLimits, type PackWriter, type TreeEntry, type TreeManifest } from './file-host.ts';
 import { EventLoopSlices } from './event-loop-slices.ts';
@@ -34,13 +34,24 @@ const hintOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtim
 const quota = (which: 'checkpoint_entries' | 'checkpoint_bytes' | 'checkpoint_depth', limit: number, use: number): BerthError =>
   new BerthError('quota_exceeded', `The view is over the checkpoint limit (${which}: ${use} past ${limit}); nothing was recorded.`, { quota: which, limit, use });
 
-/** Names that cannot be recorded faithfully as a JSON string (not UTF-8) are left out: a U+FFFD marks a lossy decode. */
-function namesOf(dirFd: number): { names: string[]; unreadable: number } {
-  const names = readdirSync(at(dirFd, '.'));
-  if (!names.some((name) => name.includes('\uFFFD'))) return { names, unreadable: 0 };
-  const raw = readdirSync(at(dirFd, '.'), { encoding: 'buffer' });
-  const kept = raw.filter((name) => Buffer.from(name.toString()).equals(name)).map((name) => name.toString());
-  return { names: kept, unreadable: raw.length - kept.length };
+type Kind = 'file' | 'directory' | 'symlink' | 'special' | 'unknown';
+
+type Typed = Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice'>;
+
+const kindOf = (entry: Typed): Kind =>
+  entry.isFile() ? 'file' : entry.isDirectory() ? 'directory' : entry.isSymbolicLink() ? 'symlink' : entry.isFIFO() || entry.isSocket() || entry.isCharacterDevice() || entry.isBlockDevice() ? 'special' : 'unknown';
+
+/**
+ * The directory's entries with the type readdir gives (d_type: no lstat needed to tell a link from a file).
+ * Names that cannot be recorded faithfully as a JSON string (not UTF-8) are left out: a U+FFFD marks a lossy decode.
+ */
+function listing(dirFd: number): { entries: { name: string; kind: Kind }[]; unreadable: number } {
+  const dirents = readdirSync(at(dirFd, '.'), { withFileTypes: true });
+  const entries = dirents.map((dirent) => ({ name: dirent.name, kind: kindOf(dirent) }));
+  if (!entries.some((entry) => entry.name.includes('\uFFFD'))) return { entries, unreadable: 0 };
+  const raw = readdirSync(at(dirFd, '.'), { encoding: 'buffer', withFileTypes: true });
+  const kept = raw.filter((dirent) => Buffer.from(dirent.name.toString()).equals(dirent.name)).map((dirent) => ({ name: dirent.name.toString(), kind: kindOf(dirent) }));
+  return { entries: kept, unreadable: raw.length - kept.length };
 }
 
 export class TreeCapture {
@@ -76,16 +87,20 @@ export class TreeCapture {
 
   private async walk(dirFd: number, prefix: string, depth: number): Promise<void> {
     if (depth > MAX_CAPTURE_DEPTH) throw quota('checkpoint_depth', MAX_CAPTURE_DEPTH, depth);
-    const { names, unreadable } = namesOf(dirFd);
+    const { entries, unreadable } = listing(dirFd);
     this.skipped += unreadable;
-    this.count(names.length);
+    this.count(entries.length);
     this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
-    for (const name of names) {
+    for (const { name, kind } of entries) {
       if (prefix === '' && privateAtRoot.has(name)) continue;
       // Most entries (a link, a reused file) need no await: only the ones that read or descend return a promise.
-      const pending = this.entry(dirFd, name, prefix === '' ? name : `${prefix}/${name}`, depth);
+      const pending = this.entry(dirFd, name, prefix === '' ? name : `${prefix}/${name}`, kind, depth);
       if (pending) await pending;
-      if (await this.slices.breathe()) this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
+      const pause = this.slices.breathe();
+      if (pause) {
+        await pause;
+        this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
+      }
     }
   }
 
@@ -94,25 +109,32 @@ export class TreeCapture {
     if (this.seen > this.limits.maxEntries) throw quota('checkpoint_entries', this.limits.maxEntries, this.seen);
   }
 
-  private entry(dirFd: number, name: string, path: string, depth: number): Promise<void> | void {
-    const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
-    if (!stats) return; // gone since it was listed
-    if (stats.isSymbolicLink()) return this.link(dirFd, name, path);
-    if (stats.isFile()) {
-      const previous = this.previousByPath.get(path);
-      if (previous?.type === 'file' && previous.stat !== undefined && previous.stat === hintOf(stats)) return this.reuse(previous, stats);
-    } else if (!stats.isDirectory()) {
-      this.skipped++;
-      return;
+  /**
+   * `listed` is the type readdir gave. A special file is never opened. A file is looked at with lstat only when the
+   * previous capture has a hint for its path; otherwise it is opened straight away (O_NOFOLLOW: a link planted
+   * since fails; O_NONBLOCK, O_NOCTTY: a FIFO or terminal planted since neither blocks nor attaches) and fstat of the
+   * descriptor decides. A device node planted between the listing and the open would be opened (not read): staging
+   * volumes are mounted nodev, and a contained command cannot make device nodes.
+   */
+  private entry(dirFd: number, name: string, path: string, listed: Kind, depth: number): Promise<void> | void {
+    let kind = listed;
+    const previous = kind === 'file' ? this.previousByPath.get(path) : undefined;
+    if (kind === 'unknown' || previous?.stat !== undefined) {
+      const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
+      if (!stats) return; // gone since it was listed
+      kind = kindOf(stats);
+      if (kind === 'file' && previous?.type === 'file' && previous.stat === hintOf(stats)) return this.reuse(previous, stats);
     }
+    if (kind === 'symlink') return this.link(dirFd, name, path);
+    if (kind !== 'file' && kind !== 'directory') return void this.skipped++;
     // Opened without following and without blocking; what is used is what fstat of the descriptor says it is.
     let fd: number;
     try {
-      fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | (stats.isDirectory() ? O_DIRECTORY : 0));
+      fd = openSync(at(dirFd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | (kind === 'directory' ? O_DIRECTORY : 0));
     } catch (e) {
       const code = errorCode(e);
       if (code === 'ENOENT') return;
-      if (code === 'ELOOP') return this.link(dirFd, name, path); // swapped for a link since the lstat
+      if (code === 'ELOOP') return this.link(dirFd, name, path); // swapped for a link since it was listed
       if (code === 'ENOTDIR' || code === 'ENXIO') return void this.skipped++;
       throw e;
     }

@@ -6,7 +6,7 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TreeManifest } from '../../src/providers/file-host.ts';
+import type { BlobSource, TreeManifest } from '../../src/providers/file-host.ts';
 import { DirectoryFileHost } from '../../src/providers/directory-file-host.ts';
 import { diffTrees } from '../../src/providers/tree-diff.ts';
 import { CheckpointPacks } from '../../src/runtime/workspaces/checkpoint-packs.ts';
@@ -145,6 +145,26 @@ describe('DirectoryFileHost', () => {
     await host.apply(after, undefined, packs.source()); // everything again, into a view already there
     expect(describeTree(view)).toEqual({ ...describeTree(source), 'unrelated.txt': describeTree(view)['unrelated.txt']! });
     expect(readdirSync(view).filter((name) => name.startsWith('.berth-apply'))).toEqual([]);
+  });
+  it('applies from a source that only streams (no synchronous reads), and refuses a blob shorter than its entry', async () => {
+    const from = freshDir();
+    plantTree(from);
+    const { manifest } = await captureInto(packs, from);
+    const local = packs.source();
+    const streaming: BlobSource = { read: (location, size) => local.read(location, size) };
+    const to = freshDir();
+    await new DirectoryFileHost(to).apply(manifest, undefined, streaming);
+    expect(describeTree(to)).toEqual(describeTree(from));
+
+    const short: BlobSource = {
+      async *read(location, size) {
+        for await (const chunk of local.read(location, size)) yield chunk.subarray(0, chunk.length - 1);
+      },
+    };
+    const changed = (await captureInto(packs, (writeFileSync(join(from, 'README'), 'other bytes\n'), from), manifest)).manifest;
+    await expect(new DirectoryFileHost(to).apply(changed, manifest, short)).rejects.toMatchObject({ code: 'internal', detail: { path: 'README' } });
+    expect(readFileSync(join(to, 'README'), 'utf8')).toBe('hello\n');
+    expect(readdirSync(to).filter((name) => name.startsWith('.berth-apply'))).toEqual([]);
   });
 });
 

@@ -204,33 +204,39 @@ export class CheckpointPacks {
       }
       return fd;
     };
+    function* chunks(location: BlobLocation, size: number): Generator<Buffer> {
+      if (size === 0) return; // an empty blob may name a pack that was never kept (nothing was written to it)
+      if (!PACK_NAME.test(location.pack) || !Number.isSafeInteger(location.offset) || location.offset < 0) {
+        throw new BerthError('invalid_request', 'A blob location names no pack of this store.', { pack: location.pack, offset: location.offset });
+      }
+      reading++;
+      let fd: number | undefined;
+      try {
+        fd = packFd(location.pack);
+        for (let done = 0; done < size; ) {
+          const read = readSync(fd, buffer, 0, Math.min(buffer.length, size - done), location.offset + done);
+          if (read === 0) throw new BerthError('internal', 'A checkpoint pack ends before the blob it should hold.', { pack: location.pack, offset: location.offset, size });
+          done += read;
+          yield buffer.subarray(0, read);
+        }
+      } finally {
+        reading--;
+        if (fd !== undefined && held?.fd !== fd) closeSync(fd);
+        if (!closeScheduled) {
+          closeScheduled = true;
+          setImmediate(() => {
+            closeScheduled = false;
+            release();
+          });
+        }
+      }
+    }
     return {
-      async *read(location: BlobLocation, size: number): AsyncIterable<Buffer> {
-        if (size === 0) return; // an empty blob may name a pack that was never kept (nothing was written to it)
-        if (!PACK_NAME.test(location.pack) || !Number.isSafeInteger(location.offset) || location.offset < 0) {
-          throw new BerthError('invalid_request', 'A blob location names no pack of this store.', { pack: location.pack, offset: location.offset });
-        }
-        reading++;
-        let fd: number | undefined;
-        try {
-          fd = packFd(location.pack);
-          for (let done = 0; done < size; ) {
-            const read = readSync(fd, buffer, 0, Math.min(buffer.length, size - done), location.offset + done);
-            if (read === 0) throw new BerthError('internal', 'A checkpoint pack ends before the blob it should hold.', { pack: location.pack, offset: location.offset, size });
-            done += read;
-            yield buffer.subarray(0, read);
-          }
-        } finally {
-          reading--;
-          if (fd !== undefined && held?.fd !== fd) closeSync(fd);
-          if (!closeScheduled) {
-            closeScheduled = true;
-            setImmediate(() => {
-              closeScheduled = false;
-              release();
-            });
-          }
-        }
+      async *read(location, size) {
+        yield* chunks(location, size);
+      },
+      readSync(location, size, use) {
+        for (const chunk of chunks(location, size)) use(chunk);
       },
     };
   }
