@@ -25,6 +25,8 @@ import { HIDDEN_FROM_COMMANDS, type WorkspaceDirectories } from './workspace-dir
 
 /** How long an execution's admission waits for a view being prepared or saved by someone else. */
 const SETTLE_WAIT_MS = 120_000;
+/** A detachment whose save failed is tried again (by the next release request or maintenance tick) after this long. */
+const STALLED_SAVE_MS = 10_000;
 /** Recaptures after stale attempts before the view is left for maintenance to save. */
 const RECAPTURES = 3;
 
@@ -108,17 +110,34 @@ export class MountService {
 
   /** Closes admission, publishes a final checkpoint and lets the view go (the allocation's use with it). */
   async detach(workspaceId: string, reason: 'explicit' | 'release'): Promise<MountView | undefined> {
-    await this.dropDeadPins(workspaceId);
-    await this.deps.actors().send('mount', workspaceId, { type: 'mount.detach_requested', reason, at: this.deps.now() });
+    await this.requestDetach(workspaceId, reason);
     return this.settled(workspaceId, Date.now() + SETTLE_WAIT_MS);
   }
 
-  /** The release's request: detach, unless it is under way already or there is nothing to detach. */
+  /** The release's request (and maintenance's, every tick while the allocation is releasing): detach, or go on detaching. */
   async detachForRelease(workspaceId: string): Promise<void> {
+    await this.requestDetach(workspaceId, 'release');
+  }
+
+  private async requestDetach(workspaceId: string, reason: 'explicit' | 'release'): Promise<void> {
     await this.dropDeadPins(workspaceId);
-    await this.deps.actors().send('mount', workspaceId, { type: 'mount.detach_requested', reason: 'release', at: this.deps.now() }).catch((e) => {
-      if (!isBerthError(e, 'invalid_state')) throw e;
-    });
+    try {
+      await this.deps.actors().send('mount', workspaceId, { type: 'mount.detach_requested', reason, at: this.deps.now() });
+    } catch (e) {
+      if (!isBerthError(e, 'invalid_state') && !isBerthError(e, 'workspace_busy')) throw e;
+      // Under way already: a save that failed (the view unreachable for a while) is tried again once it has stalled.
+      const mount = await this.get(workspaceId);
+      if (isBerthError(e, 'workspace_busy') && mount?.state === 'active') throw e; // pinned by a running execution
+      if (mount && (mount.state === 'saving' || mount.state === 'detaching') && Object.values(mount.context.attempts).every((a) => a.status !== 'capturing')) {
+        if (this.deps.now() - mount.context.updatedAt >= STALLED_SAVE_MS) await this.redrive(workspaceId);
+      }
+    }
+  }
+
+  /** What recovery does for the view (resume its save or detachment), asked again by this runtime. */
+  private redrive(workspaceId: string): Promise<unknown> {
+    const actors = this.deps.actors();
+    return actors.send('mount', workspaceId, { type: 'runtime.recovered', runtimeId: actors.runtimeId, epoch: actors.epoch, at: this.deps.now() }).catch(() => undefined);
   }
 
   /**
