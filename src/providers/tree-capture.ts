@@ -57,7 +57,8 @@ function listing(dirFd: number): { entries: { name: string; kind: Kind }[]; unre
 export class TreeCapture {
   private readonly entries: TreeEntry[] = [];
   private readonly previousByPath = new Map<string, TreeEntry>();
-  private readonly knownBlobs = new Map<string, BlobLocation>();
+  /** Blobs by hash, of the previous capture and of this one: made at the first file read (most captures read few). */
+  private knownBlobs: Map<string, BlobLocation> | undefined;
   private readonly buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   private seen = 0;
   private files = 0;
@@ -71,10 +72,7 @@ export class TreeCapture {
     private readonly pack: PackWriter,
     private readonly limits: CaptureLimits,
   ) {
-    for (const entry of previous?.entries ?? []) {
-      this.previousByPath.set(entry.path, entry);
-      if (entry.type === 'file' && entry.hash && entry.blob) this.knownBlobs.set(entry.hash, entry.blob);
-    }
+    for (const entry of previous?.entries ?? []) this.previousByPath.set(entry.path, entry);
   }
 
   /** The tree under the directory open as `rootFd`. */
@@ -185,6 +183,10 @@ export class TreeCapture {
       await this.pack.write(chunk);
     }
     const digest = `sha256:${hash.digest('hex')}`;
+    if (!this.knownBlobs) {
+      this.knownBlobs = new Map();
+      for (const entry of this.previousByPath.values()) if (entry.type === 'file' && entry.hash && entry.blob) this.knownBlobs.set(entry.hash, entry.blob);
+    }
     let blob = this.knownBlobs.get(digest);
     if (blob) {
       await this.pack.truncate(start);
