@@ -18,7 +18,7 @@ export const errorCodes = {
   wrong_expected_version: { status: 409, retryable: true, meaning: 'A concurrent writer changed the stream first.' },
   workspace_busy: { status: 409, retryable: true, meaning: 'Another holder owns the workspace storage.' },
   workspace_unavailable: { status: 409, retryable: false, meaning: 'The workspace\'s storage is gone, replaced, or no longer matches the binding recorded (generation, identity, deletion).' },
-  stale_version: { status: 412, retryable: false, meaning: 'The file changed since the byte version named in If-Match; nothing was written.' },
+  stale_version: { status: 412, retryable: false, meaning: 'The file or workspace changed since the version named (If-Match, or a restore\'s expectedRevision), or the head moved while a checkpoint was taken; nothing was written.' },
   output_expired: { status: 410, retryable: false, meaning: 'The execution\'s output aged out under the retention policy; its record is kept.' },
   file_too_large: { status: 413, retryable: false, meaning: 'The file is over the limit given in detail.max_bytes.' },
   body_too_large: { status: 413, retryable: false, meaning: 'The request body is over the limit given in detail.max_bytes.' },
