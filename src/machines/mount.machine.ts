@@ -12,8 +12,8 @@
  *   and a recovered runtime resumes the attempts still capturing under their original identities;
  * - executions pin the view from before their dispatch until they are saved: a pinned view is not detached;
  * - a detachment (explicit, or the allocation's release) closes admission, publishes a final checkpoint (a stale
- *   one is followed by a recapture of the current view, a failed one is retried by recovery and maintenance), then
- *   gives the allocation's use back; a lost allocation leaves the view unavailable, never refilled from an older tree.
+ *   one is followed by a recapture of the current view, a failed one is retried by recovery and maintenance, one past
+ *   the capture limits is given up, recorded), then gives the allocation's use back; a lost allocation leaves the view unavailable, never refilled from an older tree.
  */
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
@@ -182,6 +182,8 @@ const mountSetup = setup({
       event.type === 'mount.checkpoint_published' &&
       context.attempts[event.attemptId]?.status === 'capturing' &&
       capturing(context).length === 1,
+    overLimits: ({ context, event }) =>
+      event.type === 'mount.checkpoint_failed' && event.code === 'quota_exceeded' && context.attempts[event.attemptId]?.status === 'capturing',
     refreshable: ({ context, event }) => event.type === 'mount.refreshed' && event.base.revision >= (context.base?.revision ?? 0),
   },
 });
@@ -243,8 +245,13 @@ export const mountMachine = mountSetup.createMachine({
           { guard: 'attemptOpen', actions: ['publish', 'stamp'] },
         ],
         'mount.checkpoint_stale': { guard: 'attemptOpen', actions: ['stale', 'stamp', beginSave] },
-        // Kept saving: recovery and maintenance try the detachment's save again.
-        'mount.checkpoint_failed': { guard: 'attemptOpen', actions: ['fail', 'stamp'] },
+        'mount.checkpoint_failed': [
+          // A view past the capture limits can never be saved: it is let go unsaved (the failure is recorded), so a
+          // tenant cannot keep its allocation from being released by filling it.
+          { guard: 'overLimits', target: 'detaching', actions: ['fail', 'stamp', unuse] },
+          // Otherwise kept saving: the next release request or maintenance tries the detachment's save again.
+          { guard: 'attemptOpen', actions: ['fail', 'stamp'] },
+        ],
         'mount.unpinned': { guard: 'pinned', actions: ['unpin', 'stamp'] },
         'runtime.recovered': [
           { guard: ({ context }) => capturing(context).length > 0, actions: ['stamp', captureOpen] },

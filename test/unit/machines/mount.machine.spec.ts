@@ -77,6 +77,16 @@ describe('mount machine', () => {
       expect(state).toBe('detaching');
       expect(actions).toEqual([{ type: 'mount.unuse', params: { workspaceId: WS, allocationId: 'alloc-1' } }]);
     });
+    // A save past the capture limits can never succeed: the view is given up unsaved; any other failure keeps saving.
+    const failed = (code: string) => ({ type: 'mount.checkpoint_failed', attemptId: 'detach-1-1', code, message: 'no', at: 1_700 });
+    spec.given(saving).when(failed('quota_exceeded')).then(({ state, actions }) => {
+      expect(state).toBe('detaching');
+      expect(actions.map((a) => a.type)).toEqual(['mount.unuse']);
+    });
+    spec.given(saving).when(failed('unavailable')).then(({ state, actions }) => {
+      expect(state).toBe('saving');
+      expect(actions).toEqual([]);
+    });
     spec.given([...saving, published('detach-1-1')]).when(recovered).then(({ actions }) => expect(actions.map((a) => a.type)).toEqual(['mount.unuse']));
     spec.given([...saving, published('detach-1-1'), { type: 'mount.detached', at: 3_000 }]).when(prepare(other, 2)).then(({ state, context }) => {
       expect(state).toBe('preparing');
