@@ -87,6 +87,16 @@ describe.skipIf(!dockerAvailable)('workspace views on Docker', () => {
     await berth.api.releaseTurn(admin, session.id, turn.id);
   });
 
+  it('concurrent commands wait for the one preparation of the view and both run in it', async () => {
+    const { ws, session, turn } = await turnOnDocker();
+    const [a, b] = await Promise.all([exec(session.id, turn.id, 'echo a > a.txt'), exec(session.id, turn.id, 'echo b > b.txt')]);
+    expect([a.status, b.status]).toEqual(['exited', 'exited']);
+    const prepared = (await berth.runtime.store.readStream(`mount-${ws.id}`)).filter((e) => e.type === 'mount.prepare_requested');
+    expect(prepared).toHaveLength(1);
+    expect(readFileSync(join(root, 'a.txt'), 'utf8') + readFileSync(join(root, 'b.txt'), 'utf8')).toBe('a\nb\n');
+    await berth.api.releaseTurn(admin, session.id, turn.id);
+  });
+
   it('two checkpoint attempts racing on one head: exactly one publishes, the other is recorded as stale', async () => {
     const { ws, session, turn } = await turnOnDocker();
     const x = await exec(session.id, turn.id, 'seq 1 2000 | while read i; do echo $i > f$i.txt; done');
