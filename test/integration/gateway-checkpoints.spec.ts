@@ -8,14 +8,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenApiCheck } from '../e2e/openapi-check.ts';
-import { startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
-import { call, expectError, expectStatus, q, tenant, type Tenant } from './workspace-http.ts';
+import { createEnvironment, startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
+import { bwrapOrSkip } from './native-harness.ts';
+import { call, expectError, expectStatus, letSandboxReach, q, runInTurn, tenant, type Tenant } from './workspace-http.ts';
 
 let gw: RunningGateway;
 let openapi: OpenApiCheck;
+const bwrap = bwrapOrSkip();
 
 beforeAll(async () => {
   gw = await startGateway();
+  letSandboxReach(gw);
   openapi = new OpenApiCheck(await expectStatus(call(gw, 'GET', '/v1/openapi.json'), 200));
 });
 afterAll(() => gw?.close());
@@ -143,5 +146,35 @@ describe('checkpoints of a managed workspace over HTTP', () => {
     await expectError(call(gw, 'GET', `/v1/workspaces/${t.workspace}/checkpoints/${unknown}`), 404, 'not_found');
     await expectError(call(gw, 'POST', `${turn}/restore`, { json: { checkpoint: unknown } }), 404, 'not_found');
     await expectError(call(gw, 'GET', `/v1/workspaces/${t.workspace}/checkpoints?order=desc`), 400, 'invalid_request');
+  });
+});
+
+describe('checkpoints right after a shell command', () => {
+  // A command's changes reach the head's revision only once recorded after it ends: a checkpoint or a restore taken
+  // at once must still see what is on disk, not the tree cached for that revision.
+  it.skipIf(!bwrap)('should hold the files a command just wrote, and a restore should take them away', { timeout: 120_000 }, async () => {
+    const env = await createEnvironment(gw, tokens.alice);
+    const t = await tenant(gw, tokens.alice, { environmentId: env });
+    const turn = `/v1/sessions/${t.session}/turns/${t.turn}`;
+    /** A checkpoint, taken again while the command's recording moves the head under it (stale_version, 412). */
+    const take = async () => {
+      for (let tries = 0; ; tries++) {
+        const got = await call(gw, 'POST', `${turn}/checkpoints`);
+        if (got.status === 201) return got.json;
+        expect({ status: got.status, code: got.json.error.code, tries: tries < 20 }).toEqual({ status: 412, code: 'stale_version', tries: true });
+      }
+    };
+    const paths = async (id: string) => (await expectStatus(call(gw, 'GET', `/v1/workspaces/${t.workspace}/checkpoints/${id}`), 200)).entries.map((e: { path: string }) => e.path);
+    const first = await take();
+    for (let i = 0; i < 5; i++) {
+      expect((await runInTurn(gw, t, `echo ${i} > f${i}.txt`)).status).toBe('exited');
+      const taken = await take();
+      expect(await paths(taken.id)).toEqual(Array.from({ length: i + 1 }, (_, j) => `f${j}.txt`));
+    }
+    expect((await runInTurn(gw, t, 'echo late > late.txt')).status).toBe('exited');
+    await expectStatus(call(gw, 'POST', `${turn}/restore`, { json: { checkpoint: first.id } }), 200);
+    // (The sandbox's mount points of the private .berth and .berth-inputs are no workspace files.)
+    expect(onDisk(t.root).filter((p) => !p.startsWith('.berth'))).toEqual([]);
+    await expectStatus(call(gw, 'POST', `${turn}/release`, { json: {} }), 200);
   });
 });

@@ -185,7 +185,7 @@ export class MountService {
    * provider binds the directory): captured and published on the head it was taken at, else stale_version.
    */
   async checkpointDirectory(workspace: WorkspaceContext, attemptId: string): Promise<{ checkpointId: string; revision: number }> {
-    const head = await this.headTree(workspace);
+    const head = await this.directoryNow(workspace);
     const attempt = { reason: 'explicit' as const, baseRevision: head.revision };
     const published = await this.publish(workspace.id, attemptId, attempt, head);
     if (published === 'stale') throw new BerthError('stale_version', 'The head moved while the checkpoint was taken: nothing was published.', { workspaceId: workspace.id, attemptId, reason: 'stale_checkpoint' });
@@ -200,10 +200,8 @@ export class MountService {
 
   /** Makes the workspace's directory the tree `target` (from what it holds now); answers what changed. */
   async restoreDirectory(workspace: WorkspaceContext, target: TreeManifest): Promise<TreeChange[]> {
-    const head = await this.headTree(workspace);
-    const placed = await this.deps.directories.place(workspace);
-    const directory = new DirectoryFileHost(placed.root, workspace.kind === 'managed' ? this.deps.directories.owner : undefined);
-    await directory.apply(target, head.tree, this.deps.packs.source());
+    const head = await this.directoryNow(workspace);
+    await (await this.directoryHost(workspace)).apply(target, head.tree, this.deps.packs.source());
     return diffTrees(head.tree, target);
   }
 
@@ -331,8 +329,7 @@ export class MountService {
       const before = await this.viewTree(mount.context);
       const captured = await this.captureInto(view, before);
       this.views.set(workspace.id, { generation: mount.context.mountGeneration, tree: captured.tree });
-      const placed = await this.deps.directories.place(workspace);
-      const directory = new DirectoryFileHost(placed.root, workspace.kind === 'managed' ? this.deps.directories.owner : undefined);
+      const directory = await this.directoryHost(workspace);
       const base = await this.deps.packs.loadManifest(mount.context.base!.manifest);
       // The command's changes (base → captured) go into the directory; what else changed there is kept.
       await directory.apply(captured.tree, base, this.deps.packs.source());
@@ -409,11 +406,24 @@ export class MountService {
       this.heads.set(workspace.id, { revision: workspace.revision, tree, id: workspace.checkpoint.id });
       return { revision: workspace.revision, id: workspace.checkpoint.id, tree };
     }
-    const placed = await this.deps.directories.place(workspace);
-    const directory = new DirectoryFileHost(placed.root, workspace.kind === 'managed' ? this.deps.directories.owner : undefined);
-    const captured = await this.captureInto(directory, cached?.tree);
+    const captured = await this.directoryNow(workspace);
     this.heads.set(workspace.id, { revision: workspace.revision, tree: captured.tree, id: captured.id });
+    return captured;
+  }
+
+  /**
+   * What the directory holds now, captured (the cached head serves as stat hints only): a native command writes the
+   * directory itself and its changes reach the head's revision only once recorded after it ends, so a head cached at
+   * this revision may miss them.
+   */
+  private async directoryNow(workspace: WorkspaceContext): Promise<{ revision: number; id: string; tree: TreeManifest }> {
+    const captured = await this.captureInto(await this.directoryHost(workspace), this.heads.get(workspace.id)?.tree);
     return { revision: workspace.revision, ...captured };
+  }
+
+  private async directoryHost(workspace: WorkspaceContext): Promise<DirectoryFileHost> {
+    const placed = await this.deps.directories.place(workspace);
+    return new DirectoryFileHost(placed.root, workspace.kind === 'managed' ? this.deps.directories.owner : undefined);
   }
 
   /** What the view holds: its last capture (with its stat hints) or the tree it was last brought to. */
