@@ -127,6 +127,13 @@ function isEmptyView(rootFd: number): boolean {
 class EntryWriter {
   private readonly tmpPrefix = `.berth-apply-${randomBytes(6).toString('hex')}-`;
   private made = 0;
+  /** The file a synchronous source is copying into, and its bytes so far (no closure per file: see make). */
+  private fd = -1;
+  private written = 0;
+  private readonly put = (chunk: Buffer): void => {
+    writeAll(this.fd, chunk);
+    this.written += chunk.length;
+  };
 
   /** `fresh`: the view was empty, so a file may be created at its name directly (O_EXCL still refuses a planted one). */
   constructor(
@@ -149,16 +156,11 @@ class EntryWriter {
     const tmp = `${this.tmpPrefix}${this.made++}`;
     const made = this.make(dirFd, tmp, entry);
     if (made === false) return this.replace(dirFd, name, entry, attempt + 1);
-    const rename = (): void => {
-      try {
-        renameOver(dirFd, tmp, name);
-      } catch (e) {
-        removeEntryAt(dirFd, tmp);
-        throw e;
-      }
-    };
-    return made === true ? rename() : made.then(rename);
+    if (made === true) return renameOver(dirFd, tmp, name);
+    return made.then(() => renameOver(dirFd, tmp, name));
   }
+
+  // No closure is made per file below: an apply writes thousands, and each function made costs (tsx names them).
 
   /** Creates `name` as the entry: false when the name is taken, true when done, a promise while bytes still come. */
   private make(dirFd: number, name: string, entry: TreeEntry): boolean | Promise<void> {
@@ -179,63 +181,81 @@ class EntryWriter {
       if (errorCode(e) === 'EEXIST') return false;
       throw e;
     }
-    const abandon = (e: unknown): never => {
-      closeSync(fd);
-      removeEntryAt(dirFd, name);
-      throw e;
-    };
-    const settle = (): void => {
-      try {
-        fchownSync(fd, this.owner.uid, this.owner.gid);
-        fchmodSync(fd, entry.mode);
-      } catch (e) {
-        abandon(e);
-      }
-      closeSync(fd);
-    };
-    let filling: Promise<void> | void = undefined;
     try {
-      filling = this.fill(fd, entry);
+      if (entry.size > 0 && !this.source.readSync) {
+        return this.stream(fd, entry).then(
+          () => this.settle(dirFd, name, fd, entry),
+          (e: unknown) => this.abandon(dirFd, name, fd, e),
+        );
+      }
+      if (entry.size > 0) {
+        this.fd = fd;
+        this.written = 0;
+        this.source.readSync!(entry.blob!, entry.size, this.put);
+        checkSize(entry, this.written);
+      }
     } catch (e) {
-      abandon(e);
+      this.abandon(dirFd, name, fd, e);
     }
-    if (filling) return filling.then(settle, abandon);
-    settle();
+    this.settle(dirFd, name, fd, entry);
     return true;
   }
 
-  /**
-   * The blob's bytes, checked against the entry's size: a pack cut short never becomes a shorter file silently. The
-   * hash is not computed again (it would cost as much as the write): packs are the store's own fsynced files.
-   */
-  private fill(fd: number, entry: TreeEntry): Promise<void> | void {
+  private async stream(fd: number, entry: TreeEntry): Promise<void> {
     let written = 0;
-    const put = (chunk: Buffer): void => {
-      for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
+    for await (const chunk of this.source.read(entry.blob!, entry.size)) {
+      writeAll(fd, chunk);
       written += chunk.length;
-    };
-    const check = (): void => {
-      if (written === entry.size) return;
-      throw new BerthError('internal', 'A checkpoint blob does not hold as many bytes as its manifest names; the file was not written.', {
-        path: entry.path,
-        expected: entry.size,
-        found: written,
-      });
-    };
-    if (entry.size === 0) return check();
-    if (this.source.readSync) {
-      this.source.readSync(entry.blob!, entry.size, put);
-      return check();
     }
-    return (async () => {
-      for await (const chunk of this.source.read(entry.blob!, entry.size)) put(chunk);
-      check();
-    })();
+    checkSize(entry, written);
+  }
+
+  private settle(dirFd: number, name: string, fd: number, entry: TreeEntry): void {
+    try {
+      fchownSync(fd, this.owner.uid, this.owner.gid);
+      fchmodSync(fd, entry.mode);
+    } catch (e) {
+      this.abandon(dirFd, name, fd, e);
+    }
+    closeSync(fd);
+  }
+
+  private abandon(dirFd: number, name: string, fd: number, e: unknown): never {
+    closeSync(fd);
+    removeEntryAt(dirFd, name);
+    throw e;
   }
 }
 
-/** rename over the entry: a link is replaced itself; a directory in the way (EISDIR, ENOTEMPTY) is removed first. */
+function writeAll(fd: number, chunk: Buffer): void {
+  for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done);
+}
+
+/**
+ * The blob's bytes were as many as the entry names: a pack cut short never becomes a shorter file silently. The
+ * hash is not computed again (it would cost as much as the write): packs are the store's own fsynced files.
+ */
+function checkSize(entry: TreeEntry, written: number): void {
+  if (written === entry.size) return;
+  throw new BerthError('internal', 'A checkpoint blob does not hold as many bytes as its manifest names; the file was not written.', {
+    path: entry.path,
+    expected: entry.size,
+    found: written,
+  });
+}
+
+/** The temporary `from` renamed over `to`, or removed when that fails. */
 function renameOver(dirFd: number, from: string, to: string): void {
+  try {
+    renameAt(dirFd, from, to);
+  } catch (e) {
+    removeEntryAt(dirFd, from);
+    throw e;
+  }
+}
+
+/** rename(2) of `from` over `to` in `dirFd`: a link at `to` is replaced itself; a directory in the way is removed first. */
+function renameAt(dirFd: number, from: string, to: string): void {
   try {
     renameSync(at(dirFd, from), at(dirFd, to));
   } catch (e) {
