@@ -39,7 +39,8 @@ export interface BerthServer {
   call(path: string, init?: { method?: string; body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<Response>;
   /** JSON of a 2xx answer (throws with the body otherwise). */
   json<T = any>(path: string, init?: Parameters<BerthServer['call']>[1]): Promise<T>;
-  restart(signal?: NodeJS.Signals): Promise<void>;
+  /** `env` replaces the extra environment from this launch on (a crashed server comes back without its crash point). */
+  restart(signal?: NodeJS.Signals, env?: Record<string, string>): Promise<void>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   /** Stops the child, removes Docker resources of its environments and the directory. */
   close(): Promise<void>;
@@ -60,8 +61,9 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
     { mode: 0o600 },
   );
   const environments = new Set<string>();
+  let launchEnv = extraEnv;
   const launch = async (port: string) => {
-    const child = spawnBerth(['serve', '--data-dir', dataDir, '--port', port, ...extraArgs], serverEnv(dataDir, extraEnv));
+    const child = spawnBerth(['serve', '--data-dir', dataDir, '--port', port, ...extraArgs], serverEnv(dataDir, launchEnv));
     const line = await child.waitForLine(/^Berth listening on http:\/\//, 60_000);
     return { child, url: line.replace('Berth listening on ', '') };
   };
@@ -85,8 +87,9 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
       if (path === '/v1/environments' && init?.body !== undefined) environments.add(value.id);
       return value;
     },
-    async restart(signal = 'SIGTERM') {
+    async restart(signal = 'SIGTERM', env) {
       await child.stop(signal);
+      if (env) launchEnv = env;
       ({ child, url } = await launch(new URL(server.url).port));
       server.process = child;
     },
