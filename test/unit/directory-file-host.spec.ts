@@ -112,6 +112,23 @@ describe('DirectoryFileHost', () => {
     expect(readdirSync(join(base, 'checkpoints/packs')).filter((name) => name.startsWith('.tmp'))).toEqual([]);
   });
 
+  it('round-trips files larger than the pack\'s buffers, a duplicate of one taken back after it reached the disk', async () => {
+    const from = freshDir();
+    const big = Buffer.alloc(6 << 20);
+    for (let i = 0; i < big.length; i += 4096) big.writeUInt32LE(i, i);
+    writeFileSync(join(from, 'a-big'), big);
+    for (let i = 0; i < 40; i++) writeFileSync(join(from, `b-${i}`), Buffer.alloc(300_000, i)); // 12 MiB through both buffers
+    writeFileSync(join(from, 'c-big-again'), big);
+    const writer = await packs.writer();
+    const { entries } = await new DirectoryFileHost(from).capture(undefined, writer, { maxEntries: 100, maxBytes: 1 << 30 });
+    expect(writer.offset).toBe(big.length + 40 * 300_000);
+    await writer.finish();
+    expect(entries.at(-1)!.blob).toEqual(entries[0]!.blob);
+    const to = freshDir();
+    await new DirectoryFileHost(to).apply({ version: 1, entries, files: 42, bytes: 0, skipped: 0 }, undefined, packs.source());
+    expect(describeTree(to)).toEqual(describeTree(from));
+  });
+
   it('applies only the changes from base to target, leaving what neither mentions and local edits of unchanged files', async () => {
     const source = freshDir();
     plantTree(source);
