@@ -143,17 +143,8 @@ export class CheckpointService {
   }
 }
 
-interface PublishedData {
-  attemptId: string;
-  checkpointId: string;
-  baseRevision: number;
-  reason: string;
-  executionId?: string;
-  mountGeneration?: number;
-  files: number;
-  bytes: number;
-  at: number;
-}
+/** The data of `workspace.checkpoint_published` a record is made from. */
+type PublishedData = Omit<CheckpointRecord, 'id' | 'object' | 'workspaceId' | 'revision'> & { checkpointId: string; baseRevision: number };
 
 const recordOf = (workspaceId: string, d: PublishedData): CheckpointRecord => ({
   id: d.checkpointId,
