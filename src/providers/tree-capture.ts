@@ -121,7 +121,7 @@ export class TreeCapture {
       const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
       if (!stats) return; // gone since it was listed
       kind = kindOf(stats);
-      if (kind === 'file' && previous?.type === 'file' && previous.stat === hintOf(stats)) return this.reuse(previous, stats);
+      if (kind === 'file' && previous?.type === 'file' && previous.stat === hintOf(stats)) return this.reuse(previous);
     }
     if (kind === 'symlink') return this.link(dirFd, name, path);
     if (kind !== 'file' && kind !== 'directory') return void this.skipped++;
@@ -155,10 +155,11 @@ export class TreeCapture {
     }
   }
 
-  private reuse(previous: TreeEntry, stats: BigIntStats): void {
+  /** The previous entry itself: its ctime did not move, so neither did its mode (entries are never mutated). */
+  private reuse(previous: TreeEntry): void {
     this.addBytes(previous.size);
     this.files++;
-    this.entries.push({ path: previous.path, type: 'file', mode: Number(stats.mode) & 0o777, size: previous.size, hash: previous.hash!, blob: previous.blob!, stat: previous.stat! });
+    this.entries.push(previous);
   }
 
   private addBytes(size: number): void {
