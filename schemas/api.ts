@@ -159,6 +159,8 @@ export const workspaceSchema = z.looseObject({
   generation: z.number(),
   state: z.string(),
   holder: z.looseObject({ turnId: z.string(), sessionId: z.string(), since: z.number() }).nullable(),
+  revision: z.number(),
+  checkpoint: z.looseObject({ id: z.string(), revision: z.number() }).nullable(),
   createdAt: z.number(),
   updatedAt: z.number(),
 });

@@ -5,7 +5,7 @@
  * trees, so it is only ever read for a workspace whose stream published it (no tenant reads another's by guessing).
  */
 import { randomUUID } from 'node:crypto';
-import { BerthError } from '../../../schemas/errors.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import { manifestIdSchema } from '../../../schemas/events/mount.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import type { TreeChange } from '../../providers/tree-diff.ts';
@@ -18,6 +18,8 @@ import type { TurnService } from './turn-service.ts';
 import type { FileChange } from './workspace-manifest.ts';
 import type { WorkspaceService } from './workspace-service.ts';
 
+/** Captures of a directory an explicit checkpoint makes before it answers stale_version. */
+const DIRECTORY_TRIES = 3;
 /** Entries (of a tree, of a diff) one answer carries at most; past it the answer says `truncated`. */
 export const MAX_LISTED_ENTRIES = 10_000;
 
@@ -90,13 +92,24 @@ export class CheckpointService {
    */
   create(caller: Caller, sessionId: string, turnId: string): Promise<CheckpointRecord> {
     return this.deps.turns.tool(caller, sessionId, turnId, 'checkpoint', async (_files, workspace) => {
-      const attemptId = `explicit-${randomUUID()}`;
       const mount = await this.deps.mounts.get(workspace.id);
-      const published =
-        mount?.state === 'active'
-          ? await this.deps.mounts.checkpoint(workspace.id, attemptId).then((a) => ({ checkpointId: a.checkpointId!, revision: a.revision! }))
-          : await this.deps.mounts.checkpointDirectory(workspace, attemptId);
-      return { value: await this.find(caller, workspace.id, published.checkpointId, attemptId), changes: [] };
+      if (mount?.state === 'active') {
+        const attemptId = `explicit-${randomUUID()}`;
+        const a = await this.deps.mounts.checkpoint(workspace.id, attemptId);
+        return { value: await this.find(caller, workspace.id, a.checkpointId!, attemptId), changes: [] };
+      }
+      // The directory itself: a command of the turn that just ended moves the head when its changes are recorded,
+      // which can overtake the capture; taken again on the new head (its files are in the directory already).
+      for (let attempt = 1; ; attempt++) {
+        const attemptId = `explicit-${randomUUID()}`;
+        const head = attempt === 1 ? workspace : await this.deps.workspaces.context(caller, workspace.id);
+        try {
+          const published = await this.deps.mounts.checkpointDirectory(head, attemptId);
+          return { value: await this.find(caller, workspace.id, published.checkpointId, attemptId), changes: [] };
+        } catch (e) {
+          if (!isBerthError(e, 'stale_version') || attempt === DIRECTORY_TRIES) throw e;
+        }
+      }
     });
   }
 

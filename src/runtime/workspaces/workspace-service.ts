@@ -32,6 +32,10 @@ export interface WorkspaceRecord {
   state: 'active' | 'deleted';
   /** The turn holding the storage now, if any. */
   holder: { turnId: string; sessionId: string; since: number } | null;
+  /** The head: moved by every recorded change and published checkpoint (what a restore's expectedRevision names). */
+  revision: number;
+  /** The latest published checkpoint and the revision it made. */
+  checkpoint: { id: string; revision: number } | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -121,6 +125,8 @@ export class WorkspaceService {
       generation: c.generation,
       state: 'active',
       holder: ownership?.holder ?? null,
+      revision: c.revision,
+      checkpoint: c.checkpoint,
       createdAt: c.createdAt,
       updatedAt: c.updatedAt,
     };
