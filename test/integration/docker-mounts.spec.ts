@@ -84,6 +84,9 @@ describe.skipIf(!dockerAvailable)('workspace views on Docker', () => {
     await berth.api.files.write(admin, session.id, turn.id, 'made/new.txt', Buffer.from('edited\n'));
     const y = await exec(session.id, turn.id, 'cat made/new.txt');
     expect((await berth.api.readOutput(admin, y.id, 'stdout', 0)).data.toString()).toBe('edited\n');
+    // The view's stream is its scope's to replay (and no one else's).
+    expect((await berth.api.replay(admin, `mount-${ws.id}`)).map((s) => s.event.type)).toContain('mount.checkpoint_published');
+    await expect(berth.api.replay({ scope: 'other', role: 'admin' }, `mount-${ws.id}`)).rejects.toMatchObject({ code: 'not_found' });
     await berth.api.releaseTurn(admin, session.id, turn.id);
   });
 
