@@ -220,8 +220,8 @@ export class MountService {
       this.views.delete(p.workspaceId);
       return { type: 'mount.prepared', at: at() };
     } catch (e) {
-      if (!isBerthError(e)) throw e;
-      return { type: 'mount.prepare_failed', code: e.code, message: e.message, at: at() };
+      if (!isBerthError(e) && !isSystemError(e)) throw e;
+      return { type: 'mount.prepare_failed', code: isBerthError(e) ? e.code : 'internal', message: (e as Error).message, at: at() };
     }
   }
 
@@ -348,8 +348,9 @@ export class MountService {
       this.heads.set(workspace.id, { revision: revision.revision, tree: tree.tree, id: tree.id });
       return { type: 'mount.checkpoint_published', attemptId, checkpointId: revision.checkpointId, revision: revision.revision, view: { revision: revision.revision, manifest: tree.id }, at: at() };
     } catch (e) {
-      if (!isBerthError(e)) throw e;
-      return { type: 'mount.checkpoint_failed', attemptId, code: e.code, message: e.message, at: at() };
+      // A filesystem fault (EIO, ENOSPC on the data directory) fails the attempt too: left open, it would be waited on.
+      if (!isBerthError(e) && !isSystemError(e)) throw e;
+      return { type: 'mount.checkpoint_failed', attemptId, code: isBerthError(e) ? e.code : 'internal', message: (e as Error).message, at: at() };
     }
   }
 
@@ -503,3 +504,5 @@ export class MountService {
   }
 }
 
+/** An error of a system call (fs and the like carry an errno code such as EIO). */
+const isSystemError = (e: unknown): boolean => e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string' && /^E[A-Z]+$/.test((e as NodeJS.ErrnoException).code!);
