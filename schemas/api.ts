@@ -3,6 +3,7 @@
  * control messages. The gateway validates requests with them and generates /v1/openapi.json from them; the typed
  * client takes its types from them. Bigints (event revisions and positions) travel as decimal strings.
  */
+import { leaseKeySchema } from './events/lease.ts';
 import { z } from 'zod';
 import { manifestIdSchema } from './events/mount.ts';
 import { outputStreamSchema, type OutputStream } from './output.ts';
@@ -319,6 +320,8 @@ export const submitExecutionBody = z
     timeoutMs: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
     /** A tool turn of `session`: the command runs in its workspace (cwd relative to the session's) and holds the turn. */
     turn: resourceIdParam.optional(),
+    /** A lease's key (issue 15): the command runs on the lease's machine (acquired if needed), in its workspace with `turn`. */
+    lease: leaseKeySchema.optional(),
     /** The allocation the caller expects to run on: refused with stale_target unless it is still current. */
     target: z
       .strictObject({
@@ -328,8 +331,8 @@ export const submitExecutionBody = z
       })
       .optional(),
   })
-  .refine((b) => (b.environment === undefined) !== (b.session === undefined) || (b.harness !== undefined && b.environment === undefined && b.session === undefined), {
-    message: 'exactly one of environment or session is required (or a harness, which names the environment)',
+  .refine((b) => [b.environment, b.session, b.lease].filter((x) => x !== undefined).length === (b.harness !== undefined && b.environment === undefined && b.session === undefined && b.lease === undefined ? 0 : 1), {
+    message: 'exactly one of environment, session or lease is required (or a harness, which names the environment)',
     path: ['environment'],
   })
   .refine((b) => b.harness === undefined || b.session === undefined, { message: 'a harness and a session do not go together', path: ['harness'] });

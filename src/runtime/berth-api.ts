@@ -39,6 +39,7 @@ import type { Services } from './services.ts';
 import { replayStoredStream } from './core/stream-replay.ts';
 import { ScopeIndex } from './core/scope-index.ts';
 import type { Retention, RetentionReport } from './maintenance/retention.ts';
+import { LeaseService } from './leases/lease-service.ts';
 import { CheckpointService } from './workspaces/checkpoint-service.ts';
 import { TurnFileApi } from './workspaces/turn-file-api.ts';
 import { TurnService, type TurnView } from './workspaces/turn-service.ts';
@@ -63,6 +64,7 @@ export class BerthApi implements RuntimeApi {
   readonly turns: TurnService;
   readonly files: TurnFileApi;
   readonly checkpoints: CheckpointService;
+  readonly leases: LeaseService;
   private readonly scopes: ScopeIndex;
 
   constructor(
@@ -123,6 +125,15 @@ export class BerthApi implements RuntimeApi {
     });
     this.files = new TurnFileApi(this.turns);
     this.checkpoints = new CheckpointService({ store: runtime.store, workspaces: this.workspaces, turns: this.turns, mounts: services.mounts });
+    this.leases = new LeaseService({
+      actors: runtime.actors,
+      environments: this.environments,
+      leases: this.model('leases'),
+      workspace: (caller, id) => this.workspaces.context(caller, id),
+      createSession: (caller, input) => this.createSession(caller, input),
+      now,
+    });
+    services.leases = this.leases;
     this.scopes = new ScopeIndex(runtime.actors);
   }
 
@@ -252,6 +263,16 @@ export class BerthApi implements RuntimeApi {
     if (input.harness && environmentId === undefined) {
       if (!this.content) throw new BerthError('invalid_request', 'Harnesses are part of the environments content chapter, which is switched off.', {});
       environmentId = await this.content.harnessEnvironment(caller, input.harness);
+    }
+    if (input.lease !== undefined) {
+      // The lease's machine (made or resumed if need be); its variables under the caller's; its session for a turn.
+      const { lease, target } = await this.leases.acquire(caller, input.lease);
+      environmentId = target.environmentId;
+      input = { ...input, env: { ...(await this.leases.envOf(caller, input.lease)), ...input.env } };
+      if (input.turn !== undefined) {
+        if (!lease.sessionId) throw new BerthError('invalid_request', 'The lease has no workspace: a turn needs one.', { reason: 'lease_without_workspace' });
+        input = { ...input, session: lease.sessionId };
+      }
     }
     if (input.session) {
       const session = await this.sessionContext(caller, input.session);

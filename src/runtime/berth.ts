@@ -138,7 +138,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     services.content = contentRuntime;
   }
   let runtime: BerthRuntime<Services> | undefined;
-  let api: BerthApi;
+  let api: BerthApi | undefined;
   const retention = opts.retention
     ? new Retention({
         actors: () => actors!,
@@ -162,6 +162,8 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       },
       maintenanceTasks: [
         ...maintenanceTasks({ actors: () => actors!, projections: () => runtime!.projections, providers }),
+        // Paused leases' timers, idle reclamation and unfinished releases (once the API that runs them exists).
+        { name: 'lease-timers', run: async (now) => api?.leases.tick(now.getTime()) },
         ...(retention ? [retention.task()] : []),
       ],
     });

@@ -18,6 +18,8 @@ import { ownershipActor } from './workspaces/ownership.actor.ts';
 import { turnActor } from './workspaces/turn.actor.ts';
 import { workspaceActor } from './workspaces/workspace.actor.ts';
 import { mountActor } from './workspaces/mount.actor.ts';
+import { leaseActor } from './leases/lease.actor.ts';
+import { leasesProjection } from '../projections/leases.projection.ts';
 import { workspacesProjection } from '../projections/workspaces.projection.ts';
 
 export const actorTypes: ActorType[] = [
@@ -31,9 +33,10 @@ export const actorTypes: ActorType[] = [
   ownershipActor,
   turnActor,
   mountActor,
+  leaseActor,
 ];
 
-export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection, workspacesProjection];
+export const projections: Projection[] = [catalogProjection, activeAllocationsProjection, activityProjection, harnessesProjection, workspacesProjection, leasesProjection];
 
 /** The registered actor type whose streams are `<type>-…` for this stream, the longest type name winning. */
 export function actorTypeOfStream(stream: string, types: ActorType[] = actorTypes): ActorType | undefined {

@@ -14,6 +14,7 @@ import type { Listing, PageQuery } from './listing.ts';
 import type { ActivityItem } from '../projections/activity.projection.ts';
 import type { HistoryEntry, WorkspaceRecord } from './workspaces/workspace-service.ts';
 import type { TurnView } from './workspaces/turn-service.ts';
+import type { LeaseService } from './leases/lease-service.ts';
 import type { CheckpointService } from './workspaces/checkpoint-service.ts';
 import type { TurnFileApi } from './workspaces/turn-file-api.ts';
 
@@ -110,6 +111,8 @@ export interface SubmitExecutionInput {
   target?: Target;
   /** A tool turn of `session`: the command runs in the workspace (cwd relative to the session's) and holds the turn. */
   turn?: string;
+  /** A lease's key: the command runs on its machine (acquired if needed); with `turn`, in its session's workspace. */
+  lease?: string;
 }
 
 /** DESIGN §8 execution record (fixed shape). */
@@ -205,6 +208,8 @@ export interface RuntimeApi {
   readonly files: TurnFileApi;
   /** Checkpoints, restore and the view of a workspace (issue 14). */
   readonly checkpoints: CheckpointService;
+  /** Leases of work on machines (issue 15). */
+  readonly leases: LeaseService;
 
   submitExecution(caller: Caller, input: SubmitExecutionInput): Promise<ExecutionRecord>;
   getExecution(caller: Caller, id: string, waitMs?: number): Promise<ExecutionRecord>;

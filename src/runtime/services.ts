@@ -27,6 +27,11 @@ export interface Services {
   workspaces: WorkspaceHost;
   /** Workspace views on allocations that keep them (issue 14): the mount and execution actors' effects use it. */
   mounts: MountService;
+  /**
+   * Leases (issue 15): the removal a released lease's effect runs. Set once the API is built; an effect that runs
+   * before (recovery at start) leaves the lease releasing, and the maintenance loop finishes it.
+   */
+  leases?: { remove(scope: string, environmentId: string | null): Promise<void> };
   /** Environment content (seed 001): absent when the chapter is switched off. */
   content?: ContentRuntime;
 }

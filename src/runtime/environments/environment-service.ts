@@ -106,6 +106,11 @@ export class EnvironmentService {
     return run;
   }
 
+  /** The id of `scope`'s environment with that slug, if there is one. */
+  idOfSlug(scope: string, slug: string): string | undefined {
+    return (this.deps.catalog.query.bySlug(scope, slug) as { id: string } | undefined)?.id;
+  }
+
   /** One page of the caller's environments (every scope's for the admin of `*`), from the read models. */
   async list(caller: Caller, query?: PageQuery): Promise<Listing<EnvironmentView>> {
     const range = pageRange(query);
