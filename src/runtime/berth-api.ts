@@ -130,6 +130,7 @@ export class BerthApi implements RuntimeApi {
       environments: this.environments,
       leases: this.model('leases'),
       workspace: (caller, id) => this.workspaces.context(caller, id),
+      turnHeld: async (id) => (await this.workspaces.get({ scope: '*', role: 'admin' }, id).catch(() => undefined))?.holder != null,
       createSession: (caller, input) => this.createSession(caller, input),
       now,
     });

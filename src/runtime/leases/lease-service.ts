@@ -71,6 +71,8 @@ export interface LeaseServiceDeps {
   leases: ReadModel;
   /** The caller's workspace (not_found otherwise): checked at bind. */
   workspace(caller: Caller, id: string): Promise<unknown>;
+  /** Whether a turn holds the workspace's storage now (a paused lease's machine is not reclaimed under it). */
+  turnHeld(workspaceId: string): Promise<boolean>;
   /** A session on the lease's environment and workspace (made with the private environment). */
   createSession(caller: Caller, input: { environmentId: string; workspaceId: string }): Promise<{ id: string }>;
   now: () => number;
@@ -274,6 +276,8 @@ export class LeaseService {
     const lease = await this.lease(caller, key);
     const machine = lease.context.machine;
     if (!machine || !lease.context.environmentId) return;
+    // Idle is no running execution (the release refuses those: environment_busy) and no held turn on its workspace.
+    if (lease.context.workspaceId && (await this.deps.turnHeld(lease.context.workspaceId))) return;
     const allocation = await this.deps.actors.get<AllocationContext>('allocation', machine.allocationId);
     if (allocation && allocation.state !== 'released' && allocation.state !== 'failed') {
       const released = await this.deps.environments.release(caller, lease.context.environmentId, machine.allocationId);
