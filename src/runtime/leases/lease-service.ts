@@ -18,7 +18,6 @@ import type { Page } from '../../projections/projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import { assertCommandEnv } from '../../providers/command-env.ts';
 import { inScope, listedScope, type Caller } from '../caller.ts';
-import type { EnvironmentService } from '../environments/environment-service.ts';
 import { waitUntil } from '../environments/wait-until.ts';
 import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 
@@ -65,9 +64,19 @@ export interface LeaseTarget {
   reused: boolean;
 }
 
+/** What a lease needs of environments (EnvironmentService: named by shape, so this file does not import the API types). */
+export interface LeaseEnvironments {
+  create(caller: Caller, input: { name: string; description?: string; profile?: Partial<Profile> }): Promise<{ id: string }>;
+  context(caller: Caller, id: string): Promise<{ profile: Profile }>;
+  acquire(caller: Caller, id: string): Promise<{ allocationId: string; generation: number }>;
+  release(caller: Caller, id: string, allocationId: string): Promise<{ state: string }>;
+  delete(caller: Caller, id: string): Promise<void>;
+  idOfSlug(scope: string, slug: string): string | undefined;
+}
+
 export interface LeaseServiceDeps {
   actors: ActorRuntime<any>;
-  environments: EnvironmentService;
+  environments: LeaseEnvironments;
   leases: ReadModel;
   /** The caller's workspace (not_found otherwise): checked at bind. */
   workspace(caller: Caller, id: string): Promise<unknown>;
