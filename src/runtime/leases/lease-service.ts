@@ -17,6 +17,7 @@ import type { LeaseEntry } from '../../projections/leases.projection.ts';
 import type { Page } from '../../projections/projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import { assertCommandEnv } from '../../providers/command-env.ts';
+import { crashAt } from '../../providers/crash-point.ts';
 import { inScope, listedScope, type Caller } from '../caller.ts';
 import { waitUntil } from '../environments/wait-until.ts';
 import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
@@ -235,6 +236,7 @@ export class LeaseService {
       const environmentId = lease.context.environmentId ?? (await this.makeEnvironment(caller, lease.context));
       const before = lease.context.machine;
       const allocation = await this.deps.environments.acquire(caller, environmentId);
+      crashAt('lease.allocation-acquired'); // recovery tests: the machine exists, `lease.acquired` is not yet durable
       if (wasPaused) await this.resume(caller, key);
       if (before?.allocationId !== allocation.allocationId) {
         await this.send(caller, key, { type: 'lease.acquired', allocationId: allocation.allocationId, generation: allocation.generation, at: this.deps.now() });
@@ -266,6 +268,7 @@ export class LeaseService {
       if (!found) throw e;
       environmentId = found;
     }
+    crashAt('lease.environment-created'); // recovery tests: the private environment exists, the lease does not name it
     const session = lease.workspaceId ? await this.deps.createSession(owner, { environmentId, workspaceId: lease.workspaceId }) : undefined;
     await this.send(owner, lease.key, { type: 'lease.environment_made', environmentId, ...(session ? { sessionId: session.id } : {}), at: this.deps.now() }).catch((e) => {
       if (!isBerthError(e, 'invalid_state')) throw e; // made by a concurrent acquire of another runtime: theirs stands
@@ -292,6 +295,7 @@ export class LeaseService {
       const released = await this.deps.environments.release(caller, lease.context.environmentId, machine.allocationId);
       if (released.state !== 'released') return; // not confirmed yet: the next tick looks again
     }
+    crashAt('lease.machine-released'); // recovery tests: the machine is gone, `lease.reclaimed` is not yet durable
     await this.send(caller, key, { type: 'lease.reclaimed', allocationId: machine.allocationId, at: this.deps.now() });
   }
 
