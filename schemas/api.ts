@@ -3,7 +3,7 @@
  * control messages. The gateway validates requests with them and generates /v1/openapi.json from them; the typed
  * client takes its types from them. Bigints (event revisions and positions) travel as decimal strings.
  */
-import { leaseKeySchema } from './events/lease.ts';
+import { leaseKeySchema, pauseCauseSchema, workSchema } from './events/lease.ts';
 import { z } from 'zod';
 import { manifestIdSchema } from './events/mount.ts';
 import { outputStreamSchema, type OutputStream } from './output.ts';
@@ -451,6 +451,63 @@ export const eventsFeedQuery = z.strictObject({
 });
 
 export const positionEventIdSchema = z.string().regex(/^\d{1,20}$/, 'expected a global position');
+
+// ---------------------------------------------------------------------------------------------------------- leases
+
+const envVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, 'expected an environment variable name');
+
+export const leaseKeyParams = z.strictObject({ key: leaseKeySchema });
+
+export const bindLeaseBody = z.strictObject({
+  key: leaseKeySchema,
+  work: workSchema,
+  profile: profileSchema.optional(),
+  environmentId: resourceIdParam.optional(),
+  workspaceId: resourceIdParam.optional(),
+  /** The machine's image and the variables every command of the lease gets (kept out of every answer). */
+  spawn: z.strictObject({ image: z.string().min(1).max(512).optional(), env: z.record(envVarName, z.string().max(65_536)).optional() }).optional(),
+  idleSeconds: z.number().int().min(0).max(31_536_000).optional(),
+});
+
+export const listLeasesQuery = z.strictObject({ ...pageQuery, workKind: workSchema.shape.kind.optional(), workId: workSchema.shape.id.optional() });
+
+export const acquireLeaseBody = z.strictObject({ suspend: z.boolean().optional() }).default({});
+
+export const pauseLeaseBody = z.strictObject({ cause: pauseCauseSchema, retryAt: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
+
+const leasePauseJson = z.looseObject({ state: z.string(), cause: pauseCauseSchema, attempt: z.number(), pausedAt: z.number(), retryAt: z.number().nullable() });
+
+export const leaseSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('lease'),
+  key: z.string(),
+  work: workSchema,
+  state: z.enum(['running', 'paused', 'held', 'releasing', 'released']),
+  environmentId: z.string().nullable(),
+  workspaceId: z.string().nullable(),
+  sessionId: z.string().nullable(),
+  machine: z.looseObject({ allocationId: z.string(), generation: z.number() }).nullable(),
+  pause: leasePauseJson.nullable(),
+  idleSeconds: z.number(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+
+export const leaseTargetSchema = z.looseObject({
+  lease: leaseSchema,
+  target: z.looseObject({ environmentId: z.string(), allocationId: z.string(), generation: z.number() }),
+  reused: z.boolean(),
+});
+
+/** One frame of a lease's pause feed (`event: pause`, `id:` the global position of the event that made it). */
+export const leasePauseFrameSchema = z.strictObject({
+  key: z.string(),
+  state: leaseSchema.shape.state,
+  cause: pauseCauseSchema.nullable(),
+  attempt: z.number().nullable(),
+  retryAt: z.number().nullable(),
+  at: z.number(),
+});
 
 // ---------------------------------------------------------------------------------------------------------- misc
 

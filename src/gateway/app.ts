@@ -31,6 +31,7 @@ import { executionStreamsPlugin } from './routes/execution-streams.ts';
 import { executionsPlugin } from './routes/executions.ts';
 import { harnessesPlugin } from './routes/harnesses.ts';
 import { healthPlugin } from './routes/health.ts';
+import { leasesPlugin } from './routes/leases.ts';
 import { openApiPlugin } from './routes/openapi.ts';
 import { retentionPlugin } from './routes/retention.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
@@ -103,6 +104,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     workspacesPlugin,
     turnsPlugin,
     checkpointsPlugin,
+    leasesPlugin,
     executionsPlugin,
     executionStreamsPlugin,
     activityPlugin,

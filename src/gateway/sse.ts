@@ -4,9 +4,11 @@
  * client that takes nothing for the stall window (as the WebSocket's 1013), so a reader that stopped holds no more
  * than its socket's buffer.
  */
-import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import { toBerthError } from './errors.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { GatewayDeps } from './route.ts';
+import { stringifyWire } from './wire-json.ts';
 
 export interface SseEvent {
   id?: string;
@@ -128,3 +130,38 @@ export const openSse = (deps: GatewayDeps, reply: FastifyReply, log: FastifyBase
     streams: deps.streams,
     log,
   });
+
+/**
+ * Serves `feed` as an event stream (the caller's stream slot held for it): each item as `toEvent` writes it, an
+ * `error` event if the feed fails, and the feed closed when the client goes away.
+ */
+export async function serveSseFeed<T>(
+  deps: GatewayDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  feed: AsyncIterable<T> & { close(): Promise<void> },
+  toEvent: (item: T) => SseEvent,
+): Promise<FastifyReply> {
+  try {
+    deps.slots.hold(request, reply.raw);
+  } catch (e) {
+    await feed.close(); // refused (too many open streams): the feed was never read
+    throw e;
+  }
+  const sse = openSse(deps, reply, request.log);
+  sse.signal.addEventListener('abort', () => void feed.close(), { once: true });
+  try {
+    for await (const item of feed) {
+      if (sse.closed) break;
+      await sse.send(toEvent(item));
+    }
+  } catch (error) {
+    const mapped = toBerthError(error);
+    if (mapped.status >= 500) request.log.error({ err: error, url: request.routeOptions.url }, 'event feed failed');
+    await sse.send({ event: 'error', data: stringifyWire(mapped.toBody()) });
+  } finally {
+    sse.end();
+    await feed.close();
+  }
+  return reply;
+}

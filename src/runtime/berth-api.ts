@@ -139,7 +139,7 @@ export class BerthApi implements RuntimeApi {
   }
 
   capabilities(): Record<string, boolean> {
-    return { environments: this.content !== undefined, executions: true, sessions: true, workspaces: true, turns: true, checkpoints: true, websocket: true, sse: true, providers: true };
+    return { environments: this.content !== undefined, executions: true, sessions: true, workspaces: true, turns: true, checkpoints: true, leases: true, websocket: true, sse: true, providers: true };
   }
 
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView> {
@@ -360,7 +360,7 @@ export class BerthApi implements RuntimeApi {
   /** Counts of every scope: the admin's only. */
   metrics(caller: Caller): Promise<string> {
     if (isMember(caller)) throw new BerthError('forbidden', 'Metrics cover every scope: they need an admin token.', { role: caller.role });
-    return metricsText(this.runtime, this.model('active-allocations'), this.model('activity'));
+    return metricsText(this.runtime, this.model('active-allocations'), this.model('activity'), { model: this.model('leases'), resumes: this.leases.resumes });
   }
 
   private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {

@@ -65,6 +65,9 @@ describe('OpenAPI', () => {
         'get /v1/workspaces/{id}/checkpoints', 'get /v1/workspaces/{id}/checkpoints/{checkpointId}', 'get /v1/workspaces/{id}/diff',
         'get /v1/workspaces/{id}/mount', 'post /v1/workspaces/{id}/detach', 'post /v1/sessions/{id}/turns/{turnId}/checkpoints',
         'post /v1/sessions/{id}/turns/{turnId}/restore',
+        // Leases (issue 15; test/integration/gateway-leases.spec.ts).
+        'post /v1/leases', 'get /v1/leases', 'get /v1/leases/{key}', 'post /v1/leases/{key}/acquire', 'post /v1/leases/{key}/pause',
+        'post /v1/leases/{key}/hold', 'post /v1/leases/{key}/resume', 'post /v1/leases/{key}/release', 'get /v1/leases/{key}/events',
       ].sort(),
     );
     expect(openapi.doc.openapi).toBe('3.1.0');
@@ -152,6 +155,7 @@ describe('routes over the real runtime (native)', () => {
     expect(text).toMatch(/^berth_allocations\{state="ready"\} \d+$/m);
     expect(text).toMatch(/^berth_event_store_append_seconds_count \d+$/m);
     expect(text).toMatch(/^berth_projection_lag_events\{projection="catalog"\} \d+$/m);
+    expect(text).toMatch(/^berth_lease_resumes_total\{machine="reused"\} \d+$/m);
 
     const released = await documented(
       'DELETE',

@@ -5,10 +5,9 @@
  */
 import { z } from 'zod';
 import { eventsFeedQuery, positionEventIdSchema } from '../../../schemas/api.ts';
-import { toBerthError } from '../errors.ts';
 import { parseOrReject } from '../../../schemas/parse-input.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
-import { openSse } from '../sse.ts';
+import { serveSseFeed } from '../sse.ts';
 import { recordedEventToWire, stringifyWire } from '../wire-json.ts';
 
 export const eventsPlugin = resourcePlugin([
@@ -25,25 +24,11 @@ export const eventsPlugin = resourcePlugin([
     async ({ deps, caller, query, request, reply }) => {
       const lastEventId = request.headers['last-event-id'];
       const after = lastEventId !== undefined ? parseOrReject(positionEventIdSchema, lastEventId, 'header') : query.after;
-      deps.slots.hold(request, reply.raw);
       const feed = deps.api.events(caller, after === undefined ? 'start' : BigInt(after));
-      const sse = openSse(deps, reply, request.log);
-      sse.signal.addEventListener('abort', () => void feed.close(), { once: true });
-      try {
-        for await (const event of feed) {
-          if (sse.closed) break;
-          const wire = recordedEventToWire(event);
-          await sse.send({ id: wire.position, event: event.type, data: stringifyWire(wire) });
-        }
-      } catch (error) {
-        const mapped = toBerthError(error);
-        if (mapped.status >= 500) request.log.error({ err: error }, 'audit feed failed');
-        await sse.send({ event: 'error', data: stringifyWire(mapped.toBody()) });
-      } finally {
-        sse.end();
-        await feed.close();
-      }
-      return reply;
+      return serveSseFeed(deps, request, reply, feed, (event) => {
+        const wire = recordedEventToWire(event);
+        return { id: wire.position, event: event.type, data: stringifyWire(wire) };
+      });
     },
   ),
 ]);

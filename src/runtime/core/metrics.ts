@@ -1,4 +1,7 @@
-/** Prometheus text for `/metrics`: allocations by state, executions by status, append latency, projection lag. */
+/**
+ * Prometheus text for `/metrics`: allocations by state, executions by status, paused work by kind and lease resumes,
+ * append latency, projection lag.
+ */
 import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import type { BerthRuntime } from './berth-runtime.ts';
@@ -9,7 +12,14 @@ const line = (name: string, labels: Record<string, string>, value: number | bigi
     .map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, '_')}"`)
     .join(',')}} ${value}`;
 
-export async function metricsText(runtime: BerthRuntime<any>, active: ReadModel, activity: ReadModel): Promise<string> {
+export interface LeaseMetrics {
+  /** The leases read model (its `pausedByKind` query). */
+  model: ReadModel;
+  /** Resumes by whether the machine was reused, recreated, or the resume failed. */
+  resumes: Record<'reused' | 'recreated' | 'failed', number>;
+}
+
+export async function metricsText(runtime: BerthRuntime<any>, active: ReadModel, activity: ReadModel, leases: LeaseMetrics): Promise<string> {
   const out: string[] = [];
   out.push('# HELP berth_allocations Allocations in the active-allocation index, by state.', '# TYPE berth_allocations gauge');
   const byState: Record<string, number> = {};
@@ -19,6 +29,10 @@ export async function metricsText(runtime: BerthRuntime<any>, active: ReadModel,
   for (const [status, n] of Object.entries(activity.query.byStatus() as Record<string, number>)) {
     out.push(line('berth_executions', { status }, n));
   }
+  out.push('# HELP berth_leases_paused Leases paused or held, by work kind.', '# TYPE berth_leases_paused gauge');
+  for (const [kind, n] of Object.entries(leases.model.query.pausedByKind() as Record<string, number>)) out.push(line('berth_leases_paused', { work_kind: kind }, n));
+  out.push('# HELP berth_lease_resumes_total Resumes of paused leases at acquire, by machine reused, recreated, or failed.', '# TYPE berth_lease_resumes_total counter');
+  for (const [machine, n] of Object.entries(leases.resumes)) out.push(line('berth_lease_resumes_total', { machine }, n));
   const timed = runtime.store as Partial<TimedEventStore>;
   if (timed.appendLatency) {
     const h = timed.appendLatency;
