@@ -100,6 +100,27 @@ describe.skipIf(!dockerAvailable)('workspace views on Docker', () => {
     await berth.api.releaseTurn(admin, session.id, turn.id);
   });
 
+  it('one view per allocation: another workspace\'s command first saves and detaches the idle view there', async () => {
+    const { env, ws, session, turn } = await turnOnDocker();
+    expect((await exec(session.id, turn.id, 'echo mine > mine.txt')).checkpoint?.outcome).toBe('published');
+    await berth.api.releaseTurn(admin, session.id, turn.id);
+    const other = await berth.api.createWorkspace(admin, { name: 'other' });
+    const otherSession = await berth.api.createSession(admin, { workspaceId: other.id, environmentId: env.id });
+    const otherTurn = await berth.api.openTurn(admin, otherSession.id);
+    const seen = await exec(otherSession.id, otherTurn.id, 'ls; echo theirs > theirs.txt');
+    expect(seen.target.allocationId).toBeDefined();
+    expect((await berth.api.readOutput(admin, seen.id, 'stdout', 0)).data.toString()).toBe('');
+    expect((await berth.runtime.actors.get('mount', ws.id))!.state).toBe('detached');
+    await berth.api.releaseTurn(admin, otherSession.id, otherTurn.id);
+    // Back to the first: its view is made again (generation 2), with its files and not the other's.
+    const again = await berth.api.openTurn(admin, session.id);
+    const back = await exec(session.id, again.id, 'ls');
+    expect((await berth.api.readOutput(admin, back.id, 'stdout', 0)).data.toString().split('\n')).toEqual(expect.arrayContaining(['mine.txt', 'src']));
+    expect((await berth.api.readOutput(admin, back.id, 'stdout', 0)).data.toString()).not.toContain('theirs.txt');
+    expect((await berth.runtime.actors.get<MountContext>('mount', ws.id))!.context.mountGeneration).toBe(2);
+    await berth.api.releaseTurn(admin, session.id, again.id);
+  });
+
   it('two checkpoint attempts racing on one head: exactly one publishes, the other is recorded as stale', async () => {
     const { ws, session, turn } = await turnOnDocker();
     const x = await exec(session.id, turn.id, 'seq 1 2000 | while read i; do echo $i > f$i.txt; done');

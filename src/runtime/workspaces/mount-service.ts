@@ -25,6 +25,7 @@ import { HIDDEN_FROM_COMMANDS, type WorkspaceDirectories } from './workspace-dir
 
 /** How long an execution's admission waits for a view being prepared or saved by someone else. */
 const SETTLE_WAIT_MS = 120_000;
+const EMPTY_TREE: TreeManifest = { version: 1, entries: [], files: 0, bytes: 0, skipped: 0 };
 /** A detachment whose save failed is tried again (by the next release request or maintenance tick) after this long. */
 const STALLED_SAVE_MS = 10_000;
 /** Recaptures after stale attempts before the view is left for maintenance to save. */
@@ -83,6 +84,8 @@ export class MountService {
           continue;
         }
         if (state !== 'active') {
+          // The allocation holds one view (its staging volume): another workspace's idle view there is saved and let go.
+          for (const other of await this.otherViewsOn(target.allocationId, workspace.id)) await this.detach(other, 'explicit');
           await this.prepare(workspace, target, (mount?.context.mountGeneration ?? 0) + 1);
           continue;
         }
@@ -241,7 +244,16 @@ export class MountService {
     return this.startedEvent(mount.context, workspace, `detach-${mount.context.mountGeneration}-${count + 1}`, count === 0 ? 'detach' : 'recapture');
   }
 
+  /** Empties the saved view (the allocation may next hold another workspace's), then gives the allocation's use back. */
   async unuse(p: UnuseParams): Promise<MountEvent> {
+    const { base, target } = (await this.get(p.workspaceId))?.context ?? {};
+    if (base && target) {
+      await this.fileHostOf(target)
+        .then(async (view) => view.apply(EMPTY_TREE, await this.deps.packs.loadManifest(base.manifest), this.deps.packs.source()))
+        .catch((e) => {
+          if (!isBerthError(e)) throw e; // the view is gone with its allocation: nothing to empty
+        });
+    }
     await this.giveBack(p.allocationId, p.workspaceId);
     this.views.delete(p.workspaceId);
     return { type: 'mount.detached', at: this.deps.now() };
@@ -453,6 +465,12 @@ export class MountService {
       return state !== 'preparing' && state !== 'saving' && state !== 'detaching';
     }, deadline, 50);
     return view;
+  }
+
+  /** Workspaces other than `workspaceId` whose view is on the allocation (their mount uses of it). */
+  private async otherViewsOn(allocationId: string, workspaceId: string): Promise<string[]> {
+    const { uses } = await this.deps.allocation(allocationId);
+    return Object.keys(uses).filter((id) => id !== workspaceId && uses[id]!.kind === 'mount');
   }
 
   /** Pins of executions that will never reach their checkpoint (never accepted, or finished): dropped. */
