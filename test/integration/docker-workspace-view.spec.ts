@@ -4,26 +4,16 @@
  * kept when the allocation is adopted again, gone after deallocate.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Profile } from '../../schemas/profile.ts';
-import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import { resourceNames } from '../../src/providers/docker/labels.ts';
-import type { FileHost, TreeManifest } from '../../src/providers/file-host.ts';
+import type { FileHost } from '../../src/providers/file-host.ts';
 import type { AllocationIntent, AllocationRef, ExecSpec, Executor, Receipt } from '../../src/providers/provider.ts';
-import { CheckpointPacks } from '../../src/runtime/workspaces/checkpoint-packs.ts';
-import { captureInto, checkpointOf, tempDir as packsDir } from '../fixtures/file-host-fixture.ts';
-import { allocatedRef, dockerAvailable, dockerEndpoint, execIn, newAllocationIntent, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
+import { checkpointOf } from '../fixtures/file-host-fixture.ts';
+import { dockerViewBed } from '../fixtures/docker-view-bed.ts';
+import { dockerAvailable, execIn, rawDocker } from './docker-env.ts';
 
-const run = newTestRun();
-const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run });
-/** Real packs, in a directory of their own for this file's run (made once a test runs). */
-let packsRoot: string;
-let packs: CheckpointPacks;
-const capture = async (host: FileHost, previous?: TreeManifest) => (await captureInto(packs, host, previous)).manifest;
-
-const newIntent = (profile: Partial<Profile> = {}) => newAllocationIntent({ network: 'none', ...profile });
-const allocated = (intent: AllocationIntent) => allocatedRef(provider, intent);
+const bed = dockerViewBed();
+const { provider, capture, newIntent, allocated } = bed;
 
 /** Runs `script` in the allocation's view at `cwd`; answers its receipt and output. */
 async function inView(executor: Executor, script: string, cwd = ''): Promise<{ receipt: Receipt; stdout: string; stderr: string }> {
@@ -51,16 +41,13 @@ describe.skipIf(!dockerAvailable)('a Docker allocation\'s workspace view', () =>
   let executor: Executor;
 
   beforeAll(async () => {
-    packsRoot = packsDir('workspace-view-packs');
-    packs = new CheckpointPacks(packsRoot);
+    bed.open();
     intent = newIntent({ workspaceMb: 8, memoryMb: 256 });
     ref = await allocated(intent);
     executor = provider.executor(ref, intent.profile);
   }, 60_000);
   afterAll(async () => {
-    await provider.close();
-    await removeTestResources(run);
-    rmSync(packsRoot, { recursive: true, force: true });
+    await bed.close();
   });
 
   it('should say its views are materialized in the allocation', () => {
@@ -75,7 +62,7 @@ describe.skipIf(!dockerAvailable)('a Docker allocation\'s workspace view', () =>
 
   it('should show a file applied through the file host to a command run in the view', async () => {
     const host = await provider.fileHost(ref);
-    await host.apply(await checkpointOf(packs, { 'x': 'from the host\n', 'src/': '', 'src/y': 'nested\n' }), undefined, packs.source());
+    await host.apply(await checkpointOf(bed.packs, { 'x': 'from the host\n', 'src/': '', 'src/y': 'nested\n' }), undefined, bed.packs.source());
     const { receipt, stdout } = await inView(executor, 'cat /workspace/x; pwd; cat y; stat -c "%u" y', 'src');
     expect(receipt).toMatchObject({ exitCode: 0 });
     expect(stdout).toBe('from the host\n/workspace/src\nnested\n1000\n');

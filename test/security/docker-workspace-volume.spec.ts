@@ -6,30 +6,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Profile } from '../../schemas/profile.ts';
-import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import { LABEL, resourceNames } from '../../src/providers/docker/labels.ts';
-import type { FileHost, TreeManifest } from '../../src/providers/file-host.ts';
-import type { AllocationIntent, AllocationRef } from '../../src/providers/provider.ts';
+import type { AllocationRef } from '../../src/providers/provider.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
 import { defaultRolePolicy } from '../../src/runtime/role-policy.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
-import { CheckpointPacks } from '../../src/runtime/workspaces/checkpoint-packs.ts';
-import { captureInto, checkpointOf, tempDir as packsDir } from '../fixtures/file-host-fixture.ts';
-import { allocatedRef, dockerAvailable, dockerEndpoint, execIn, newAllocationIntent, newTestRun, rawDocker, removeTestResources } from '../integration/docker-env.ts';
+import { checkpointOf } from '../fixtures/file-host-fixture.ts';
+import { dockerViewBed } from '../fixtures/docker-view-bed.ts';
+import { dockerAvailable, execIn, rawDocker, removeTestResources } from '../integration/docker-env.ts';
 import { startTestBerth, tempDir } from '../integration/executions-harness.ts';
 
-const run = newTestRun();
-const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run });
-/** Real packs, in a directory of their own for this file's run (made once a test runs). */
-let packsRoot: string;
-let packs: CheckpointPacks;
-const capture = async (host: FileHost, previous?: TreeManifest) => (await captureInto(packs, host, previous)).manifest;
-
-const newIntent = (profile: Partial<Profile> = {}) => newAllocationIntent({ network: 'none', ...profile });
-const allocated = (intent: AllocationIntent) => allocatedRef(provider, intent);
+const bed = dockerViewBed();
+const { run, provider, capture, newIntent, allocated } = bed;
 
 describe.skipIf(!dockerAvailable)('a Docker workspace volume keeps the server inside it', () => {
   let ref: AllocationRef;
@@ -38,17 +27,14 @@ describe.skipIf(!dockerAvailable)('a Docker workspace volume keeps the server in
   const escape = `berth-escape-${randomUUID()}`;
 
   beforeAll(async () => {
-    packsRoot = packsDir('workspace-view-packs');
-    packs = new CheckpointPacks(packsRoot);
+    bed.open();
     ref = await allocated(newIntent());
     hostDir = mkdtempSync('/var/tmp/berth-workspace-volume-');
   }, 60_000);
   afterAll(async () => {
     rmSync(hostDir, { recursive: true, force: true });
     rmSync(`/${escape}`, { force: true });
-    await provider.close();
-    await removeTestResources(run);
-    rmSync(packsRoot, { recursive: true, force: true });
+    await bed.close();
   });
 
   it('should capture a command\'s links to / and to a host directory as links, and never write through them', async () => {
@@ -63,9 +49,9 @@ describe.skipIf(!dockerAvailable)('a Docker workspace volume keeps the server in
 
     // A checkpoint that has files under those names, applied over the view that holds the links (from the capture
     // that recorded them, and from nothing): the links are replaced in the volume, nothing is written through them.
-    const target = await checkpointOf(packs, { 'data/': '', [`data/${escape}`]: 'out\n', 'evil/': '', [`evil/${escape}`]: 'out\n' });
+    const target = await checkpointOf(bed.packs, { 'data/': '', [`data/${escape}`]: 'out\n', 'evil/': '', [`evil/${escape}`]: 'out\n' });
     for (const base of [captured, undefined]) {
-      await host.apply(target, base, packs.source());
+      await host.apply(target, base, bed.packs.source());
       expect(existsSync(`/${escape}`)).toBe(false);
       expect(readdirSync(hostDir)).toEqual([]);
       const seen = await execIn(ref.identity!.resourceId, ['/bin/sh', '-c', `stat -c "%F %n" /workspace/evil /workspace/data; cat /workspace/evil/${escape}`]);
@@ -82,7 +68,7 @@ describe.skipIf(!dockerAvailable)('a Docker workspace volume keeps the server in
       await expect(provider.fileHost(forged)).rejects.toMatchObject({ code: 'unavailable', detail: { reason: 'not_this_allocation' } });
     }
     // Each allocation's host sees its own volume only.
-    await mine.apply(await checkpointOf(packs, { [`mine-${escape}`]: 'a\n' }), undefined, packs.source());
+    await mine.apply(await checkpointOf(bed.packs, { [`mine-${escape}`]: 'a\n' }), undefined, bed.packs.source());
     const theirs = await capture(await provider.fileHost(other));
     expect(theirs.entries.map((e) => e.path)).not.toContain(`mine-${escape}`);
 
