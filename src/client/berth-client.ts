@@ -1,6 +1,6 @@
 /**
  * The typed client of a Berth gateway. `Berth.connect({url, token})`, then `environments.*` (with their content:
- * archive import, builds, versions), `workspaces.*`, `sessions.*`, tool `turns.*` (with their file tools; `turns.with`
+ * archive import, builds, versions), `workspaces.*`, `leases.*`, `sessions.*`, tool `turns.*` (with their file tools; `turns.with`
  * opens, runs and always releases one), `executions.*` and `events.follow`. `executions.run` submits with an operationId
  * (generated when absent), follows the output over the WebSocket and reconnects transparently from its cursors; a
  * submit whose answer was lost is retried with the same operationId, which returns the existing execution, never a
@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type {
   allocationSchema,
+  bindLeaseBody,
   checkpointDiffSchema,
   checkpointSchema,
   checkpointTreeSchema,
@@ -22,6 +23,8 @@ import type {
   environmentSchema,
   ExecutionRecordJson,
   historyEntrySchema,
+  leaseSchema,
+  leaseTargetSchema,
   mountSchema,
   replayStepSchema,
   restoredSchema,
@@ -35,7 +38,7 @@ import type { buildRecordSchema, importResultSchema, versionListSchema } from '.
 import type { OutputStream } from '../../schemas/output.ts';
 import type { ExecutionStatus } from '../../schemas/states.ts';
 import { BerthApiError } from './berth-api-error.ts';
-import { followEvents, type EventFeed } from './event-feed.ts';
+import { followEvents, followLeasePauses, type EventFeed, type Feed, type LeasePauseFrame } from './event-feed.ts';
 import { followExecution, type FollowOptions } from './execution-follower.ts';
 import { HttpTransport } from './http-transport.ts';
 import { collect, everyItem, readPage, type Page, type PageOptions } from './pages.ts';
@@ -63,6 +66,11 @@ export type CheckpointTree = z.output<typeof checkpointTreeSchema>;
 export type CheckpointDiff = z.output<typeof checkpointDiffSchema>;
 export type Mount = z.output<typeof mountSchema>;
 export type Restored = z.output<typeof restoredSchema>;
+export type Lease = z.output<typeof leaseSchema>;
+export type LeaseTarget = z.output<typeof leaseTargetSchema>;
+export type BindLease = z.input<typeof bindLeaseBody>;
+export type LeasePause = { cause: { kind: string; message?: string }; retryAt?: number };
+export type LeaseQuery = { workKind?: string; workId?: string };
 /** Checkpoints are listed oldest first only. */
 export type CheckpointPageOptions = Omit<PageOptions, 'order'>;
 
@@ -254,6 +262,29 @@ export class Berth {
       await release();
       return result;
     },
+  };
+
+  readonly leases = {
+    /** Binds work to a lease by key (allocates nothing); the same binding again answers the same lease. */
+    bind: (input: BindLease) => this.http.json<Lease>('POST', '/v1/leases', { body: input }),
+    get: (key: string) => this.http.json<Lease>('GET', `/v1/leases/${path(key)}`),
+    /** Every lease of the caller's scope not released, optionally of one work (every page). */
+    list: (query: LeaseQuery = {}) => collect(this.leases.iterate(query)),
+    page: (query: LeaseQuery & PageOptions = {}) => readPage<Lease>(this.http, '/v1/leases', { ...query }),
+    iterate: (query: LeaseQuery & PageOptions = {}) => everyItem((cursor) => this.leases.page({ ...query, cursor }), query.cursor),
+    /**
+     * The lease's machine, made if there is none. With `suspend`, a spawn refused by a quota or policy pauses the
+     * lease instead and rejects with invalid_state (reason `paused`, detail.lease).
+     */
+    acquire: (key: string, options: { suspend?: boolean } = {}) => this.http.json<LeaseTarget>('POST', `/v1/leases/${path(key, 'acquire')}`, { body: options }),
+    /** Pauses the work; `retryAt` (ms since the epoch) sets the timer that resumes it. */
+    pause: (key: string, pause: LeasePause) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'pause')}`, { body: pause }),
+    hold: (key: string) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'hold')}`),
+    resume: (key: string) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'resume')}`),
+    /** Removes the machine (its workspace view saved first) and ends the lease. */
+    release: (key: string) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'release')}`),
+    /** The lease's changes of state after `fromPosition` (default: all), resumed across drops, ending at `released`. */
+    events: (key: string, fromPosition?: bigint): Feed<LeasePauseFrame> => followLeasePauses(this.http, key, fromPosition, this.backoff),
   };
 
   readonly executions = {

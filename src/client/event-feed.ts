@@ -1,8 +1,10 @@
 /**
- * `events.follow`: the audit feed (`GET /v1/events`) as an async iterator, resumed with Last-Event-ID from the last
- * position seen whenever the connection drops, so no event is skipped or repeated.
+ * Server-sent event feeds resumed by global position: `events.follow` (the audit feed, `GET /v1/events`) and
+ * `leases.events` (a lease's pauses). Whenever the connection drops the feed reconnects with Last-Event-ID from the
+ * last position seen, so no event is skipped or repeated.
  */
-import { errorBodySchema, recordedEventJsonSchema, type RecordedEventJson } from '../../schemas/api.ts';
+import type { z } from 'zod';
+import { errorBodySchema, leasePauseFrameSchema, recordedEventJsonSchema, type RecordedEventJson } from '../../schemas/api.ts';
 import { BerthApiError } from './berth-api-error.ts';
 import type { HttpTransport } from './http-transport.ts';
 import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
@@ -11,31 +13,43 @@ import { readSse } from './sse-parser.ts';
 /** A recorded event with its revision and global position as bigints again. */
 export type FeedEvent = Omit<RecordedEventJson, 'revision' | 'position'> & { revision: bigint; position: bigint };
 
-export interface EventFeed extends AsyncIterable<FeedEvent> {
+/** A change of a lease's state, with the global position of the event that made it. */
+export type LeasePauseFrame = z.output<typeof leasePauseFrameSchema> & { position: bigint };
+
+export interface Feed<T> extends AsyncIterable<T> {
   close(): void;
 }
+export type EventFeed = Feed<FeedEvent>;
 
-export function followEvents(http: HttpTransport, fromPosition?: bigint, backoffOptions?: BackoffOptions): EventFeed {
+interface FeedSpec<T> {
+  path: string;
+  /** The item of one SSE event (its `id:` is the global position). */
+  parse(data: string, id: bigint): T;
+  /** The last item: the server ends the stream after it, and the feed ends too. */
+  last?(item: T): boolean;
+}
+
+function followSse<T extends { position: bigint }>(http: HttpTransport, spec: FeedSpec<T>, fromPosition?: bigint, backoffOptions?: BackoffOptions): Feed<T> {
   const abort = new AbortController();
   let last = fromPosition;
   const backoff = new Backoff(backoffOptions);
 
-  async function* events(): AsyncGenerator<FeedEvent> {
+  async function* items(): AsyncGenerator<T> {
     while (!abort.signal.aborted) {
       try {
         const headers: Record<string, string> = { accept: 'text/event-stream' };
         if (last !== undefined) headers['last-event-id'] = last.toString();
-        const response = await http.send('GET', '/v1/events', { headers, signal: abort.signal });
+        const response = await http.send('GET', spec.path, { headers, signal: abort.signal });
         backoff.reset();
         for await (const sse of readSse(response.body!)) {
           if (sse.event === 'error') {
             const { code, message, detail } = errorBodySchema.parse(JSON.parse(sse.data)).error;
             throw BerthApiError.fromCode(code, message, detail);
           }
-          const wire = recordedEventJsonSchema.parse(JSON.parse(sse.data));
-          const event: FeedEvent = { ...wire, revision: BigInt(wire.revision), position: BigInt(wire.position) };
-          last = event.position;
-          yield event;
+          const item = spec.parse(sse.data, BigInt(sse.id ?? '-1'));
+          last = item.position;
+          yield item;
+          if (spec.last?.(item)) return;
         }
       } catch (error) {
         if (abort.signal.aborted) return;
@@ -45,5 +59,31 @@ export function followEvents(http: HttpTransport, fromPosition?: bigint, backoff
     }
   }
 
-  return { close: () => abort.abort(), [Symbol.asyncIterator]: events };
+  return { close: () => abort.abort(), [Symbol.asyncIterator]: items };
 }
+
+export const followEvents = (http: HttpTransport, fromPosition?: bigint, backoffOptions?: BackoffOptions): EventFeed =>
+  followSse(
+    http,
+    {
+      path: '/v1/events',
+      parse: (data) => {
+        const wire = recordedEventJsonSchema.parse(JSON.parse(data));
+        return { ...wire, revision: BigInt(wire.revision), position: BigInt(wire.position) };
+      },
+    },
+    fromPosition,
+    backoffOptions,
+  );
+
+export const followLeasePauses = (http: HttpTransport, key: string, fromPosition?: bigint, backoffOptions?: BackoffOptions): Feed<LeasePauseFrame> =>
+  followSse(
+    http,
+    {
+      path: `/v1/leases/${encodeURIComponent(key)}/events`,
+      parse: (data, position) => ({ ...leasePauseFrameSchema.parse(JSON.parse(data)), position }),
+      last: (frame) => frame.state === 'released',
+    },
+    fromPosition,
+    backoffOptions,
+  );

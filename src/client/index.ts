@@ -1,6 +1,6 @@
 /**
  * The typed client of a Berth server (`berth/client`): connect with a URL and a token, then environments (and their
- * content: imports, builds, versions), workspaces, sessions, tool turns and their file tools, workspace checkpoints and views, executions (run, follow,
+ * content: imports, builds, versions), workspaces, sessions, tool turns and their file tools, workspace checkpoints and views, leases (bind, acquire, pause, hold, resume, release, their pause feed), executions (run, follow,
  * output, cancel), allocations, stream replay and the audit feed. Errors from the server are BerthApiError with the code of the wire's error shape.
  */
 export { Berth } from './berth-client.ts';
@@ -20,6 +20,11 @@ export type {
   ExecutionQuery,
   HistoryEntry,
   ImportResult,
+  BindLease,
+  Lease,
+  LeasePause,
+  LeaseQuery,
+  LeaseTarget,
   Mount,
   OpenTurn,
   ReplayStepJson,
@@ -38,7 +43,7 @@ export type {
 export { TurnFiles } from './turn-files.ts';
 export type { EntryInfo, FileBytes, FileChanges, FileList, FileRead, FileWritten, WriteOptions } from './turn-files.ts';
 export { BerthApiError, isBerthApiError } from './berth-api-error.ts';
-export type { EventFeed, FeedEvent } from './event-feed.ts';
+export type { EventFeed, Feed, FeedEvent, LeasePauseFrame } from './event-feed.ts';
 export type { Page, PageOptions } from './pages.ts';
 export type { FollowOptions, StdinSource, TerminalSize } from './execution-follower.ts';
 export type { BackoffOptions } from './reconnect-backoff.ts';

@@ -15,6 +15,7 @@ import type { GatewayLimits } from '../../src/gateway/limits.ts';
 import { listen, type Listener } from '../../src/gateway/listen.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import type { RolePolicy } from '../../src/runtime/role-policy.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
 import type { RootMapping } from '../../src/runtime/workspaces/workspace-roots.ts';
 import { emitScript } from '../fixtures/emit-bytes.mjs';
@@ -59,7 +60,7 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(options: { limits?: Partial<GatewayLimits>; workspaceRoots?: RootMapping[] } = {}): Promise<RunningGateway> {
+export async function startGateway(options: { limits?: Partial<GatewayLimits>; workspaceRoots?: RootMapping[]; policy?: RolePolicy } = {}): Promise<RunningGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-gateway-'));
   const dataDir = join(dir, 'data');
   const tokensFile = join(dir, 'tokens.json');
@@ -83,6 +84,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits>; w
     runtimeId: 'rt_gateway_test',
     providers: [new NativeProvider({ dataDir })],
     workspaceRoots: options.workspaceRoots ?? [],
+    ...(options.policy ? { policy: options.policy } : {}),
   });
   const api = withFaults(berth.api);
   const auth = createTokenAuth({ adminToken: tokens.admin, tokens: await loadTokensFile(tokensFile) });

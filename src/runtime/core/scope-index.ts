@@ -5,7 +5,7 @@
 import type { ActorRuntime } from '../../actors/actor-runtime.ts';
 import type { Caller } from '../runtime-api.ts';
 
-const SCOPED = ['environment', 'execution', 'session', 'build', 'harness', 'workspace', 'turn', 'ownership', 'mount'] as const;
+const SCOPED = ['environment', 'execution', 'session', 'build', 'harness', 'workspace', 'turn', 'ownership', 'mount', 'lease'] as const;
 
 export class ScopeIndex {
   private readonly known = new Map<string, string | null>();
