@@ -2,6 +2,7 @@
 import { eventsUsage } from './events.ts';
 import { cpUsage } from './cp.ts';
 import { execUsage } from './exec.ts';
+import { leaseUsage } from './lease.ts';
 import { logsUsage } from './logs.ts';
 import { psUsage } from './ps.ts';
 import { remoteUsage } from './remote.ts';
@@ -20,6 +21,7 @@ commands:
   ps         list active allocations and unfinished executions
   env        manage environments, their allocations and content (push, build, versions, activate)
   workspace  manage workspaces (create, ls, show, rm, history, checkpoints, diff, mount, detach)
+  lease      bind work to a machine by key; acquire, pause, hold, resume, release it (ls, get)
   session    create a session bound to an environment and/or a workspace
   turn       open and release a tool turn (it holds the session's workspace); checkpoint and restore in it
   cp         copy files between this machine and a session's workspace
@@ -28,7 +30,7 @@ commands:
   replay     print a stream's events with the machine state before -> after each
   help       this text
 
-  exec, logs, ps, workspace, session, turn and cp talk to a server; env, events and replay do too when given --url
+  exec, logs, ps, workspace, lease, session, turn and cp talk to a server; env, events and replay do too when given --url
   (or BERTH_URL):
 ${remoteUsage}
 
@@ -41,6 +43,8 @@ ${logsUsage}
 ${psUsage}
 
 ${workspaceUsage}
+
+${leaseUsage}
 
 ${sessionUsage}
 

@@ -19,6 +19,7 @@ import { serveCommand } from './serve.ts';
 import { sessionCommand } from './session.ts';
 import { StdoutClosed } from './stdout-lines.ts';
 import { turnCommand } from './turn.ts';
+import { leaseCommand } from './lease.ts';
 import { workspaceCommand } from './workspace.ts';
 
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
@@ -30,6 +31,7 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   logs: logsCommand,
   ps: psCommand,
   workspace: workspaceCommand,
+  lease: leaseCommand,
   session: sessionCommand,
   turn: turnCommand,
   cp: cpCommand,
