@@ -22,6 +22,8 @@ export const pauseCauseSchema = z.strictObject({
 export const leaseEvents = {
   'lease.bound': z.strictObject({
     scope: z.string().min(1),
+    /** The binder's role: what its timer's retries and its environment's making act as (a member's stay under its quotas). */
+    role: z.enum(['admin', 'member']).optional(),
     key: leaseKeySchema,
     work: workSchema,
     /** The profile its machine is made from (its private environment's). */

@@ -32,6 +32,8 @@ export interface LeasePause {
 export interface LeaseContext {
   id: string;
   scope: string;
+  /** Who bound it (leases bound before roles were recorded act as members: never more than asked). */
+  role: 'admin' | 'member';
   key: string;
   work: Work;
   profile: Profile;
@@ -70,6 +72,7 @@ const leaseSetup = setup({
       if (event.type !== 'lease.bound') return {};
       return {
         scope: event.scope,
+        role: event.role ?? 'member',
         key: event.key,
         work: event.work,
         profile: event.profile,
@@ -114,6 +117,7 @@ export const leaseMachine = leaseSetup.createMachine({
   context: ({ input }) => ({
     id: input.id,
     scope: '',
+    role: 'member',
     key: '',
     work: { kind: '', id: '' },
     profile: emptyProfile,

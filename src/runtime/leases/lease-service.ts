@@ -112,6 +112,7 @@ export class LeaseService {
     const bound = {
       type: 'lease.bound',
       scope: caller.scope,
+      role: caller.role,
       key: input.key,
       work: work.data,
       profile,
@@ -192,8 +193,9 @@ export class LeaseService {
    */
   async tick(now: number): Promise<void> {
     for (const entry of this.deps.leases.query.waiting() as LeaseEntry[]) {
-      const caller: Caller = { scope: entry.scope, role: 'admin' };
       try {
+        // As its binder: a member's lease retried by its timer stays under the member's quotas and ceilings.
+        const caller: Caller = { scope: entry.scope, role: (await this.deps.actors.get<LeaseContext>('lease', entry.id))?.context.role ?? 'member' };
         if (entry.state === 'releasing') await this.finishRelease(entry.id);
         else if (entry.state === 'paused' && entry.retryAt !== null && entry.retryAt <= now) await this.retry(caller, entry.key);
         else if ((entry.state === 'paused' || entry.state === 'held') && entry.machine && entry.pausedAt !== null && now >= entry.pausedAt + entry.idleSeconds * 1000) {
@@ -259,7 +261,8 @@ export class LeaseService {
   /** The lease's private environment (its name is derived from the lease, so a retried making finds the first). */
   private async makeEnvironment(caller: Caller, lease: LeaseContext): Promise<string> {
     const name = `lease-${lease.id.slice(5, 17)}`;
-    const owner: Caller = { scope: lease.scope, role: caller.role };
+    // The binder's role, whoever asks: an admin's acquire of a member's lease does not lift the member's limits.
+    const owner: Caller = { scope: lease.scope, role: lease.role };
     let environmentId: string;
     try {
       environmentId = (await this.deps.environments.create(owner, { name, description: `The machine of lease ${lease.key}`, profile: lease.profile })).id;
