@@ -63,6 +63,8 @@ export const leasesProjection = defineProjection({
     /** One page of `scope`'s leases (every scope's when undefined), optionally of one work, in binding order. */
     page: (t, scope: string | undefined, work: { kind?: string; id?: string }, range: Omit<PageRequest<LeaseEntry>, 'where'>): Page<LeaseEntry> =>
       t.leases.page({ ...range, where: { scope, ...(work.kind ? { workKind: work.kind } : {}), ...(work.id ? { workId: work.id } : {}) } }),
+    /** How many leases `scope` has bound and not released (its members' quota). */
+    count: (t, scope: string): number => t.leases.count({ scope }),
     /** Leases paused or held (their timers and idle reclamation), and those releasing (to finish). */
     waiting: (t): LeaseEntry[] => t.leases.all({ state: ['paused', 'held', 'releasing'] }),
     /** Paused work by kind (seed 003 trackWorkPaused), for the metrics. */

@@ -129,6 +129,7 @@ export class BerthApi implements RuntimeApi {
       actors: runtime.actors,
       environments: this.environments,
       leases: this.model('leases'),
+      policy,
       workspace: (caller, id) => this.workspaces.context(caller, id),
       turnHeld: async (id) => (await this.workspaces.get({ scope: '*', role: 'admin' }, id).catch(() => undefined))?.holder != null,
       createSession: (caller, input) => this.createSession(caller, input),

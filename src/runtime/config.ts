@@ -136,6 +136,7 @@ const policySchema = z.object({
   BERTH_QUOTA_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.outputBytes),
   BERTH_QUOTA_SCOPE_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.scopeOutputBytes),
   BERTH_QUOTA_WORKSPACES: positiveInt.default(defaultRolePolicy.quotas.workspaces),
+  BERTH_QUOTA_LEASES: positiveInt.default(defaultRolePolicy.quotas.leases),
 });
 
 /** Members' ceilings and quotas from the environment; throws `invalid_request` naming every bad variable. */
@@ -155,6 +156,7 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
       outputBytes: v.BERTH_QUOTA_OUTPUT_BYTES,
       scopeOutputBytes: v.BERTH_QUOTA_SCOPE_OUTPUT_BYTES,
       workspaces: v.BERTH_QUOTA_WORKSPACES,
+      leases: v.BERTH_QUOTA_LEASES,
     },
   };
 }

@@ -31,6 +31,8 @@ export interface ScopeQuotas {
   scopeOutputBytes: number;
   /** Managed workspaces (directories Berth makes in the data directory). */
   workspaces: number;
+  /** Leases bound and not released (each is a stream, an actor and, once acquired, an environment). */
+  leases: number;
 }
 
 export interface RolePolicy {
@@ -43,7 +45,7 @@ const GiB = 1024 * MiB;
 
 export const defaultRolePolicy: RolePolicy = {
   ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, homeMb: 2048, workspaceMb: 2048, network: 'bridge' },
-  quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB, workspaces: 100 },
+  quotas: { environments: 100, concurrentExecutions: 8, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB, workspaces: 100, leases: 1000 },
 };
 
 /** How the provider a profile names treats its commands: on a borrowed host they run as the server unless contained. */
@@ -123,7 +125,7 @@ export function assertWithinPolicy(
   }
 }
 
-export type QuotaName = 'environments' | 'concurrent_executions' | 'scope_output_bytes' | 'workspaces';
+export type QuotaName = 'environments' | 'concurrent_executions' | 'scope_output_bytes' | 'workspaces' | 'leases';
 
 /** Refuses a member whose scope already uses `used` of a quota of `limit` (one more would exceed it). */
 export function assertQuota(caller: Caller, quota: QuotaName, limit: number, used: number): void {

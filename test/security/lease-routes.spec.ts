@@ -14,11 +14,12 @@ let gw: RunningGateway;
 let tight: RunningGateway;
 
 const ENVIRONMENTS_QUOTA = 2;
+const LEASES_QUOTA = 4;
 const SECRET = 'lease-secret-9f2c71d04be3a685';
 
 beforeAll(async () => {
   gw = await startGateway();
-  tight = await startGateway({ policy: { ...defaultRolePolicy, quotas: { ...defaultRolePolicy.quotas, environments: ENVIRONMENTS_QUOTA } } });
+  tight = await startGateway({ policy: { ...defaultRolePolicy, quotas: { ...defaultRolePolicy.quotas, environments: ENVIRONMENTS_QUOTA, leases: LEASES_QUOTA } } });
 });
 afterAll(async () => {
   await gw?.close();
@@ -89,14 +90,13 @@ describe('lease routes: malformed keys and profiles', () => {
     await expectError(call(gw, 'POST', '/v1/leases', { json: { ...bindBody('bad-env'), spawn: { env: { 'A=B': 'x' } } } }), 400, 'invalid_request');
   });
 
-  it("should refuse a member's profile past the ceilings at the first acquire, like an environment's creation", async () => {
-    // Bind records the ask; the environment is made (and the policy applied) at the first acquire.
-    await expectStatus(call(gw, 'POST', '/v1/leases', { json: bindBody('too-big', { profile: { provider: 'native', memoryMb: 1_048_576 } }) }), 201);
-    const big = await expectError(call(gw, 'POST', '/v1/leases/too-big/acquire', { json: {} }), 429, 'quota_exceeded');
+  it("should refuse a member's profile past the ceilings at bind, like an environment's creation", async () => {
+    const big = await expectError(call(gw, 'POST', '/v1/leases', { json: bindBody('too-big', { profile: { provider: 'native', memoryMb: 1_048_576 } }) }), 429, 'quota_exceeded');
     expect(big.detail).toMatchObject({ quota: 'memoryMb' });
-    await expectStatus(call(gw, 'POST', '/v1/leases', { json: bindBody('uncontained', { profile: { provider: 'native', contain: false } }) }), 201);
-    await expectError(call(gw, 'POST', '/v1/leases/uncontained/acquire', { json: {} }), 403, 'forbidden');
-    expect(await expectStatus(call(gw, 'GET', '/v1/leases/too-big'), 200)).toMatchObject({ state: 'running', machine: null, environmentId: null });
+    await expectError(call(gw, 'POST', '/v1/leases', { json: bindBody('uncontained', { profile: { provider: 'native', contain: false } }) }), 403, 'forbidden');
+    // Nothing was bound for either.
+    await expectError(call(gw, 'GET', '/v1/leases/too-big'), 404, 'not_found');
+    await expectError(call(gw, 'GET', '/v1/leases/uncontained'), 404, 'not_found');
   });
 });
 
@@ -120,4 +120,13 @@ describe("lease routes: the scope's environments quota", () => {
     await expectStatus(call(tight, 'POST', '/v1/leases/q-1/release', bob), 200);
     expect(await expectStatus(call(tight, 'POST', '/v1/leases/q-3/acquire', { ...bob, json: {} }), 200)).toMatchObject({ reused: false, lease: { state: 'running', pause: null } });
   }, 60_000);
+
+  it('should bound the leases a member binds (each is a stream and an actor): past the quota, quota_exceeded', async () => {
+    const alice = { token: tokens.alice };
+    for (let i = 1; i <= LEASES_QUOTA; i++) await expectStatus(call(tight, 'POST', '/v1/leases', { ...alice, json: bindBody(`many-${i}`) }), 201);
+    const over = await expectError(call(tight, 'POST', '/v1/leases', { ...alice, json: bindBody('one-more') }), 429, 'quota_exceeded');
+    expect(over.detail).toMatchObject({ quota: 'leases', limit: LEASES_QUOTA });
+    // Binding one of them again is answered, not counted.
+    await expectStatus(call(tight, 'POST', '/v1/leases', { ...alice, json: bindBody('many-1') }), 200);
+  });
 });

@@ -468,7 +468,7 @@ export class EnvironmentService {
   }
 
   /** The profile stored for the caller's ask (role-policy.ts); provider_missing when its provider is not registered. */
-  private profileFor(caller: Caller, asked: Profile): Profile {
+  profileFor(caller: Caller, asked: Profile): Profile {
     return effectiveProfile(caller, asked, this.deps.providers.get(asked.provider), this.deps.policy);
   }
 

@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { PauseCause, Work } from '../../../schemas/events/lease.ts';
 import { leaseKeySchema, workSchema } from '../../../schemas/events/lease.ts';
-import type { Profile } from '../../../schemas/profile.ts';
+import { profileSchema, type Profile } from '../../../schemas/profile.ts';
+import { assertQuota, type RolePolicy } from '../role-policy.ts';
 import type { ActorRuntime, ActorView } from '../../actors/actor-runtime.ts';
 import type { LeaseContext } from '../../machines/lease.machine.ts';
 import { DEFAULT_IDLE_SECONDS, type AllocationContext } from '../../machines/allocation.machine.ts';
@@ -73,12 +74,15 @@ export interface LeaseEnvironments {
   release(caller: Caller, id: string, allocationId: string): Promise<{ state: string }>;
   delete(caller: Caller, id: string): Promise<void>;
   idOfSlug(scope: string, slug: string): string | undefined;
+  /** The profile stored for the caller's ask: a member's is refused past the ceilings or uncontained, as at creation. */
+  profileFor(caller: Caller, asked: Profile): Profile;
 }
 
 export interface LeaseServiceDeps {
   actors: ActorRuntime<any>;
   environments: LeaseEnvironments;
   leases: ReadModel;
+  policy: RolePolicy;
   /** The caller's workspace (not_found otherwise): checked at bind. */
   workspace(caller: Caller, id: string): Promise<unknown>;
   /** Whether a turn holds the workspace's storage now (a paused lease's machine is not reclaimed under it). */
@@ -105,7 +109,10 @@ export class LeaseService {
       throw new BerthError('invalid_request', 'Name exactly one of profile or environmentId.', { reason: 'profile_or_environment' });
     }
     const base = input.environmentId !== undefined ? (await this.deps.environments.context(caller, input.environmentId)).profile : input.profile!;
-    const profile = { ...base, ...(input.spawn?.image !== undefined ? { image: input.spawn.image } : {}) } as Profile;
+    const asked = profileSchema.safeParse({ ...base, ...(input.spawn?.image !== undefined ? { image: input.spawn.image } : {}) });
+    if (!asked.success) throw new BerthError('invalid_request', 'The profile is not valid.', { issues: asked.error.issues });
+    // The member's limits apply when it binds (as when it creates an environment), not first at the acquire.
+    const profile = this.deps.environments.profileFor(caller, asked.data);
     if (input.spawn?.env) assertCommandEnv(input.spawn.env);
     if (input.workspaceId !== undefined) await this.deps.workspace(caller, input.workspaceId);
     const id = leaseIdOf(caller.scope, input.key);
@@ -123,6 +130,7 @@ export class LeaseService {
     };
     const existing = await this.deps.actors.get<LeaseContext>('lease', id);
     if (existing && existing.state !== 'unbound') return this.sameBinding(existing, bound);
+    assertQuota(caller, 'leases', this.deps.policy.quotas.leases, this.deps.leases.query.count(caller.scope) as number);
     try {
       return viewOf(await this.deps.actors.send<LeaseContext>('lease', id, bound));
     } catch (e) {
