@@ -3,9 +3,11 @@
  * feed of the token's scope followed live over SSE (resumable with --after POSITION), and one stream replayed with the
  * state before and after each event. Lines are the same as the in-process commands print.
  */
+import { BerthError } from '../../schemas/errors.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
+import { replayStream } from './replay-target.ts';
 import { connectRemote, isUnreachable, remoteOptions, remoteUsage, serverUrl, unreachable } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
 
@@ -13,8 +15,9 @@ export const eventsRemoteUsage = `usage: berth events --follow [--after POSITION
   Over HTTP: follows the audit feed of the token's scope live from the start (or after POSITION) until Ctrl-C.
 ${remoteUsage}`;
 
-export const replayRemoteUsage = `usage: berth replay STREAM [--at REVISION] [--json] --url URL [--token TOKEN]
-  Over HTTP: prints every event of STREAM (of the token's scope) with the state before -> after.
+export const replayRemoteUsage = `usage: berth replay STREAM|ID|--operation OPID [--at REVISION] [--json] --url URL [--token TOKEN]
+  Over HTTP: prints every event of STREAM (of the token's scope) with the state before -> after; a bare id names
+  its resource's stream, --operation the execution submitted with that operationId.
 ${remoteUsage}`;
 
 export async function eventsRemoteCommand(argv: string[]): Promise<number> {
@@ -56,14 +59,19 @@ export async function eventsRemoteCommand(argv: string[]): Promise<number> {
 }
 
 export async function replayRemoteCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(argv, { ...remoteOptions, at: { type: 'string' }, json: { type: 'boolean' } }, replayRemoteUsage);
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { ...remoteOptions, at: { type: 'string' }, json: { type: 'boolean' }, operation: { type: 'string' } },
+    replayRemoteUsage,
+  );
   if (values.help) return void console.log(replayRemoteUsage), 0;
-  if (positionals.length !== 1) throw new UsageError('name exactly one stream', replayRemoteUsage);
   if (values.at !== undefined && !/^\d+$/.test(values.at)) throw new UsageError(`--at takes a revision (0, 1, …), not "${values.at}"`, replayRemoteUsage);
   const berth = await connectRemote(values);
   try {
-    const steps = await berth.streams.replay(positionals[0]!, values.at === undefined ? undefined : Number(values.at));
-    if (!values.json) await writeLine(`${positionals[0]}: ${steps.length} events`);
+    // The client does not know its token's scope: the server finds the execution by its operationId.
+    const stream = await replayStream(positionals, values.operation, (op) => executionOfOperation(berth, op), replayRemoteUsage);
+    const steps = await berth.streams.replay(stream, values.at === undefined ? undefined : Number(values.at));
+    if (!values.json) await writeLine(`${stream}: ${steps.length} events`);
     for (const step of steps) {
       const event: RecordedEvent = { ...step.event, revision: BigInt(step.event.revision), position: BigInt(step.event.position) };
       await writeLine(
@@ -77,4 +85,10 @@ export async function replayRemoteCommand(argv: string[]): Promise<number> {
     throw error;
   }
   return 0;
+}
+
+async function executionOfOperation(berth: Awaited<ReturnType<typeof connectRemote>>, operationId: string): Promise<string> {
+  const [record] = await berth.executions.list({ operationId });
+  if (!record) throw new BerthError('not_found', `No execution has the operationId ${operationId}.`, { operationId });
+  return record.id;
 }

@@ -1,32 +1,38 @@
 /**
- * `berth replay <stream> [--at N] [--json]`: prints each event of a stream with the machine state before and after
- * it (and the context keys it changed), folding through the actor type the stream's category names.
+ * `berth replay <stream|id> [--at N] [--json]` (or `--operation OPID`): prints each event of a stream with the
+ * machine state before and after it (and the context keys it changed), folding through the actor type the stream's
+ * category names.
  */
 import type { StateValue } from 'xstate';
 import { resolveSettings } from '../runtime/config.ts';
 import { openConfiguredStore } from '../runtime/core/open-configured-store.ts';
 import { replayStoredStream, type ReplayedStep } from '../runtime/core/stream-replay.ts';
+import { executionIdOf } from '../runtime/executions/execution-service.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
+import { replayStream } from './replay-target.ts';
 import { writeLine } from './stdout-lines.ts';
 
-export const replayUsage = `usage: berth replay STREAM [--at REVISION] [--json] [--data-dir DIR] [--store SPEC]
-  Prints every event of STREAM with the state before -> after; --at stops at that revision.`;
+export const replayUsage = `usage: berth replay STREAM|ID [--at REVISION] [--json] [--data-dir DIR] [--store SPEC]
+       berth replay --operation OPID [--scope SCOPE] [--at REVISION] [--json] [--data-dir DIR] [--store SPEC]
+  Prints every event of STREAM with the state before -> after; --at stops at that revision. A bare id (hexe_…,
+  henv_…, hwsp_…, …) names its resource's stream; --operation the execution submitted with that operationId in
+  SCOPE (default "default"; over HTTP, the token's scope).`;
 
 const label = (v: StateValue | null) => (v === null ? '?' : typeof v === 'string' ? v : JSON.stringify(v));
 
 export async function replayCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { ...storeOptions, at: { type: 'string' }, json: { type: 'boolean' } },
+    { ...storeOptions, at: { type: 'string' }, json: { type: 'boolean' }, operation: { type: 'string' }, scope: { type: 'string' } },
     replayUsage,
   );
   if (values.help) return void console.log(replayUsage), 0;
-  if (positionals.length !== 1) throw new UsageError('name exactly one stream', replayUsage);
   if (values.at !== undefined && !/^\d+$/.test(values.at)) {
     throw new UsageError(`--at takes a revision (0, 1, …), not "${values.at}"`, replayUsage);
   }
-  const [stream] = positionals;
+  // Locally the execution's id is derived from the scope and operationId, as the runtime derived it.
+  const stream = await replayStream(positionals, values.operation, async (op) => executionIdOf(values.scope ?? 'default', op), replayUsage);
   const settings = resolveSettings({ dataDir: values['data-dir'], store: values.store });
   const store = await openConfiguredStore(settings, { mustExist: true });
   try {

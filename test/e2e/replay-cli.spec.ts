@@ -1,0 +1,81 @@
+/**
+ * `berth replay` by a bare resource id and by `--operation OPID`, locally (the server's data directory) and over
+ * HTTP, against a real `berth serve` child: the same steps as by the stream name.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { streamOfTarget } from '../../src/cli/replay-target.ts';
+import { berth, cleanEnv } from '../integration/cli-process.ts';
+import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from './berth-server.ts';
+
+let server: BerthServer;
+let environmentId: string;
+let execution: { id: string; operationId: string };
+
+beforeAll(async () => {
+  server = await startServer();
+  environmentId = await createEnvironment(server, tokens.alice);
+  execution = await submit(server, environmentId, ['echo', 'replayed'], {}, tokens.alice);
+  await finished(server, execution.id, tokens.alice);
+});
+afterAll(() => server?.close());
+
+const remote = cleanEnv({ BERTH_TOKEN: tokens.alice });
+const replay = (args: string[], env = remote) => berth(['replay', '--json', ...args], env);
+/** The steps of a successful replay, as parsed JSON lines. */
+function steps(run: Awaited<ReturnType<typeof berth>>, what: string) {
+  expect(run.code, `${what}: ${run.stderr}`).toBe(0);
+  return run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+}
+
+describe('berth replay by id and by operationId', () => {
+  it('over HTTP gives the same steps for the stream name, the bare execution id and --operation', async () => {
+    const url = ['--url', server.url];
+    const [byStream, byId, byOperation, byEnvironmentId, unknown, both] = await Promise.all([
+      replay([`execution-${execution.id}`, ...url]),
+      replay([execution.id, ...url]),
+      replay(['--operation', execution.operationId, ...url]),
+      replay([environmentId, ...url]),
+      replay(['--operation', 'no-such-operation', ...url]),
+      replay([execution.id, '--operation', execution.operationId, ...url]),
+    ]);
+    const expected = steps(byStream, 'by stream');
+    expect(expected.length).toBeGreaterThan(1);
+    expect(expected.every((s) => s.stream === `execution-${execution.id}`)).toBe(true);
+    expect(steps(byId, 'by id')).toEqual(expected);
+    expect(steps(byOperation, 'by operation')).toEqual(expected);
+    expect(steps(byEnvironmentId, 'by environment id')[0]).toMatchObject({ stream: `environment-${environmentId}`, revision: 0 });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No execution has the operationId no-such-operation/);
+    expect(both.code).toBe(2);
+  });
+
+  it('on the data directory gives the same steps for the stream name, the bare execution id and --operation --scope', async () => {
+    const local = ['--data-dir', server.dataDir];
+    const env = cleanEnv();
+    const [byStream, byId, byOperation, otherScope] = await Promise.all([
+      replay([`execution-${execution.id}`, ...local], env),
+      replay([execution.id, ...local], env),
+      replay(['--operation', execution.operationId, '--scope', 'alice', ...local], env),
+      replay(['--operation', execution.operationId, ...local], env), // the default scope: another execution id
+    ]);
+    const expected = steps(byStream, 'by stream');
+    expect(expected.length).toBeGreaterThan(1);
+    expect(expected[0]).toMatchObject({ stream: `execution-${execution.id}`, stateBefore: expect.anything() });
+    expect(steps(byId, 'by id')).toEqual(expected);
+    expect(steps(byOperation, 'by operation')).toEqual(expected);
+    expect(otherScope.stdout.trim()).toBe('');
+  });
+
+  it('maps every id the runtime hands out to its stream, and leaves a stream name alone', () => {
+    const hex = 'ab'.repeat(16);
+    expect(streamOfTarget(`henv_${hex}`)).toBe(`environment-henv_${hex}`);
+    expect(streamOfTarget(`henv_${hex}-3`)).toBe(`build-henv_${hex}-3`);
+    expect(streamOfTarget('halloc_1f2e')).toBe('allocation-halloc_1f2e');
+    expect(streamOfTarget(`hses_${hex}`)).toBe(`session-hses_${hex}`);
+    expect(streamOfTarget(`hhrn_${hex}`)).toBe(`harness-hhrn_${hex}`);
+    expect(streamOfTarget(`hwsp_${hex}`)).toBe(`workspace-hwsp_${hex}`);
+    expect(streamOfTarget(`htrn_${hex}`)).toBe(`turn-htrn_${hex}`);
+    expect(streamOfTarget(`hlse_${hex}`)).toBe(`lease-hlse_${hex}`);
+    expect(streamOfTarget(`execution-hexe_${hex}`)).toBe(`execution-hexe_${hex}`);
+  });
+});
