@@ -10,6 +10,7 @@ import { BerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import { FILE_LIMIT_BYTES, type TurnFiles } from '../client/turn-files.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
+import { humanSize } from './human-size.ts';
 import { remoteOptions, remoteUsage, withServer } from './remote.ts';
 import { milliseconds } from './subcommands.ts';
 import { busyExplained } from './turn.ts';
@@ -60,7 +61,7 @@ export async function cpCommand(argv: string[]): Promise<number> {
 const note = (text: string) => process.stderr.write(`berth: ${text}\n`);
 
 const tooLarge = (host: string, size: number, max = FILE_LIMIT_BYTES) =>
-  new BerthError('file_too_large', `${host} is ${size} bytes: workspace files are at most ${max} bytes (64 MiB).`, { max_bytes: max });
+  new BerthError('file_too_large', `${host} is ${size} bytes: workspace files are at most ${max} bytes (${humanSize(max)}).`, { max_bytes: max });
 
 async function isRemoteDirectory(files: TurnFiles, path: string): Promise<boolean> {
   if (path === '') return true;

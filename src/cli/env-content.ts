@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError } from '../../schemas/errors.ts';
 import type { BuildRecord, ImportResult, VersionList } from '../client/berth-client.ts';
 import type { EnvironmentCommands } from './environment-commands.ts';
+import { humanSize } from './human-size.ts';
 
 /** Streams `dir` as a tar into the environment's source, counting bytes on stderr as they leave. */
 export async function pushDirectory(port: EnvironmentCommands, id: string, dir: string, replace: boolean): Promise<ImportResult> {
@@ -26,7 +27,9 @@ export async function pushDirectory(port: EnvironmentCommands, id: string, dir: 
   const progress = (final = false) => {
     if (!final && sent - shown < 1024 * 1024) return;
     shown = sent;
-    process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}pushed ${(sent / 1024 / 1024).toFixed(1)} MiB${final || !process.stderr.isTTY ? '\n' : ''}`);
+    // On a terminal each figure overwrites the last (and clears what a longer one left); elsewhere, one line each.
+    const tty = process.stderr.isTTY;
+    process.stderr.write(`${tty ? '\r' : ''}pushed ${humanSize(sent)}${tty ? '\x1b[K' : ''}${final || !tty ? '\n' : ''}`);
   };
   const counted = (async function* () {
     for await (const chunk of archive as AsyncIterable<Buffer>) {
