@@ -17,7 +17,7 @@ import { namesServer } from './remote.ts';
 import { replayCommand } from './replay.ts';
 import { serveCommand } from './serve.ts';
 import { sessionCommand } from './session.ts';
-import { StdoutClosed } from './stdout-lines.ts';
+import { isStdoutClosed } from './stdout-lines.ts';
 import { turnCommand } from './turn.ts';
 import { leaseCommand } from './lease.ts';
 import { workspaceCommand } from './workspace.ts';
@@ -51,7 +51,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command(rest);
   } catch (e) {
-    if (e instanceof StdoutClosed) return 0;
+    // The reader of stdout went away (`berth events | head -1`): nothing is left to say to it.
+    if (isStdoutClosed(e)) return 0;
     if (e instanceof UsageError) {
       process.stderr.write(`berth: ${e.message}\n${e.usage}\n`);
       return 2;

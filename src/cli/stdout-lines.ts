@@ -12,9 +12,22 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   else throw e;
 });
 
+/** Whether `e` is stdout's reader having gone away, however it surfaced (a write of a pipe can throw it at once). */
+export function isStdoutClosed(e: unknown): boolean {
+  return e instanceof StdoutClosed || (e as NodeJS.ErrnoException)?.code === 'EPIPE';
+}
+
 export async function writeLine(line: string): Promise<void> {
   if (closed) throw new StdoutClosed('stdout closed');
-  if (!process.stdout.write(`${line}\n`)) {
+  let flushed: boolean;
+  try {
+    flushed = process.stdout.write(`${line}\n`);
+  } catch (e) {
+    if (!isStdoutClosed(e)) throw e;
+    closed = true;
+    throw new StdoutClosed('stdout closed');
+  }
+  if (!flushed) {
     await Promise.race([once(process.stdout, 'drain'), once(process.stdout, 'close')]);
     if (closed) throw new StdoutClosed('stdout closed');
   }
