@@ -5,11 +5,13 @@
  * tenants. SIGINT/SIGTERM stop it cleanly (a second one forces); running commands survive it and are reconciled by
  * the next start.
  */
+import net from 'node:net';
 import { buildGateway, type Gateway } from '../gateway/app.ts';
 import { createTokenAuth, loadTokensFile, type TokenEntry } from '../gateway/auth.ts';
 import { gatewayLimitsFromEnv } from '../gateway/limits.ts';
 import { listen, type ListenAddress, type Listener, type TlsFiles } from '../gateway/listen.ts';
-import { loadConfig } from '../runtime/config.ts';
+import { BerthError } from '../../schemas/errors.ts';
+import { loadConfig, resolveSettings } from '../runtime/config.ts';
 import { startBerth } from '../runtime/berth.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
@@ -31,6 +33,19 @@ export const ADMIN_SCOPE = 'default';
 
 const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 
+/** Throws when `host:port` cannot be bound (the probe binds it and lets go at once; port 0 is always free). */
+async function refuseBusyPort(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = net.createServer();
+  const failure = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    probe.once('error', resolve).listen({ host, port, exclusive: true }, () => resolve(undefined));
+  });
+  if (!failure) return void (await new Promise((resolve) => probe.close(resolve)));
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (failure.code === 'EADDRINUSE') throw new BerthError('unavailable', `port ${where} is in use`, { host, port });
+  throw new BerthError('unavailable', `cannot listen on ${where}: ${failure.message}`, { host, port, cause: failure.code });
+}
+
 export async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
@@ -50,18 +65,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
     throw new UsageError('--tls-cert and --tls-key go together', serveUsage);
   }
-  const config = loadConfig({ dataDir: values['data-dir'], host: values.host, port: values.port, store: values.store });
+  const flags = { dataDir: values['data-dir'], host: values.host, port: values.port, store: values.store };
+  const settings = resolveSettings(flags);
   const gatewayLimits = gatewayLimitsFromEnv(process.env);
   const tls: TlsFiles | undefined = values['tls-cert'] ? { certPath: values['tls-cert'], keyPath: values['tls-key']! } : undefined;
   const tcpAsked = [values.host, values.port, process.env.BERTH_HOST, process.env.BERTH_PORT].some((v) => v !== undefined && v !== '');
   const addresses: ListenAddress[] = [];
   if (values.socket) addresses.push({ socketPath: values.socket });
   if (!values.socket || tcpAsked) {
-    if (!tls && !isLoopback(config.host)) {
-      throw new UsageError(`listening on ${config.host} needs TLS (--tls-cert/--tls-key): tokens must not cross a network in clear`, serveUsage);
+    if (!tls && !isLoopback(settings.host)) {
+      throw new UsageError(`listening on ${settings.host} needs TLS (--tls-cert/--tls-key): tokens must not cross a network in clear`, serveUsage);
     }
-    addresses.push({ host: config.host, port: config.port });
+    addresses.push({ host: settings.host, port: settings.port });
   }
+  // Before anything is written or shown (token, runtime id, a fenced epoch): a busy port would make them for nothing.
+  for (const address of addresses) if ('port' in address) await refuseBusyPort(address.host!, address.port!);
+  const config = loadConfig(flags);
   const tokensFile = values.tokens ?? (process.env.BERTH_TOKENS_FILE || undefined);
   const tokens: TokenEntry[] = tokensFile ? await loadTokensFile(tokensFile) : [];
   const auth = createTokenAuth({ adminToken: config.token, adminScope: ADMIN_SCOPE, tokens });

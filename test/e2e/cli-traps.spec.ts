@@ -1,14 +1,15 @@
 /**
  * The CLI's traps, driven as child processes: a reader of stdout that goes away (`berth events | head -1`) ends the
- * command quietly.
+ * command quietly; `berth serve` on a busy port is refused before it shows a token or writes to its data directory.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { berth, cleanEnv, root } from '../integration/cli-process.ts';
+import { berth, cleanEnv, root, spawnBerth } from '../integration/cli-process.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'berth-traps-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -36,4 +37,28 @@ describe('a closed stdout', () => {
     ]).finally(() => follower.kill('SIGKILL'));
     expect({ code, signal, stderr }).toEqual({ code: 0, signal: null, stderr: '' });
   }, 60_000);
+});
+
+describe('berth serve on a busy port', () => {
+  it('is refused in one line before any token, runtime id or epoch, and the same start succeeds once the port is free', async () => {
+    const occupier = net.createServer();
+    await new Promise<void>((resolve) => occupier.listen(0, '127.0.0.1', resolve));
+    const port = (occupier.address() as net.AddressInfo).port;
+    const dataDir = join(scratch, 'busy-port');
+    const args = ['serve', '--data-dir', dataDir, '--port', String(port)];
+    const refused = await berth(args, cleanEnv({ BERTH_DOCKER: '0' }));
+    await new Promise((resolve) => occupier.close(resolve));
+    expect(refused).toEqual({ code: 1, stdout: '', stderr: `berth: port 127.0.0.1:${port} is in use\n` });
+    expect(existsSync(dataDir)).toBe(false);
+
+    // What the refused start would have made: a token shown once, and the data directory with it.
+    const served = spawnBerth(args, cleanEnv({ BERTH_DOCKER: '0', BERTH_LOG_LEVEL: 'warn' }));
+    try {
+      await served.waitForLine(/^Berth listening on /, 60_000);
+      expect(served.lines[0]).toMatch(/^Admin token \(shown once/);
+      expect(readdirSync(dataDir)).toEqual(expect.arrayContaining(['token', 'runtime-id']));
+    } finally {
+      expect(await served.stop('SIGTERM')).toBe(0);
+    }
+  }, 90_000);
 });
