@@ -1,4 +1,5 @@
-/** `berth help`: the list of commands. */
+/** `berth help`: the list of commands; `berth --version`: the package's version. */
+import { readFileSync } from 'node:fs';
 import { eventsUsage } from './events.ts';
 import { cpUsage } from './cp.ts';
 import { execUsage } from './exec.ts';
@@ -28,7 +29,7 @@ commands:
   run        run a command through an in-process runtime on the data directory
   events     print the event log (--follow to keep tailing)
   replay     print a stream's events with the machine state before -> after each
-  help       this text
+  help       this text (also --help); --version prints the version
 
   exec, logs, ps, workspace, lease, session, turn and cp talk to a server; env, events and replay do too when given --url
   (or BERTH_URL):
@@ -55,6 +56,12 @@ ${cpUsage}
 ${eventsUsage}
 
 ${replayUsage}`;
+
+export async function versionCommand(): Promise<number> {
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  console.log(version);
+  return 0;
+}
 
 export async function helpCommand(): Promise<number> {
   console.log(overview);

@@ -10,7 +10,7 @@ import { envCommand } from './env.ts';
 import { eventsCommand } from './events.ts';
 import { eventsRemoteCommand, replayRemoteCommand } from './events-remote.ts';
 import { execCommand } from './exec.ts';
-import { helpCommand, overview } from './help.ts';
+import { helpCommand, versionCommand } from './help.ts';
 import { logsCommand } from './logs.ts';
 import { psCommand } from './ps.ts';
 import { namesServer } from './remote.ts';
@@ -39,13 +39,14 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   help: helpCommand,
   '--help': helpCommand,
   '-h': helpCommand,
+  '--version': versionCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const command = name === undefined ? helpCommand : commands[name];
   if (!command) {
-    process.stderr.write(`berth: unknown command "${name}"\n\n${overview}\n`);
+    process.stderr.write(`berth: unknown command "${name}" (see berth --help)\n`);
     return 2;
   }
   try {

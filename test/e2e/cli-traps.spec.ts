@@ -1,10 +1,11 @@
 /**
  * The CLI's traps, driven as child processes: a reader of stdout that goes away (`berth events | head -1`) ends the
- * command quietly; `berth serve` on a busy port is refused before it shows a token or writes to its data directory.
+ * command quietly; `berth serve` on a busy port is refused before it shows a token or writes to its data directory;
+ * `--version` answers the package's version and an unknown command is one line.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,4 +62,15 @@ describe('berth serve on a busy port', () => {
       expect(await served.stop('SIGTERM')).toBe(0);
     }
   }, 90_000);
+});
+
+describe('berth --version and an unknown command', () => {
+  it('prints the version of package.json and exits 0', async () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    expect(await berth(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it('answers an unknown command with one line and exit 2', async () => {
+    expect(await berth(['frobnicate', '--x'])).toEqual({ code: 2, stdout: '', stderr: 'berth: unknown command "frobnicate" (see berth --help)\n' });
+  });
 });
