@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenApiCheck } from '../e2e/openapi-check.ts';
 import { createEnvironment, startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
 import { bwrapOrSkip } from './native-harness.ts';
-import { call, expectError, expectStatus, letSandboxReach, q, runInTurn, tenant, type Tenant } from './workspace-http.ts';
+import { call, expectError, expectStatus, letSandboxReach, q, runInTurn, tenant, type Tenant, documentedCalls } from './workspace-http.ts';
 
 let gw: RunningGateway;
 let openapi: OpenApiCheck;
@@ -23,11 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-async function documented(method: string, path: string, template: string, status: number, opts: Parameters<typeof call>[3] = {}): Promise<any> {
-  const body = await expectStatus(call(gw, method, path, opts), status);
-  openapi.expect(method, template, status, body);
-  return body;
-}
+const documented = documentedCalls(() => gw, () => openapi);
 
 const T = '/v1/sessions/{id}/turns/{turnId}';
 const W = '/v1/workspaces/{id}';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Berth, type LeasePauseFrame } from '../../src/client/index.ts';
 import { OpenApiCheck } from '../e2e/openapi-check.ts';
 import { startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
-import { call, expectError, expectStatus } from './workspace-http.ts';
+import { call, expectError, expectStatus, documentedCalls } from './workspace-http.ts';
 
 let gw: RunningGateway;
 let openapi: OpenApiCheck;
@@ -19,11 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-async function documented(method: string, path: string, template: string, status: number, opts: Parameters<typeof call>[3] = {}): Promise<any> {
-  const body = await expectStatus(call(gw, method, path, opts), status);
-  openapi.expect(method, template, status, body);
-  return body;
-}
+const documented = documentedCalls(() => gw, () => openapi);
 
 const bindBody = (key: string, workId: string) => ({ key, work: { kind: 'workflow', id: workId }, profile: { provider: 'native' }, idleSeconds: 600 });
 

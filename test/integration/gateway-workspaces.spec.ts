@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenApiCheck, type OpenApiDocument } from '../e2e/openapi-check.ts';
 import { startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
-import { call, expectError, expectStatus, q } from './workspace-http.ts';
+import { call, expectError, expectStatus, q, documentedCalls } from './workspace-http.ts';
 
 let gw: RunningGateway;
 let openapi: OpenApiCheck;
@@ -17,12 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-/** Calls and checks the JSON answer against the schema the server documents for `template`. */
-async function documented(method: string, path: string, template: string, status: number, opts: Parameters<typeof call>[3] = {}): Promise<any> {
-  const body = await expectStatus(call(gw, method, path, opts), status);
-  openapi.expect(method, template, status, body);
-  return body;
-}
+const documented = documentedCalls(() => gw, () => openapi);
 
 const T = '/v1/sessions/{id}/turns/{turnId}';
 

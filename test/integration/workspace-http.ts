@@ -5,6 +5,7 @@
  */
 import { chmodSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { OpenApiCheck } from '../e2e/openapi-check.ts';
 import { tokens, type RunningGateway } from './gateway-fixture.ts';
 
 export interface Answer {
@@ -113,3 +114,16 @@ export async function runInTurn(gw: RunningGateway, t: Tenant, command: string, 
   const stream = async (name: string) => (await call(gw, 'GET', `/v1/executions/${id}/output?stream=${name}`, { token: t.token })).text;
   return { status: record.status, output: (await stream('stdout')) + (await stream('stderr')) };
 }
+
+/**
+ * A `call` whose JSON answer must have `status` and match the schema the server documents for `template`; the
+ * gateway and its OpenAPI check are read when it is called (a spec makes both in beforeAll).
+ */
+export const documentedCalls =
+  (gw: () => RunningGateway, openapi: () => OpenApiCheck) =>
+  async (method: string, path: string, template: string, status: number, opts: CallOptions = {}): Promise<any> => {
+    const body = await expectStatus(call(gw(), method, path, opts), status);
+    openapi().expect(method, template, status, body);
+    return body;
+  };
+
