@@ -80,8 +80,7 @@ export class CheckpointService {
 
   /** What changed from checkpoint `from` to checkpoint `to`, path by path. */
   async diff(caller: Caller, workspaceId: string, from: string, to: string): Promise<{ from: string; to: string; changes: TreeChange[]; truncated?: true }> {
-    await this.find(caller, workspaceId, from);
-    await this.find(caller, workspaceId, to);
+    await this.findAll(caller, workspaceId, [from, to]);
     const changes = diffTrees(await this.deps.mounts.tree(from), await this.deps.mounts.tree(to));
     return { from, to, changes: changes.slice(0, MAX_LISTED_ENTRIES), ...(changes.length > MAX_LISTED_ENTRIES ? { truncated: true as const } : {}) };
   }
@@ -144,15 +143,25 @@ export class CheckpointService {
 
   /** The workspace's published checkpoint `checkpointId` (by `attemptId` when given), else not_found. */
   private async find(caller: Caller, workspaceId: string, checkpointId: string, attemptId?: string): Promise<CheckpointRecord> {
+    return (await this.findAll(caller, workspaceId, [checkpointId], attemptId))[0]!;
+  }
+
+  /** The workspace's published checkpoints with these ids, in that order, from one read of its stream (else not_found). */
+  private async findAll(caller: Caller, workspaceId: string, ids: string[], attemptId?: string): Promise<CheckpointRecord[]> {
     await this.deps.workspaces.context(caller, workspaceId);
-    if (!manifestIdSchema.safeParse(checkpointId).success) throw new BerthError('not_found', 'No such checkpoint.', { workspaceId, checkpointId });
-    const events = await this.deps.store.readStream(`workspace-${workspaceId}`);
-    for (let i = events.length - 1; i >= 0; i--) {
-      const e = events[i]!;
+    const missing = (checkpointId: string) => new BerthError('not_found', 'No such checkpoint.', { workspaceId, checkpointId });
+    for (const id of ids) if (!manifestIdSchema.safeParse(id).success) throw missing(id);
+    const found = new Map<string, CheckpointRecord>();
+    for (const e of (await this.deps.store.readStream(`workspace-${workspaceId}`)).slice().reverse()) {
       const d = e.data as PublishedData;
-      if (e.type === 'workspace.checkpoint_published' && d.checkpointId === checkpointId && (attemptId === undefined || d.attemptId === attemptId)) return recordOf(workspaceId, d);
+      if (e.type !== 'workspace.checkpoint_published' || !ids.includes(d.checkpointId) || found.has(d.checkpointId)) continue;
+      if (attemptId === undefined || d.attemptId === attemptId) found.set(d.checkpointId, recordOf(workspaceId, d));
     }
-    throw new BerthError('not_found', 'No such checkpoint.', { workspaceId, checkpointId });
+    return ids.map((id) => {
+      const record = found.get(id);
+      if (!record) throw missing(id);
+      return record;
+    });
   }
 }
 
