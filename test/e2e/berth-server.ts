@@ -4,6 +4,7 @@
  * `restart` stops it (SIGTERM or SIGKILL) and starts it again on the same data directory and port, as an operator
  * would; `call` is fetch with a token; `cleanup` removes the Docker resources its environments made.
  */
+import { once } from 'node:events';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,3 +150,18 @@ export async function finished(server: BerthServer, id: string, token = tokens.a
     if (['exited', 'cancelled', 'failed', 'unknown'].includes(record.status)) return record;
   }
 }
+
+/**
+ * Waits for a server started with BERTH_CRASH_AT to kill itself there (SIGKILL, else the test fails with its stderr),
+ * then starts it again on the same data directory with `env` (the crash point left out).
+ */
+export async function restartAfterCrash(server: BerthServer, crashAt: string, env: Record<string, string>): Promise<void> {
+  const { child } = server.process;
+  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
+  await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`the server did not die at ${crashAt}`)), 60_000))]);
+  if (child.signalCode !== 'SIGKILL') {
+    throw new Error(`the server should have killed itself at ${crashAt} (it ended with ${child.signalCode ?? child.exitCode}); stderr:\n${server.process.stderr().slice(-2000)}`);
+  }
+  await server.restart('SIGKILL', env);
+}
+

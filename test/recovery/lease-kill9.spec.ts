@@ -8,7 +8,6 @@
  * Binding and pausing have no HTTP route yet: they are done by the runtime in this process on the stopped server's
  * data directory; acquires go through `POST /v1/executions {lease}`.
  */
-import { once } from 'node:events';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +18,7 @@ import { replayStoredStream } from '../../src/runtime/core/stream-replay.ts';
 import { leaseIdOf } from '../../src/runtime/leases/lease-service.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
 import { SqliteEventStore } from '../../src/store/sqlite-event-store.ts';
-import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { restartAfterCrash, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 import { dockerAvailable, rawDocker } from '../integration/docker-env.ts';
 import { countLabelled, testProviders } from '../integration/environments-berth.ts';
@@ -140,15 +139,6 @@ async function inTurn(s: Scene, command: string): Promise<void> {
   await s.server.json(`/v1/sessions/${sessionId}/turns/${turn.id}/release`, { body: {}, token });
 }
 
-/** Waits for the server to die at its crash point, then starts it again on the same data directory without it. */
-async function crashAndRestart(s: Scene, crashAt: string): Promise<void> {
-  const { child } = s.server.process;
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
-  await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`the server did not die at ${crashAt}`)), 60_000))]);
-  expect(child.signalCode, `the server should have killed itself at ${crashAt}; stderr:\n${s.server.process.stderr().slice(-2000)}`).toBe('SIGKILL');
-  await s.server.restart('SIGKILL', s.env);
-}
-
 /** The lease's private environments (by their derived name) and the containers labelled with each. */
 async function machines(s: Scene): Promise<{ environments: string[]; containers: number[] }> {
   const listed = await s.server.json<{ items?: { id: string; name: string }[] } | { id: string; name: string }[]>('/v1/environments?limit=100', { token });
@@ -191,7 +181,7 @@ describe.skipIf(!dockerAvailable)('kill -9 of berth serve while a lease acquires
       const s = await scene();
       await s.server.restart('SIGTERM', { ...s.env, BERTH_CRASH_AT: crashAt });
       await submitOnLease(s, 'true').catch(() => undefined);
-      await crashAndRestart(s, crashAt);
+      await restartAfterCrash(s.server, crashAt, s.env);
       const before = await lease(s);
       expect(before.events).not.toContain('lease.acquired');
       expect(before.state).toBe('running');
@@ -210,7 +200,7 @@ describe.skipIf(!dockerAvailable)('kill -9 of berth serve while a lease acquires
       await inTurn(s, 'echo before-pause > kept.txt');
       const first = (await lease(s)).machine!;
       await pauseAndReclaim(s, { ...s.env, BERTH_CRASH_AT: crashAt });
-      await crashAndRestart(s, crashAt);
+      await restartAfterCrash(s.server, crashAt, s.env);
       await reclaimed(s);
       const m = await machines(s);
       expect(m.containers).toEqual([0]);
@@ -232,7 +222,7 @@ describe.skipIf(!dockerAvailable)('kill -9 of berth serve while a lease acquires
       await reclaimed(s);
       await s.server.restart('SIGTERM', { ...s.env, BERTH_CRASH_AT: crashAt });
       await submitOnLease(s, 'true').catch(() => undefined);
-      await crashAndRestart(s, crashAt);
+      await restartAfterCrash(s.server, crashAt, s.env);
       const machine = await expectConverged(s, 'kept.txt', 'before-pause\n');
       expect(machine.generation).toBe(first.generation + 1);
       expect(existsSync(join(s.root, 'read-after.txt'))).toBe(true);

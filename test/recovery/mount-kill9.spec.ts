@@ -6,7 +6,6 @@
  * published final checkpoint), no attempt is published twice, the command (which appends to runs.txt) ran once,
  * and after a release nothing labelled with the environment is left on the engine.
  */
-import { once } from 'node:events';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ import { LABEL } from '../../src/providers/docker/labels.ts';
 import { replayStoredStream } from '../../src/runtime/core/stream-replay.ts';
 import { executionIdOf } from '../../src/runtime/executions/execution-service.ts';
 import { SqliteEventStore } from '../../src/store/sqlite-event-store.ts';
-import { createEnvironment, finished, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { createEnvironment, finished, restartAfterCrash, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 import { dockerAvailable } from '../integration/docker-env.ts';
 import { countLabelled } from '../integration/environments-berth.ts';
@@ -64,15 +63,6 @@ async function scene(crashAt: string): Promise<Scene> {
 /** Submits `command` in the turn; the server may die under the request (then there is no answer). */
 const submit = (s: Scene, operationId: string, command: string) =>
   s.server.call('/v1/executions', { body: { operationId, session: s.sessionId, turn: s.turnId, command }, token }).catch(() => undefined);
-
-/** Waits for the server to die at its crash point, then starts it again on the same data directory without it. */
-async function crashAndRestart(s: Scene, crashAt: string): Promise<void> {
-  const { child } = s.server.process;
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
-  await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`the server did not die at ${crashAt}`)), 60_000))]);
-  expect(child.signalCode, `the server should have killed itself at ${crashAt}; stderr:\n${s.server.process.stderr().slice(-2000)}`).toBe('SIGKILL');
-  await s.server.restart('SIGKILL', s.env);
-}
 
 /**
  * A stream as the data directory's store has it (read beside the server: the replay route does not answer for mount
@@ -154,7 +144,7 @@ describe.skipIf(!dockerAvailable)('kill -9 of berth serve while a workspace view
       const operationId = `prepare-${crashAt}`;
       const id = executionIdOf('default', operationId);
       await submit(s, operationId, RUN);
-      await crashAndRestart(s, crashAt);
+      await restartAfterCrash(s.server, crashAt, s.env);
 
       // Recovery finishes the original materialization: same allocation, same generation.
       const recovered = await waitFor(() => mount(s), { what: 'the mount active', until: (m) => m.state === 'active', timeoutMs: 60_000 });
@@ -190,7 +180,7 @@ describe.skipIf(!dockerAvailable)('kill -9 of berth serve while a workspace view
       const id = executionIdOf('default', operationId);
       const command = `${RUN}; echo saved > saved.txt`;
       await submit(s, operationId, command);
-      await crashAndRestart(s, crashAt);
+      await restartAfterCrash(s.server, crashAt, s.env);
 
       const x = await saved(s, id);
       expect(x).toMatchObject({ status: 'exited', exitCode: 0, checkpoint: { outcome: 'published' } });
@@ -230,7 +220,7 @@ describe.skipIf(!dockerAvailable)('kill -9 of berth serve while a workspace view
       await s.server.json(`/v1/sessions/${s.sessionId}/turns/${s.turnId}/release`, { body: {}, token });
       const allocation = `/v1/environments/${s.environmentId}/allocations/${x.target.allocationId}`;
       await s.server.call(allocation, { method: 'DELETE', token }).catch(() => undefined);
-      await crashAndRestart(s, crashAt);
+      await restartAfterCrash(s.server, crashAt, s.env);
 
       // The operator repeats the release (busy while the recovered one is still under way).
       const again = await s.server.call(allocation, { method: 'DELETE', token });
