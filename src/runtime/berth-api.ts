@@ -17,7 +17,7 @@ import { HarnessService } from './builds/harness-service.ts';
 import { inScope } from './caller.ts';
 import { EnvironmentService } from './environments/environment-service.ts';
 import { ExecutionService } from './executions/execution-service.ts';
-import { metricsText } from './core/metrics.ts';
+import { registerReadModelGauges } from './core/metrics.ts';
 import { defaultRolePolicy, isMember, type RolePolicy } from './role-policy.ts';
 import type {
   AllocationView,
@@ -133,9 +133,11 @@ export class BerthApi implements RuntimeApi {
       workspace: (caller, id) => this.workspaces.context(caller, id),
       turnHeld: async (id) => (await this.workspaces.get({ scope: '*', role: 'admin' }, id).catch(() => undefined))?.holder != null,
       createSession: (caller, input) => this.createSession(caller, input),
+      metrics: runtime.metrics,
       now,
     });
     services.leases = this.leases;
+    registerReadModelGauges(runtime, { allocations: this.model('active-allocations'), activity: this.model('activity'), leases: this.model('leases') });
     this.scopes = new ScopeIndex(runtime.actors);
   }
 
@@ -361,7 +363,7 @@ export class BerthApi implements RuntimeApi {
   /** Counts of every scope: the admin's only. */
   metrics(caller: Caller): Promise<string> {
     if (isMember(caller)) throw new BerthError('forbidden', 'Metrics cover every scope: they need an admin token.', { role: caller.role });
-    return metricsText(this.runtime, this.model('active-allocations'), this.model('activity'), { model: this.model('leases'), resumes: this.leases.resumes });
+    return this.runtime.metrics.text();
   }
 
   private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {

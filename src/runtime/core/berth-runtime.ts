@@ -17,6 +17,7 @@ import type { EventStore } from '../../store/event-store.ts';
 import type { Settings } from '../config.ts';
 import { MaintenanceLoop, type MaintenanceTask } from '../maintenance/maintenance-loop.ts';
 import { openConfiguredStore } from './open-configured-store.ts';
+import { BerthMetrics } from './metrics-registry.ts';
 import { TimedEventStore } from './timed-event-store.ts';
 
 export interface BerthRuntimeOptions<S = unknown> {
@@ -32,6 +33,8 @@ export interface BerthRuntimeOptions<S = unknown> {
   onActors?: (actors: ActorRuntime<S>) => void;
   /** Aborted when stopping, after the maintenance loop drained: long-running effects give up (recovery resumes them). */
   shutdown?: AbortController;
+  /** The registry `/metrics` exposes (default: a new one); the store's families are registered on it. */
+  metrics?: BerthMetrics;
 }
 
 export class BerthRuntime<S = unknown> {
@@ -41,6 +44,8 @@ export class BerthRuntime<S = unknown> {
   readonly maintenance: MaintenanceLoop;
   readonly identity: RuntimeIdentity;
   readonly recovery: RecoveryReport;
+  /** This Berth's Prometheus registry: modules register their families on it (metrics-registry.ts). */
+  readonly metrics: BerthMetrics;
   private readonly readModels: SqliteReadModelStore;
   private readonly log: Logger;
   private stopping?: Promise<void>;
@@ -54,6 +59,7 @@ export class BerthRuntime<S = unknown> {
     maintenance: MaintenanceLoop;
     identity: RuntimeIdentity;
     recovery: RecoveryReport;
+    metrics: BerthMetrics;
     log: Logger;
     shutdown?: AbortController;
   }) {
@@ -65,6 +71,7 @@ export class BerthRuntime<S = unknown> {
     this.maintenance = parts.maintenance;
     this.identity = parts.identity;
     this.recovery = parts.recovery;
+    this.metrics = parts.metrics;
     this.log = parts.log;
   }
 
@@ -72,7 +79,8 @@ export class BerthRuntime<S = unknown> {
   static async start<S = unknown>(opts: BerthRuntimeOptions<S>): Promise<BerthRuntime<S>> {
     const log = opts.logger ?? pino({ level: 'silent' });
     const { settings } = opts;
-    const store = new TimedEventStore(await openConfiguredStore(settings));
+    const metrics = opts.metrics ?? new BerthMetrics();
+    const store = new TimedEventStore(await openConfiguredStore(settings), metrics);
     const undo: (() => Promise<unknown> | unknown)[] = [() => store.close()];
     try {
       const actors = new ActorRuntime<S>({ store, runtimeId: opts.runtimeId, services: opts.services, logger: log });
@@ -99,7 +107,7 @@ export class BerthRuntime<S = unknown> {
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
       for (const task of opts.maintenanceTasks ?? []) maintenance.add(task);
       maintenance.start();
-      return new BerthRuntime({ store, actors, projections, readModels, maintenance, identity, recovery, log, shutdown: opts.shutdown });
+      return new BerthRuntime({ store, actors, projections, readModels, maintenance, identity, recovery, metrics, log, shutdown: opts.shutdown });
     } catch (e) {
       opts.shutdown?.abort();
       for (const close of undo) await Promise.resolve().then(close).catch(() => undefined);

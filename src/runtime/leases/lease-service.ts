@@ -22,6 +22,8 @@ import { crashAt } from '../../providers/crash-point.ts';
 import { inScope, listedScope, type Caller } from '../caller.ts';
 import { waitUntil } from '../environments/wait-until.ts';
 import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
+import type { Counter } from 'prom-client';
+import type { BerthMetrics } from '../core/metrics-registry.ts';
 
 const LEASE_ID = /^hlse_[0-9a-f]{32}$/;
 /** A refused spawn's pause is retried after this long, doubling per attempt up to the last. */
@@ -89,16 +91,25 @@ export interface LeaseServiceDeps {
   turnHeld(workspaceId: string): Promise<boolean>;
   /** A session on the lease's environment and workspace (made with the private environment). */
   createSession(caller: Caller, input: { environmentId: string; workspaceId: string }): Promise<{ id: string }>;
+  /** Where its resume counter is registered. */
+  metrics: BerthMetrics;
   now: () => number;
 }
 
 export class LeaseService {
   /** One acquire (environment making, allocation) at a time per lease in this process: concurrent ones share it. */
   private readonly acquiring = new Map<string, Promise<LeaseTarget>>();
-  /** Resumes by result, reuse or recreation of the machine (the metrics). */
-  readonly resumes = { reused: 0, recreated: 0, failed: 0 };
+  /** Resumes by result: reuse or recreation of the machine, or a failed acquire. */
+  private readonly resumes: Counter<'machine'>;
 
-  constructor(private readonly deps: LeaseServiceDeps) {}
+  constructor(private readonly deps: LeaseServiceDeps) {
+    this.resumes = deps.metrics.counter({
+      name: 'berth_lease_resumes_total',
+      help: 'Resumes of paused leases at acquire, by machine reused, recreated, or failed.',
+      labelNames: ['machine'],
+    });
+    for (const machine of ['reused', 'recreated', 'failed']) this.resumes.inc({ machine }, 0);
+  }
 
   /** Idempotent per key: the same binding answers the lease; another one for a bound key is operation_conflict. */
   async bind(caller: Caller, input: BindLeaseInput): Promise<LeaseView> {
@@ -252,11 +263,11 @@ export class LeaseService {
         await this.send(caller, key, { type: 'lease.acquired', allocationId: allocation.allocationId, generation: allocation.generation, at: this.deps.now() });
       }
       const reused = before?.allocationId === allocation.allocationId;
-      if (wasPaused) this.resumes[reused ? 'reused' : 'recreated']++;
+      if (wasPaused) this.resumes.inc({ machine: reused ? 'reused' : 'recreated' });
       lease = await this.lease(caller, key);
       return { lease: viewOf(lease), target: { environmentId, allocationId: allocation.allocationId, generation: allocation.generation }, reused };
     } catch (e) {
-      if (wasPaused) this.resumes.failed++;
+      if (wasPaused) this.resumes.inc({ machine: 'failed' });
       if (!opts.suspend || !isSpawnRefusal(e)) throw e;
       // The step is not failed: the lease pauses with the refusal as its cause, and its timer retries the acquire.
       const attempt = lease.context.pauses + 1;
