@@ -128,17 +128,21 @@ export const allocationSchema = z.looseObject({
 export const createSessionBody = z
   .strictObject({
     environmentId: resourceIdParam.nullable().optional(),
+    /** Instead of environmentId: its reuse policy (the profile's, else the provider's) selects or makes the environment. */
+    profile: z.record(z.string(), z.unknown()).optional(),
     workspaceId: resourceIdParam.nullable().optional(),
     /** Where its commands start, relative to the workspace root. */
     cwd: z.string().max(4096).optional(),
     parentId: resourceIdParam.optional(),
     relation: z.enum(['child', 'fork']).optional(),
   })
+  .refine((b) => b.profile === undefined || b.environmentId === undefined, { message: 'name an environmentId or a profile, not both', path: ['profile'] })
   .refine((b) => b.relation === undefined || b.parentId !== undefined, { message: 'a relation needs a parentId', path: ['relation'] });
 
 export const sessionSchema = z.looseObject({
   id: z.string(),
   environmentId: z.string().nullable(),
+  environmentReuse: z.enum(['session', 'workspace', 'scope']).nullable(),
   workspaceId: z.string().nullable(),
   workspaceGeneration: z.number().nullable(),
   cwd: z.string(),
@@ -444,9 +448,12 @@ export const replayStepSchema = z.strictObject({
   stateAfter: z.unknown(),
 });
 
-/** Audit feed start: `after` (exclusive global position) or the Last-Event-ID header. */
+/** Audit feed start: `after` (exclusive global position, or `now`) or the Last-Event-ID header. */
 export const eventsFeedQuery = z.strictObject({
-  after: z.string().regex(/^\d{1,20}$/, 'expected a global position').optional(),
+  /** `now`: only events appended after the request (a live view that already read its lists). */
+  after: z.string().regex(/^(\d{1,20}|now)$/, 'expected a global position or "now"').optional(),
+  /** `head`: the stream ends after the newest event at the request (a listing rather than a live feed). */
+  until: z.literal('head').optional(),
   token: queryToken,
 });
 

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
+import { reusePolicySchema } from '../profile.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema } from './runtime.ts';
 
@@ -28,6 +29,8 @@ export const sessionEvents = {
     /** Where the session's commands and tools start, relative to the workspace root ('' the root). */
     cwd: sessionCwdSchema.optional(),
     defaultEnvironmentId: environmentSelectionSchema.optional(),
+    /** The environment was selected from a profile by this reuse policy (a `session` one belongs to this session). */
+    environmentReuse: reusePolicySchema.optional(),
     parent: z
       .strictObject({
         sessionId: resourceIdSchema,

@@ -10,17 +10,20 @@
 import { assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import type { SessionEvent } from '../../schemas/events/session.ts';
+import type { ReusePolicy } from '../../schemas/profile.ts';
 import type { IncomingEvent, Rejection } from './rejection.ts';
 import { nextUpdatedAt } from './updated-at.ts';
 
 /** How the current selection came about (audit, and so a UI can say "inherited" or "default"). */
-export type SelectionSource = 'explicit' | 'disabled' | 'inherited' | 'default' | 'none';
+export type SelectionSource = 'explicit' | 'profile' | 'disabled' | 'inherited' | 'default' | 'none';
 
 export interface SessionContext {
   id: string;
   scope: string;
   environmentId: string | null;
   environmentSource: SelectionSource;
+  /** The reuse policy that selected the environment from a profile (`session`: the environment is this session's). */
+  environmentReuse: ReusePolicy | null;
   workspaceId: string | null;
   /** The workspace's binding generation the session was bound to (null without a workspace). */
   workspaceGeneration: number | null;
@@ -34,6 +37,7 @@ export interface SessionContext {
 type Created = Extract<SessionEvent, { type: 'session.created' }>;
 
 const selectEnvironment = (e: Created): Pick<SessionContext, 'environmentId' | 'environmentSource'> => {
+  if (e.environmentReuse && e.environmentId) return { environmentId: e.environmentId, environmentSource: 'profile' };
   if (e.environmentId !== undefined) {
     return { environmentId: e.environmentId, environmentSource: e.environmentId === null ? 'disabled' : 'explicit' };
   }
@@ -70,6 +74,7 @@ export const sessionMachine = setup({
       return {
         scope: event.scope,
         ...selectEnvironment(event),
+        environmentReuse: event.environmentReuse ?? null,
         ...selectWorkspace(event),
         parent: event.parent ? { sessionId: event.parent.sessionId, relation: event.parent.relation } : null,
         createdAt: event.at,
@@ -88,6 +93,7 @@ export const sessionMachine = setup({
     scope: '',
     environmentId: null,
     environmentSource: 'none',
+    environmentReuse: null,
     workspaceId: null,
     workspaceGeneration: null,
     cwd: '',

@@ -4,6 +4,7 @@
  * scope's resource is not found, never forbidden.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { SessionContext } from '../machines/session.machine.ts';
 import type { ActivityItem } from '../projections/activity.projection.ts';
@@ -17,6 +18,7 @@ import { HarnessService } from './builds/harness-service.ts';
 import { inScope } from './caller.ts';
 import { EnvironmentService } from './environments/environment-service.ts';
 import { ExecutionService } from './executions/execution-service.ts';
+import { selectEnvironmentByProfile } from './executions/session-environment.ts';
 import { registerReadModelGauges } from './core/metrics.ts';
 import { defaultRolePolicy, isMember, type RolePolicy } from './role-policy.ts';
 import type {
@@ -37,6 +39,9 @@ import type {
 import type { Listing, PageQuery } from './listing.ts';
 import type { Services } from './services.ts';
 import { replayStoredStream } from './core/stream-replay.ts';
+import { timelinePage, type TimelinePage } from './core/stream-timeline.ts';
+import { registeredMachine } from './core/machine-structure.ts';
+import type { MachineStructure } from '../../schemas/console.ts';
 import { ScopeIndex } from './core/scope-index.ts';
 import type { Retention, RetentionReport } from './maintenance/retention.ts';
 import { LeaseService } from './leases/lease-service.ts';
@@ -54,6 +59,9 @@ export interface BerthApiOptions {
   /** The retention policy's passes, when the admin turned retention on. */
   retentionPasses?: Retention;
 }
+
+/** How long deleting a session waits for a command that just exited to give its environment back. */
+const SESSION_ENVIRONMENT_DELETE_MS = 5_000;
 
 export class BerthApi implements RuntimeApi {
   readonly environments: EnvironmentService;
@@ -190,10 +198,13 @@ export class BerthApi implements RuntimeApi {
     }
     const id = `hses_${randomUUID().replace(/-/g, '')}`;
     const defaultEnvironmentId = this.options.defaultEnvironmentId;
+    const workspaceId = input.workspaceId !== undefined ? input.workspaceId : (parent?.workspaceId ?? null);
+    const selected = input.profile !== undefined ? await selectEnvironmentByProfile(this.environments, caller, { profile: input.profile, workspaceId, sessionId: id }) : undefined;
     await this.runtime.actors.send('session', id, {
       type: 'session.created',
       scope: caller.scope,
       ...(input.environmentId !== undefined ? { environmentId: input.environmentId } : {}),
+      ...(selected ? { environmentId: selected.environmentId, environmentReuse: selected.reuse } : {}),
       ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
       ...(workspace ? { workspaceGeneration: workspace.generation } : {}),
       ...(cwd !== undefined ? { cwd } : {}),
@@ -220,6 +231,7 @@ export class BerthApi implements RuntimeApi {
     return {
       id,
       environmentId: c.environmentId,
+      environmentReuse: c.environmentReuse ?? null,
       workspaceId: c.workspaceId,
       workspaceGeneration: c.workspaceGeneration,
       cwd: c.cwd,
@@ -230,8 +242,25 @@ export class BerthApi implements RuntimeApi {
   }
 
   async deleteSession(caller: Caller, id: string): Promise<void> {
-    await this.sessionContext(caller, id);
+    const c = await this.sessionContext(caller, id);
     await this.runtime.actors.send('session', id, { type: 'session.deleted', at: this.services.now() });
+    // An environment selected by session reuse is the session's own: it goes with it. A command that has just exited
+    // still holds it while its output is saved, so a busy answer is retried briefly; one still running keeps it (the
+    // environment stays in the catalog, under its `session-…` name, for its owner to delete).
+    if (c.environmentReuse === 'session' && c.environmentId) await this.deleteSessionEnvironment(caller, c.environmentId);
+  }
+
+  private async deleteSessionEnvironment(caller: Caller, environmentId: string): Promise<void> {
+    for (const deadline = Date.now() + SESSION_ENVIRONMENT_DELETE_MS; ; ) {
+      try {
+        return await this.environments.delete(caller, environmentId);
+      } catch (e) {
+        if (isBerthError(e, 'environment_not_found')) return;
+        if (!isBerthError(e, 'environment_busy')) throw e;
+        if (Date.now() > deadline) return;
+        await sleep(100);
+      }
+    }
   }
 
   createWorkspace(caller: Caller, input: { name?: string }): Promise<WorkspaceRecord> {
@@ -338,15 +367,35 @@ export class BerthApi implements RuntimeApi {
     return replay.steps.map((s) => ({ event: s.event, stateBefore: s.stateBefore, stateAfter: s.stateAfter }));
   }
 
-  events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> } {
-    const sub = this.runtime.store.subscribeToAll({ fromPosition });
+  async timeline(caller: Caller, stream: string, page: { from: number; limit: number; failures: boolean }): Promise<TimelinePage> {
+    if (!(await this.scopes.visible(caller, stream))) throw new BerthError('not_found', 'No such stream.', { stream });
+    return timelinePage(this.runtime.store, stream, page);
+  }
+
+  machine(kind: string): MachineStructure {
+    return registeredMachine(kind);
+  }
+
+  events(caller: Caller, fromPosition: bigint | 'start' | 'now', options: { untilHead?: boolean } = {}): AsyncIterable<RecordedEvent> & { close(): Promise<void> } {
+    const store = this.runtime.store;
     const scopes = this.scopes;
+    // 'now' is the store's head when the reader starts, so the subscription opens once that is known.
+    let sub: ReturnType<typeof store.subscribeToAll> | undefined;
+    let closed = false;
     return {
-      close: () => sub.close(),
+      close: async () => {
+        closed = true;
+        await sub?.close();
+      },
       async *[Symbol.asyncIterator]() {
+        const head = fromPosition === 'now' ? await store.headPosition() : fromPosition;
+        // untilHead: the feed ends with the newest event at the request (a listing, not a watch).
+        const end = options.untilHead ? await store.headPosition() : undefined;
+        if (closed || (end !== undefined && (end === -1n || (typeof head === 'bigint' && head >= end)))) return;
+        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head });
         for await (const e of sub) {
-          if (e.stream.startsWith('snapshot-')) continue;
-          if (await scopes.visible(caller, e.stream)) yield e;
+          if (!e.stream.startsWith('snapshot-') && (await scopes.visible(caller, e.stream))) yield e;
+          if (end !== undefined && e.position >= end) return;
         }
       },
     };

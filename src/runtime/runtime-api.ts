@@ -7,6 +7,8 @@ import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind } from '../../schemas/profile.ts';
 import type { EnvironmentState, ExecutionStatus } from '../../schemas/states.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
+import type { MachineStructure } from '../../schemas/console.ts';
+import type { TimelinePage } from './core/stream-timeline.ts';
 import type { Caller } from './caller.ts';
 import type { RetentionReport } from './maintenance/retention.ts';
 import type { ContentApi } from './builds/content-api.ts';
@@ -75,6 +77,8 @@ export interface AllocationView {
 export interface SessionView {
   id: string;
   environmentId: string | null;
+  /** The reuse policy that selected the environment from a profile (null when it was named or inherited). */
+  environmentReuse: 'session' | 'workspace' | 'scope' | null;
   workspaceId: string | null;
   /** The workspace's binding generation the session is bound to (null without a workspace). */
   workspaceGeneration: number | null;
@@ -88,6 +92,8 @@ export interface SessionView {
 
 export interface CreateSessionInput {
   environmentId?: string | null;
+  /** Instead of environmentId: a profile whose reuse policy selects (or makes) the environment; nothing is allocated. */
+  profile?: Partial<Profile>;
   workspaceId?: string | null;
   cwd?: string;
   parentId?: string;
@@ -232,8 +238,15 @@ export interface RuntimeApi {
   /** Executions and operations with status and structured failure, never payloads. */
   activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>>;
   replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]>;
-  /** The audit feed of the caller's scope, from an exclusive global position. */
-  events(caller: Caller, fromPosition: bigint | 'start'): AsyncIterable<RecordedEvent> & { close(): Promise<void> };
+  /** One page of a stream's replay (the web console's timeline); another scope's stream is `not_found`. */
+  timeline(caller: Caller, stream: string, page: { from: number; limit: number; failures: boolean }): Promise<TimelinePage>;
+  /** The structure of a registered actor type's machine (not tenant data: the same for every caller). */
+  machine(kind: string): MachineStructure;
+  /**
+   * The audit feed of the caller's scope, from an exclusive global position ('now': only what comes next); with
+   * `untilHead` it ends after the newest event at the call.
+   */
+  events(caller: Caller, fromPosition: bigint | 'start' | 'now', options?: { untilHead?: boolean }): AsyncIterable<RecordedEvent> & { close(): Promise<void> };
   /** Prometheus text over every scope; `forbidden` for members. */
   metrics(caller: Caller): Promise<string>;
   /** One retention pass now (the admin's; `invalid_state` when retention is off). */

@@ -94,7 +94,7 @@ export class EnvironmentService {
         slug,
         scope: caller.scope,
         profile,
-        reuse: this.reuseOf(profile),
+        reuse: this.reusePolicyOf(profile),
         ...(input.description !== undefined ? { description: input.description } : {}),
         ...(input.entry !== undefined ? { entry: input.entry } : {}),
         at: this.deps.now(),
@@ -200,7 +200,7 @@ export class EnvironmentService {
       const parsed = profileSchema.safeParse({ ...ctx.profile, ...patch.profile });
       if (!parsed.success) throw new BerthError('invalid_request', 'The profile is not valid.', { issues: parsed.error.issues });
       const profile = this.profileFor(caller, parsed.data);
-      Object.assign(event, { profile, reuse: this.reuseOf(profile) });
+      Object.assign(event, { profile, reuse: this.reusePolicyOf(profile) });
     }
     const sent = await this.deps.actors.send('environment', id, event as { type: string });
     await this.deps.catalog.waitFor(sent.position, 10_000);
@@ -343,7 +343,7 @@ export class EnvironmentService {
   }
 
   /** Recorded with the profile, so replay never asks a provider: the profile's own, else its provider's default. */
-  private reuseOf(profile: Profile): ReusePolicy {
+  reusePolicyOf(profile: Profile): ReusePolicy {
     return profile.reuse ?? this.deps.providers.get(profile.provider).defaultReuse;
   }
 
