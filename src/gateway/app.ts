@@ -32,11 +32,13 @@ import { executionsPlugin } from './routes/executions.ts';
 import { harnessesPlugin } from './routes/harnesses.ts';
 import { healthPlugin } from './routes/health.ts';
 import { leasesPlugin } from './routes/leases.ts';
+import { machinesPlugin } from './routes/machines.ts';
 import { openApiPlugin } from './routes/openapi.ts';
 import { retentionPlugin } from './routes/retention.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
 import { streamsPlugin } from './routes/streams.ts';
 import { turnsPlugin } from './routes/turns.ts';
+import { uiPlugin } from './routes/ui.ts';
 import { workspacesPlugin } from './routes/workspaces.ts';
 import { installUnreadBodyDiscard } from './unread-body.ts';
 import { stringifyWire } from './wire-json.ts';
@@ -110,8 +112,10 @@ export function buildGateway(options: GatewayOptions): Gateway {
     activityPlugin,
     catalogPlugin,
     streamsPlugin,
+    machinesPlugin,
     eventsPlugin,
     retentionPlugin,
+    uiPlugin,
   ];
   plugins.push(openApiPlugin(() => routes, { title: 'Berth', version }));
   const routes = plugins.flatMap((plugin) => plugin.routes);

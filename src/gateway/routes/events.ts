@@ -1,7 +1,8 @@
 /**
  * `GET /v1/events`: the audit feed of the caller's scope as server-sent events. `id:` is the event's global position
- * (resume with Last-Event-ID or `?after=`, both exclusive), `event:` its type, `data:` the recorded event as JSON
- * with revision and position as decimal strings.
+ * (resume with Last-Event-ID or `?after=`, both exclusive; `?after=now` starts at the head; `?until=head` ends the stream
+ * after the newest event at the request), `event:` its type,
+ * `data:` the recorded event as JSON with revision and position as decimal strings.
  */
 import { z } from 'zod';
 import { eventsFeedQuery, positionEventIdSchema } from '../../../schemas/api.ts';
@@ -24,7 +25,8 @@ export const eventsPlugin = resourcePlugin([
     async ({ deps, caller, query, request, reply }) => {
       const lastEventId = request.headers['last-event-id'];
       const after = lastEventId !== undefined ? parseOrReject(positionEventIdSchema, lastEventId, 'header') : query.after;
-      const feed = deps.api.events(caller, after === undefined ? 'start' : BigInt(after));
+      const from = after === undefined ? 'start' : after === 'now' ? 'now' : BigInt(after);
+      const feed = deps.api.events(caller, from, { untilHead: query.until === 'head' });
       return serveSseFeed(deps, request, reply, feed, (event) => {
         const wire = recordedEventToWire(event);
         return { id: wire.position, event: event.type, data: stringifyWire(wire) };

@@ -1,6 +1,10 @@
-/** `GET /v1/streams/{stream}?at=N`: replay one stream — each event with the state before and after it. */
+/**
+ * `GET /v1/streams/{stream}?at=N`: replay one stream — each event with the state before and after it.
+ * `GET /v1/streams/{stream}/timeline?from=R&limit=N`: one page of it with the context diffs (the web console's timeline).
+ */
 import { z } from 'zod';
 import { replayQuery, replayStepSchema, streamParams } from '../../../schemas/api.ts';
+import { timelinePageSchema, timelineQuery, TIMELINE_LIMIT_DEFAULT, TIMELINE_LIMIT_MAX } from '../../../schemas/console.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
 import { recordedEventToWire } from '../wire-json.ts';
 
@@ -17,6 +21,24 @@ export const streamsPlugin = resourcePlugin([
     async ({ deps, caller, params, query }) => {
       const steps = await deps.api.replay(caller, params.stream, query.at);
       return steps.map((step) => ({ ...step, event: recordedEventToWire(step.event) }));
+    },
+  ),
+  defineRoute(
+    {
+      method: 'GET',
+      path: '/v1/streams/{stream}/timeline',
+      summary: `One page of a stream's replay from revision \`from\` (\`limit\` 1 to ${TIMELINE_LIMIT_MAX}, default ${TIMELINE_LIMIT_DEFAULT}; \`failures=true\`: failing steps only)`,
+      params: streamParams,
+      query: timelineQuery,
+      responses: { 200: { description: 'Replay steps with context diffs, the stream bounds and the next page', schema: timelinePageSchema } },
+    },
+    async ({ deps, caller, params, query }) => {
+      const page = await deps.api.timeline(caller, params.stream, {
+        from: query.from ?? 0,
+        limit: query.limit ?? TIMELINE_LIMIT_DEFAULT,
+        failures: query.failures === 'true',
+      });
+      return { ...page, steps: page.steps.map((step) => ({ ...step, event: recordedEventToWire(step.event) })) };
     },
   ),
 ]);
