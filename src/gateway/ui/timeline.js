@@ -4,7 +4,7 @@
  * history, a failures-only filter and links to related actors. Pages of 100 come from the server on demand
  * (GET /v1/streams/{stream}/timeline), so a long stream opens as fast as a short one; the feed keeps it live.
  */
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from './api.js';
 import { html } from './html.js';
 import { useFeed } from './live.js';
@@ -49,6 +49,7 @@ export function TimelineView({ stream }) {
   const [selected, setSelected] = useState();
   const [failures, setFailures] = useState();
   const [error, setError] = useState();
+  const refresh = useRef();
   const pageStart = (rev) => bounds.first + Math.floor((rev - bounds.first) / PAGE) * PAGE;
 
   const load = async (from) => {
@@ -77,11 +78,10 @@ export function TimelineView({ stream }) {
     const revision = Number(event.revision);
     const following = selected === bounds.last;
     setBounds({ ...bounds, last: Math.max(bounds.last, revision) });
-    setPages((old) => {
-      const next = new Map(old);
-      next.delete(pageStart(revision));
-      return next;
-    });
+    // The page the event falls in is read again (debounced: events come in bursts); the shown one stays meanwhile.
+    const start = pageStart(revision);
+    clearTimeout(refresh.current);
+    refresh.current = setTimeout(() => load(start).catch(setError), 100);
     if (following) setSelected(revision);
     if (failures) setFailures({});
   });
