@@ -13,8 +13,11 @@ export class UsageError extends Error {
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
+type HelpOption = { help: { type: 'boolean'; short: 'h' } };
+/** Spelled out so the declaration build can name it (node:util does not export the options' type). */
+type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O & HelpOption; allowPositionals: true; strict: true }>>;
 
-export function parseCommandArgs<O extends Options>(argv: string[], options: O, usage: string) {
+export function parseCommandArgs<O extends Options>(argv: string[], options: O, usage: string): Parsed<O> {
   try {
     return parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
   } catch (e) {

@@ -1,5 +1,5 @@
 /** `berth help`: the list of commands; `berth --version`: the package's version. */
-import { readFileSync } from 'node:fs';
+import { packageVersion } from '../package-version.ts';
 import { eventsUsage } from './events.ts';
 import { cpUsage } from './cp.ts';
 import { execUsage } from './exec.ts';
@@ -58,8 +58,7 @@ ${eventsUsage}
 ${replayUsage}`;
 
 export async function versionCommand(): Promise<number> {
-  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  console.log(version);
+  console.log(packageVersion);
   return 0;
 }
 

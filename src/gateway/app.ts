@@ -3,7 +3,6 @@
  * handler, bearer auth, and WebSocket upgrades routed through fastify. Transport-free: `listen()` (listen.ts) binds
  * it to TCP, a Unix socket and/or TLS.
  */
-import { createRequire } from 'node:module';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -43,6 +42,7 @@ import { workspacesPlugin } from './routes/workspaces.ts';
 import { installUnreadBodyDiscard } from './unread-body.ts';
 import { stringifyWire } from './wire-json.ts';
 import { refuseStrayUpgrades, upgradeListener } from './ws-upgrade.ts';
+import { packageVersion } from '../package-version.ts';
 
 export interface GatewayOptions {
   api: RuntimeApi;
@@ -63,8 +63,6 @@ export interface Gateway {
   /** Ends open SSE and WebSocket streams (1001), then closes the application. */
   close(): Promise<void>;
 }
-
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 export function buildGateway(options: GatewayOptions): Gateway {
   const limits: GatewayLimits = { ...defaultLimits, ...options.limits };
@@ -117,7 +115,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     retentionPlugin,
     uiPlugin,
   ];
-  plugins.push(openApiPlugin(() => routes, { title: 'Berth', version }));
+  plugins.push(openApiPlugin(() => routes, { title: 'Berth', version: packageVersion }));
   const routes = plugins.flatMap((plugin) => plugin.routes);
   for (const plugin of plugins) app.register(plugin, { deps });
 
