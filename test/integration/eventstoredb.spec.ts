@@ -1,8 +1,8 @@
 /**
- * The EventStoreDB adapter against a real server: the shared conformance suite, then what only this adapter has
- * (positions as the server records them, retried appends, resubscription after a drop). Runs when
- * BERTH_EVENTSTORE_URL names a server, e.g. `esdb://localhost:2113?tls=false` (EventStoreDB 22.6+ or KurrentDB);
- * otherwise every test is registered as skipped and the run says why.
+ * The EventStoreDB adapter over the gRPC protocol: the shared conformance suite, then what only this adapter has
+ * (positions as the server records them, retried appends, resubscription after a drop). Against the server that
+ * BERTH_EVENTSTORE_URL names, e.g. `esdb://localhost:2113?tls=false` (EventStoreDB 22.6+ or KurrentDB); otherwise
+ * against the protocol-level test server (test/esdb-server), started here.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -13,16 +13,25 @@ import {
   type RecordedEvent as ClientRecordedEvent,
 } from '@eventstore/db-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEsdbServer, type EsdbServer } from '../esdb-server/esdb-server.ts';
 import type { EventData, RecordedEvent, Subscription } from '../../src/store/event-store.ts';
 import { EventStoreDbEventStore, type EventStoreDbClient } from '../../src/store/eventstoredb-event-store.ts';
 import { toConnectionString } from '../../src/store/eventstoredb-mapping.ts';
 import { eventStoreConformance } from '../store/conformance.ts';
 
-const url = process.env.BERTH_EVENTSTORE_URL;
-const noServer = 'no server (set BERTH_EVENTSTORE_URL to run the EventStoreDB conformance suite)';
-if (!url) console.log(`skipped: ${noServer}`);
+let testServer: EsdbServer | undefined;
+/** The server under test: a real one when BERTH_EVENTSTORE_URL is set, the test server otherwise. */
+async function serverUrl(): Promise<string> {
+  if (process.env.BERTH_EVENTSTORE_URL) return process.env.BERTH_EVENTSTORE_URL;
+  testServer ??= await startEsdbServer();
+  return testServer.url();
+}
+afterAll(async () => {
+  await testServer?.close();
+});
 
-eventStoreConformance('eventstoredb', () => EventStoreDbEventStore.connect(url!), { skip: url ? undefined : noServer });
+const serverName = process.env.BERTH_EVENTSTORE_URL ? 'eventstoredb' : 'eventstoredb over the test server';
+eventStoreConformance(serverName, async () => EventStoreDbEventStore.connect(await serverUrl()));
 
 const run = randomUUID().slice(0, 8);
 const event = (i: number): EventData => ({ id: randomUUID(), type: 't.adapter', data: { i } });
@@ -52,13 +61,13 @@ async function take(sub: Subscription, count: number): Promise<RecordedEvent[]> 
   return got;
 }
 
-describe.skipIf(!url)('EventStoreDB adapter against a server', () => {
+describe('EventStoreDB adapter against a server', () => {
   let real: EventStoreDBClient;
   let client: EventStoreDbClient;
   let store: EventStoreDbEventStore;
 
   beforeAll(async () => {
-    real = EventStoreDBClient.connectionString(toConnectionString(url!));
+    real = EventStoreDBClient.connectionString(toConnectionString(await serverUrl()));
     client = interceptable(real);
     store = new EventStoreDbEventStore(client, { retry: { attempts: 3, baseDelayMs: 20 }, resubscribe: { baseDelayMs: 20 } });
   });
