@@ -68,6 +68,8 @@ describe('OpenAPI', () => {
         // Leases (issue 15; test/integration/gateway-leases.spec.ts).
         'post /v1/leases', 'get /v1/leases', 'get /v1/leases/{key}', 'post /v1/leases/{key}/acquire', 'post /v1/leases/{key}/pause',
         'post /v1/leases/{key}/hold', 'post /v1/leases/{key}/resume', 'post /v1/leases/{key}/release', 'get /v1/leases/{key}/events',
+        // The web console (issue 19; test/e2e/console.spec.ts, test/security/console-routes.spec.ts).
+        'get /ui', 'get /ui/{asset}', 'get /v1/machines/{kind}', 'get /v1/streams/{stream}/timeline',
       ].sort(),
     );
     expect(openapi.doc.openapi).toBe('3.1.0');
@@ -145,6 +147,10 @@ describe('routes over the real runtime (native)', () => {
     expect(replay).toHaveLength(2);
     expect(replay[0].event).toMatchObject({ stream: `execution-${submitted.id}`, revision: '0', type: 'execution.accepted' });
     expect(replay[1].stateBefore).toEqual(replay[0].stateAfter);
+    const page = await documented('GET', '/v1/streams/{stream}/timeline', `/v1/streams/execution-${submitted.id}/timeline?from=1&limit=1`, 200);
+    expect(page).toMatchObject({ actorType: 'execution', firstRevision: 0, next: 2, steps: [{ stateBefore: replay[1].stateBefore, stateAfter: replay[1].stateAfter }] });
+    const machine = await documented('GET', '/v1/machines/{kind}', '/v1/machines/execution', 200);
+    expect(machine.transitions).toContainEqual(expect.objectContaining({ source: replay[1].stateBefore, event: replay[1].event.type, targets: [replay[1].stateAfter] }));
 
     // Every scope's counts: the admin's (a member is forbidden, test/security/roles-and-quotas.spec.ts).
     const metrics = await server.call('/metrics', { token: tokens.admin });
@@ -224,13 +230,14 @@ describe('auth and tenant scopes', () => {
     expect(seen).not.toMatch(/^BERTH_/m);
   });
 
-  it('answers 401 without a token or with an unknown one, on every route but /healthz and the OpenAPI document', async () => {
+  it('answers 401 without a token or with an unknown one, on every route but /healthz, the OpenAPI document and the console files', async () => {
     for (const route of Object.entries(openapi.doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => ({ m, path })))) {
-      const path = route.path.replace('{id}', 'henv_00000000000000000000000000000000').replace('{allocationId}', 'x').replace('{stream}', 'execution-x');
+      const path = route.path.replace('{id}', 'henv_00000000000000000000000000000000').replace('{allocationId}', 'x').replace('{stream}', 'execution-x').replace('{asset}', 'app.js');
       for (const token of [null, 'an-unknown-token-of-enough-length']) {
         const response = await server.call(path, { method: route.m.toUpperCase(), token, body: route.m === 'post' || route.m === 'put' ? {} : undefined });
         const text = await response.text();
-        if (route.path === '/healthz' || route.path === '/v1/openapi.json') expect(response.status).toBe(200);
+        // The console's files are open: the page asks for a token itself (its data routes need one).
+        if (route.path === '/healthz' || route.path === '/v1/openapi.json' || route.path.startsWith('/ui')) expect(response.status).toBe(200);
         else {
           expect(response.status, `${route.m} ${path}`).toBe(401);
           expect(JSON.parse(text)).toMatchObject({ error: { code: 'unauthorized' } });
