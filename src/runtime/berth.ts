@@ -15,6 +15,7 @@ import { ArtifactStore } from '../store/artifact-store.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { BerthApi, type BerthApiOptions } from './berth-api.ts';
 import { BerthRuntime } from './core/berth-runtime.ts';
+import { BerthMetrics } from './core/metrics-registry.ts';
 import type { Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
 import { Retention, type RetentionSettings } from './maintenance/retention.ts';
@@ -90,6 +91,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     return view.context;
   };
   const directories = new WorkspaceDirectories(dataDir, mapped, mappings, providers.workspaceOwner());
+  const metrics = new BerthMetrics();
   const workspace = async (id: string) => (await actors?.get<WorkspaceContext>('workspace', id))?.context;
   const mounts = new MountService({
     actors: () => actors!,
@@ -99,6 +101,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     directories,
     limits: opts.captureLimits ?? DEFAULT_CAPTURE_LIMITS,
     now: opts.now ?? (() => Date.now()),
+    metrics,
   });
   const services: Services = {
     providers,
@@ -155,6 +158,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       ...(opts.logger ? { logger: opts.logger } : {}),
       services,
       shutdown,
+      metrics,
       actorTypes: registry.actorTypes as ActorType<any, Services>[],
       projections: registry.projections,
       onActors: (a) => {

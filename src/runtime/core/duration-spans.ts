@@ -25,6 +25,7 @@ interface SpanRule {
 }
 
 const finished = (result: string) => () => ({ result });
+const viewCheckpoint = (result: string) => () => ({ view: 'mount', result });
 const drop = (): Ending => 'drop';
 
 const RULES: SpanRule[] = [
@@ -49,10 +50,10 @@ const RULES: SpanRule[] = [
   },
   {
     name: 'berth_checkpoint_seconds',
-    help: 'Time to checkpoint a workspace view, from the attempt recorded to its outcome (published, stale or failed).',
-    labelNames: ['result'],
+    help: 'Time to checkpoint a workspace (view="mount": an allocation\'s view, from the attempt recorded; "directory": the workspace directory), by result published, stale or failed.',
+    labelNames: ['view', 'result'],
     start: 'mount.checkpoint_started',
-    ends: { 'mount.checkpoint_published': finished('published'), 'mount.checkpoint_stale': finished('stale'), 'mount.checkpoint_failed': finished('failed') },
+    ends: { 'mount.checkpoint_published': viewCheckpoint('published'), 'mount.checkpoint_stale': viewCheckpoint('stale'), 'mount.checkpoint_failed': viewCheckpoint('failed') },
     attempt: (d: { attemptId: string }) => d.attemptId,
   },
   {
@@ -108,4 +109,9 @@ export class DurationSpans {
 /** For the warm pools: a claim of a ready allocation took `seconds`, from the request to the allocation handed over. */
 export function observeWarmClaim(metrics: BerthMetrics, seconds: number): void {
   metrics.family<Histogram<'start'>>('berth_allocate_seconds').observe({ start: 'warm' }, seconds);
+}
+
+/** For a checkpoint of a workspace directory (no view, so no attempt event opens a span): it took `seconds`. */
+export function observeDirectoryCheckpoint(metrics: BerthMetrics, result: 'published' | 'stale' | 'failed', seconds: number): void {
+  metrics.family<Histogram<'view' | 'result'>>('berth_checkpoint_seconds').observe({ view: 'directory', result }, seconds);
 }

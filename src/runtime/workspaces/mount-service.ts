@@ -22,6 +22,8 @@ import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { ProviderRegistry } from '../provider-registry.ts';
 import type { CheckpointPacks } from './checkpoint-packs.ts';
 import { HIDDEN_FROM_COMMANDS, type WorkspaceDirectories } from './workspace-directories.ts';
+import { observeDirectoryCheckpoint } from '../core/duration-spans.ts';
+import type { BerthMetrics } from '../core/metrics-registry.ts';
 
 /** How long an execution's admission waits for a view being prepared or saved by someone else. */
 const SETTLE_WAIT_MS = 120_000;
@@ -44,6 +46,8 @@ export interface MountServiceDeps {
   directories: WorkspaceDirectories;
   limits: CaptureLimits;
   now: () => number;
+  /** Where a directory checkpoint's duration is observed (a view's is measured from its events). */
+  metrics: BerthMetrics;
 }
 
 export type MountView = ActorView<MountContext>;
@@ -188,12 +192,19 @@ export class MountService {
    * provider binds the directory): captured and published on the head it was taken at, else stale_version.
    */
   async checkpointDirectory(workspace: WorkspaceContext, attemptId: string): Promise<{ checkpointId: string; revision: number }> {
-    const head = await this.directoryNow(workspace);
-    const attempt = { reason: 'explicit' as const, baseRevision: head.revision };
-    const published = await this.publish(workspace.id, attemptId, attempt, head);
-    if (published === 'stale') throw new BerthError('stale_version', 'The head moved while the checkpoint was taken: nothing was published.', { workspaceId: workspace.id, attemptId, reason: 'stale_checkpoint' });
-    this.heads.set(workspace.id, { revision: published.revision, tree: head.tree, id: head.id });
-    return published;
+    const started = performance.now();
+    let result: 'published' | 'stale' | 'failed' = 'failed';
+    try {
+      const head = await this.directoryNow(workspace);
+      const attempt = { reason: 'explicit' as const, baseRevision: head.revision };
+      const published = await this.publish(workspace.id, attemptId, attempt, head);
+      result = published === 'stale' ? 'stale' : 'published';
+      if (published === 'stale') throw new BerthError('stale_version', 'The head moved while the checkpoint was taken: nothing was published.', { workspaceId: workspace.id, attemptId, reason: 'stale_checkpoint' });
+      this.heads.set(workspace.id, { revision: published.revision, tree: head.tree, id: head.id });
+      return published;
+    } finally {
+      observeDirectoryCheckpoint(this.deps.metrics, result, (performance.now() - started) / 1000);
+    }
   }
 
   /** A stored tree (a checkpoint's, a view's). */
