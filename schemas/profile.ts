@@ -2,7 +2,7 @@
 import { z } from 'zod';
 
 /** The provider kinds a runtime registers (src/runtime/provider-registry.ts): the one place that names them. */
-export const providerKindSchema = z.enum(['native', 'docker']);
+export const providerKindSchema = z.enum(['native', 'docker', 'remote']);
 export type ProviderKind = z.infer<typeof providerKindSchema>;
 
 /** Who owns an allocation's resource: borrowed (never destroyed, never idle-reclaimed) or managed (made and reclaimed). */
@@ -31,6 +31,8 @@ export const profileSchema = z.strictObject({
    * cannot fill the engine's disk); default DEFAULT_WORKSPACE_MB.
    */
   workspaceMb: z.number().int().min(1).max(1_048_576).optional(),
+  /** remote: the name of an Execution Host the admin configured (BERTH_REMOTE_HOSTS, src/runtime/config.ts). */
+  host: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a host name the admin configured ([a-z0-9-])').optional(),
 });
 
 /** The size of a container command's HOME when the profile names none. */
@@ -51,4 +53,5 @@ export const emptyProfile: Profile = Object.freeze(profileSchema.parse({}));
 export const defaultsBeforeRecorded = {
   native: { ownership: 'borrowed', reuse: 'scope' },
   docker: { ownership: 'managed', reuse: 'session' },
+  remote: { ownership: 'borrowed', reuse: 'scope' },
 } as const satisfies Record<ProviderKind, { ownership: Ownership; reuse: ReusePolicy }>;

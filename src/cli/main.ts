@@ -24,6 +24,7 @@ import { workspaceCommand } from './workspace.ts';
 
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
   serve: serveCommand,
+  host: (argv) => import('./host.ts').then((m) => m.hostCommand(argv)),
   events: (argv) => (namesServer(argv) ? eventsRemoteCommand(argv) : eventsCommand(argv)),
   env: envCommand,
   replay: (argv) => (namesServer(argv) ? replayRemoteCommand(argv) : replayCommand(argv)),

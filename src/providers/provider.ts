@@ -48,6 +48,10 @@ export interface AllocationRef {
   allocationId: string;
   environmentId: string;
   identity?: PhysicalIdentity;
+  /** The intent's generation, so a provider that forwards calls (remote) can have them fenced by it. */
+  generation?: number;
+  /** The intent's profile, so a provider that holds several backends (remote: hosts) finds the allocation's own. */
+  profile?: Profile;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ActorRuntime } from '../actors/actor-runtime.ts';
 import type { ActorType } from '../actors/actor-type.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
+import { RemoteProvider } from '../providers/remote/remote-provider.ts';
 import { sandboxIdentity } from '../providers/native/sandbox-identity.ts';
 import type { Executor, Provider } from '../providers/provider.ts';
 import type { AllocationContext } from '../machines/allocation.machine.ts';
@@ -16,7 +17,7 @@ import { BerthError } from '../../schemas/errors.ts';
 import { BerthApi, type BerthApiOptions } from './berth-api.ts';
 import { BerthRuntime } from './core/berth-runtime.ts';
 import { BerthMetrics } from './core/metrics-registry.ts';
-import type { Settings } from './config.ts';
+import { resolveRemoteHosts, type Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
 import { Retention, type RetentionSettings } from './maintenance/retention.ts';
 import { ArtifactArchive } from '../store/artifact-archive.ts';
@@ -67,9 +68,13 @@ export interface Berth {
 /** `hidden`: host paths contained commands must not see besides the data dir (the tokens file, also BERTH_TOKENS_FILE). */
 export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = process.env, hidden: string[] = [], logger?: Logger): Provider[] {
   const tokensFile = env.BERTH_TOKENS_FILE ? [env.BERTH_TOKENS_FILE] : [];
-  const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
+  const remoteHosts = resolveRemoteHosts(env);
+  // The hosts' credentials are the control plane's secrets: no contained command sees their files.
+  const credentials = remoteHosts.map((h) => h.credentialFile);
+  const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...credentials, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
   const providers: Provider[] = [native];
   if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());
+  if (remoteHosts.length > 0) providers.push(new RemoteProvider(remoteHosts));
   return providers;
 }
 
@@ -116,7 +121,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       if (cached) return cached;
       const c = await allocation(allocationId);
       const executor = providers.get(c.profile.provider).executor(
-        { requestId: c.requestId, allocationId, environmentId: c.environmentId, ...(c.identity ? { identity: c.identity } : {}) },
+        { requestId: c.requestId, allocationId, environmentId: c.environmentId, generation: c.generation, ...(c.identity ? { identity: c.identity } : {}) },
         c.profile,
       );
       executors.set(allocationId, executor);

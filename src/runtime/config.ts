@@ -161,6 +161,48 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
   };
 }
 
+const remoteHostsSchema = z
+  .array(
+    z
+      .strictObject({
+        name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be [a-z0-9-], as profiles name it'),
+        url: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+        socket: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
+        credentialFile: z.string().refine(isAbsolute, 'must be an absolute path'),
+        caFile: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
+      })
+      .refine((h) => (h.url === undefined) !== (h.socket === undefined), 'needs exactly one of url and socket'),
+  )
+  .refine((hosts) => new Set(hosts.map((h) => h.name)).size === hosts.length, 'host names must be distinct');
+
+export interface RemoteHostSetting {
+  name: string;
+  url?: string;
+  socketPath?: string;
+  credentialFile: string;
+  caFile?: string;
+}
+
+/**
+ * The Execution Hosts the admin configured for the `remote` provider: BERTH_REMOTE_HOSTS names a JSON file
+ * `[{"name", "url": "https://…" | "socket": "/path", "credentialFile", "caFile"?}]`; none when unset.
+ */
+export function resolveRemoteHosts(env: NodeJS.ProcessEnv = process.env): RemoteHostSetting[] {
+  const file = env.BERTH_REMOTE_HOSTS;
+  if (!file) return [];
+  let parsed: z.ZodSafeParseResult<z.infer<typeof remoteHostsSchema>>;
+  try {
+    parsed = remoteHostsSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+  } catch (e) {
+    throw new BerthError('invalid_request', `invalid configuration: BERTH_REMOTE_HOSTS: cannot read ${file}: ${(e as Error).message}`, { file });
+  }
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `BERTH_REMOTE_HOSTS ${i.path.join('.')}: ${i.message}`);
+    throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
+  }
+  return parsed.data.map(({ socket, ...h }) => ({ ...h, ...(socket !== undefined ? { socketPath: socket } : {}) }));
+}
+
 /** Resolves the settings and creates the data directory with its token and runtime id when missing. */
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): BerthConfig {
   const settings = resolveSettings(flags, env);

@@ -34,6 +34,8 @@ const refOf = (p: ProviderCallParams): AllocationRef => ({
   requestId: p.requestId,
   allocationId: p.allocationId,
   environmentId: p.environmentId,
+  generation: p.generation,
+  profile: p.profile,
   ...(p.identity ? { identity: p.identity } : {}),
 });
 

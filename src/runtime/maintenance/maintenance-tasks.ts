@@ -51,9 +51,9 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
   const changed = async (a: ActiveAllocation): Promise<boolean> => {
     const view = await parts.actors().get<AllocationContext>('allocation', a.allocationId);
     if (!view || view.state !== 'ready' || view.context.call !== null || view.context.ownership === 'borrowed') return false;
-    const { requestId, environmentId, identity, profile } = view.context;
+    const { requestId, environmentId, identity, profile, generation } = view.context;
     try {
-      const ref = { requestId, allocationId: a.allocationId, environmentId, ...(identity ? { identity } : {}) };
+      const ref = { requestId, allocationId: a.allocationId, environmentId, generation, profile, ...(identity ? { identity } : {}) };
       const report = await parts.providers.get(profile.provider).inspect(ref);
       if (report.status === 'ready') return report.identity.incarnation !== identity?.incarnation;
       return report.status !== 'unknown' && report.status !== 'pending';

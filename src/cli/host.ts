@@ -1,0 +1,54 @@
+/**
+ * `berth host`: runs an Execution Host (src/host/) on this machine, serving its native provider to one control plane
+ * over a Unix socket and/or HTTPS, until SIGINT/SIGTERM. Commands it runs survive its stop; the next start on the
+ * same data directory serves their receipts and output again.
+ */
+import { resolve } from 'node:path';
+import { startHost } from '../host/host-server.ts';
+import { parseCommandArgs, UsageError } from './command-args.ts';
+
+export const hostUsage = `usage: berth host [--socket PATH] [--listen HOST:PORT --tls-cert FILE --tls-key FILE]
+                  --credential FILE [--data-dir DIR]
+  Serves this machine's commands to a Berth control plane (its "remote" provider). --socket listens on a Unix
+  socket (mode 0600); --listen on TCP, which needs --tls-cert/--tls-key unless HOST is loopback. Callers present the
+  secret in --credential FILE (mode 0600, at least 16 characters) as a bearer token. DIR (default ./.berth-host)
+  keeps the host's incarnation, allocations and command spools.`;
+
+function hostPort(value: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+  const port = Number(match?.[3]);
+  if (!match || port > 65535) throw new UsageError(`--listen must be HOST:PORT, not ${value}`, hostUsage);
+  return { host: match[1] ?? match[2]!, port };
+}
+
+export async function hostCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    {
+      socket: { type: 'string' },
+      listen: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      credential: { type: 'string' },
+      'data-dir': { type: 'string' },
+    },
+    hostUsage,
+  );
+  if (values.help) return void console.log(hostUsage), 0;
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`, hostUsage);
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new UsageError('--tls-cert and --tls-key go together', hostUsage);
+  if (!values.credential) throw new UsageError('--credential FILE is required', hostUsage);
+  const host = await startHost({
+    dataDir: resolve(values['data-dir'] ?? '.berth-host'),
+    credentialFile: resolve(values.credential),
+    ...(values.socket ? { socketPath: resolve(values.socket) } : {}),
+    ...(values.listen ? { listen: hostPort(values.listen) } : {}),
+    ...(values['tls-cert'] ? { tls: { certPath: values['tls-cert'], keyPath: values['tls-key']! } } : {}),
+    log: (message) => console.error(message),
+  });
+  const stop = new Promise<void>((done) => process.once('SIGINT', () => done()).once('SIGTERM', () => done()));
+  for (const url of host.urls) console.log(`Berth host listening on ${url} (incarnation ${host.incarnation})`);
+  await stop;
+  await host.close();
+  return 0;
+}

@@ -1,0 +1,214 @@
+/**
+ * `berth host`'s server: the Execution Host protocol (schemas/host-protocol.ts) over node:http, on a Unix socket
+ * (mode 0600) and/or HTTPS. It is its own layer beside the gateway, not part of it: it composes a provider (native)
+ * directly and serves the provider port to one control plane, where the gateway serves the runtime to tenants; so it
+ * shares no route, auth or tenant model with the gateway, and nothing of the runtime is loaded on a host.
+ */
+import { chmod, readFile, rm, stat } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import net, { type AddressInfo, type Socket } from 'node:net';
+import type { z } from 'zod';
+import { BerthError, isBerthError } from '../../schemas/errors.ts';
+import {
+  allocateCallSchema,
+  execCallSchemas,
+  HOST_PROTOCOL_VERSION,
+  PROTOCOL_HEADER,
+  READ_CLOSED_HEADER,
+  READ_NEXT_HEADER,
+  refCallSchema,
+  type ExecOp,
+} from '../../schemas/host-protocol.ts';
+import { NativeProvider } from '../providers/native/native-provider.ts';
+import { credentialCheck } from './host-credential.ts';
+import { HostAllocations } from './host-allocations.ts';
+import { HostDispatch } from './host-dispatch.ts';
+
+export interface HostOptions {
+  dataDir: string;
+  credentialFile: string;
+  socketPath?: string;
+  /** `host:port`; anything but loopback needs `tls`. */
+  listen?: { host: string; port: number };
+  tls?: { certPath: string; keyPath: string };
+  /** One line per fault (never a header or a body: the credential and commands' variables stay out of logs). */
+  log?: (message: string) => void;
+}
+
+export interface RunningHost {
+  incarnation: string;
+  /** `unix:<path>` and/or `https://host:port`. */
+  urls: string[];
+  close(): Promise<void>;
+}
+
+/** Largest request body (stdin chunks are base64 in JSON). */
+const MAX_BODY_BYTES = 8 << 20;
+
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+/** Everything that would make a start insecure is refused here, before any file, socket or provider is made. */
+function refuseUnsafe(options: HostOptions): void {
+  if (!options.socketPath && !options.listen) throw new BerthError('invalid_request', 'berth host needs --socket PATH and/or --listen HOST:PORT', { reason: 'no_listener' });
+  if (options.listen && !options.tls && !isLoopback(options.listen.host)) {
+    throw new BerthError('invalid_request', `a listener on ${options.listen.host} (not loopback) needs --tls-cert and --tls-key`, { reason: 'plaintext_listener', host: options.listen.host });
+  }
+}
+
+export async function startHost(options: HostOptions): Promise<RunningHost> {
+  refuseUnsafe(options);
+  const admits = credentialCheck(options.credentialFile);
+  const allocations = new HostAllocations(options.dataDir);
+  const native = new NativeProvider({ dataDir: options.dataDir, hidden: [options.credentialFile] });
+  const dispatch = new HostDispatch(native, allocations);
+  const log = options.log ?? (() => undefined);
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    serve(req, res, admits, allocations.incarnation, dispatch).catch((e) => {
+      const error = isBerthError(e) ? e : new BerthError('internal', 'The host failed to answer.');
+      if (!isBerthError(e)) log(`host: ${req.method} ${req.url?.split('?')[0]}: ${(e as Error).message}`);
+      if (!res.headersSent) res.writeHead(error.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(error.toBody()));
+    });
+  };
+  const servers: Array<{ server: http.Server; sockets: Set<Socket> }> = [];
+  const urls: string[] = [];
+  const track = (server: http.Server, event: string) => {
+    const sockets = new Set<Socket>();
+    server.on(event, (socket: Socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
+    servers.push({ server, sockets });
+  };
+  try {
+    if (options.socketPath) {
+      const server = http.createServer(handler);
+      track(server, 'connection');
+      await clearStaleSocket(options.socketPath);
+      // Made 0600 as it is bound (no moment where another user may connect), and chmod'ed again to be sure.
+      const umask = process.umask(0o177);
+      try {
+        await new Promise<void>((resolve, reject) => server.once('error', reject).listen(options.socketPath, resolve));
+      } finally {
+        process.umask(umask);
+      }
+      await chmod(options.socketPath, 0o600);
+      urls.push(`unix:${options.socketPath}`);
+    }
+    if (options.listen) {
+      const { host, port } = options.listen;
+      const server = options.tls
+        ? https.createServer({ cert: await readFile(options.tls.certPath), key: await readFile(options.tls.keyPath) }, handler)
+        : http.createServer(handler);
+      track(server, options.tls ? 'secureConnection' : 'connection');
+      await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
+      const bound = (server.address() as AddressInfo).port;
+      urls.push(`${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound}`);
+    }
+  } catch (e) {
+    for (const { server } of servers) server.close();
+    await native.close();
+    throw e;
+  }
+  return {
+    incarnation: allocations.incarnation,
+    urls,
+    async close() {
+      await Promise.all(
+        servers.map(({ server, sockets }) => {
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          for (const socket of sockets) socket.destroy();
+          return closed;
+        }),
+      );
+      await native.close();
+    },
+  };
+}
+
+/** A socket file left by a killed host is removed; one that still answers belongs to a running host and is refused. */
+async function clearStaleSocket(path: string): Promise<void> {
+  const info = await stat(path).catch(() => undefined);
+  if (!info) return;
+  if (!info.isSocket()) throw new BerthError('invalid_request', `${path} exists and is not a socket`, { reason: 'socket_path', path });
+  const answers = await new Promise<boolean>((resolve) => {
+    const probe = net.connect(path);
+    probe.once('connect', () => (probe.destroy(), resolve(true)));
+    probe.once('error', () => resolve(false));
+  });
+  if (answers) throw new BerthError('unavailable', `${path} is in use by another host`, { path });
+  await rm(path);
+}
+
+function json(res: http.ServerResponse, value: unknown): void {
+  const body = JSON.stringify(value ?? null);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+async function body(req: http.IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new BerthError('body_too_large', 'The request body is too large.', { max_bytes: MAX_BODY_BYTES });
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new BerthError('invalid_request', 'The request body is not JSON.');
+  }
+}
+
+function parsed<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    throw new BerthError('invalid_request', 'The call does not match the host protocol.', { issues: result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+  }
+  return result.data;
+}
+
+/** Auth, then the protocol version, then the body's schema, then (in HostDispatch) the target's fence: only then a dispatch. */
+async function serve(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  admits: (authorization: string | undefined) => boolean,
+  incarnation: string,
+  dispatch: HostDispatch,
+): Promise<void> {
+  if (!admits(req.headers.authorization)) throw new BerthError('unauthorized', 'The host credential is missing or wrong.');
+  const path = (req.url ?? '').split('?')[0];
+  if (req.method === 'GET' && path === '/v1/hello') return json(res, { protocol: HOST_PROTOCOL_VERSION, incarnation });
+  const version = req.headers[PROTOCOL_HEADER];
+  if (version !== String(HOST_PROTOCOL_VERSION)) {
+    throw new BerthError('invalid_request', `The host speaks protocol ${HOST_PROTOCOL_VERSION}, the call ${version ?? 'none'}.`, {
+      reason: 'protocol_mismatch',
+      host: HOST_PROTOCOL_VERSION,
+      call: version ?? null,
+    });
+  }
+  if (req.method !== 'POST') throw new BerthError('not_found', 'No such host call.', { path });
+  const provider = /^\/v1\/provider\/(allocate|inspect|deallocate)$/.exec(path)?.[1];
+  if (provider === 'allocate') {
+    const call = parsed(allocateCallSchema, await body(req));
+    return json(res, await dispatch.allocate(call.target, call.profile));
+  }
+  if (provider === 'inspect') return json(res, await dispatch.inspect(parsed(refCallSchema, await body(req)).target));
+  if (provider === 'deallocate') return json(res, { result: await dispatch.deallocate(parsed(refCallSchema, await body(req)).target) });
+  const op = /^\/v1\/exec\/([A-Za-z]+)$/.exec(path)?.[1];
+  if (!op || !Object.hasOwn(execCallSchemas, op)) throw new BerthError('not_found', 'No such host call.', { path });
+  const call = parsed(execCallSchemas[op as ExecOp], await body(req));
+  if (op === 'read') {
+    const chunk = await dispatch.read(call as never);
+    res.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': chunk.data.length,
+      [READ_NEXT_HEADER]: String(chunk.next),
+      [READ_CLOSED_HEADER]: chunk.closed ? '1' : '0',
+    });
+    return void res.end(chunk.data);
+  }
+  return json(res, await (dispatch[op as Exclude<ExecOp, 'read'>] as (c: unknown) => Promise<unknown>).call(dispatch, call));
+}

@@ -1,0 +1,133 @@
+/**
+ * The control plane's side of the Execution Host protocol (schemas/host-protocol.ts): calls to one configured host
+ * over its Unix socket or HTTPS (its own CA), with the bearer credential read from the admin's file. The protocol
+ * version is exchanged (GET /v1/hello) before the first dispatch and again after the host was unreachable, so a
+ * mismatched host is refused before anything is sent to it. A host that does not answer is `unavailable`;
+ * `provider_unavailable` when the call provably never reached it.
+ */
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { z } from 'zod';
+import { BerthError, errorCodes, type ErrorCode } from '../../../schemas/errors.ts';
+import { helloSchema, HOST_PROTOCOL_VERSION, PROTOCOL_HEADER, READ_CLOSED_HEADER, READ_NEXT_HEADER, type Hello } from '../../../schemas/host-protocol.ts';
+
+export interface RemoteHostConfig {
+  name: string;
+  /** `https://host:port` (TLS), or absent with `socketPath`. */
+  url?: string;
+  socketPath?: string;
+  credentialFile: string;
+  /** PEM file of the CA that signed the host's certificate (default: the system's). */
+  caFile?: string;
+}
+
+/** Errors of a connection that never reached the host: nothing was sent. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN']);
+const CALL_TIMEOUT_MS = 30_000;
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export class HostClient {
+  private readonly agent: http.Agent;
+  private readonly credential: string;
+  private hello?: Promise<Hello>;
+
+  constructor(
+    readonly config: RemoteHostConfig,
+    /** The version this side speaks (tests pass another to see the refusal). */
+    private readonly protocol = HOST_PROTOCOL_VERSION,
+  ) {
+    this.credential = readFileSync(config.credentialFile, 'utf8').trim();
+    this.agent = config.url
+      ? new https.Agent({ keepAlive: true, ...(config.caFile ? { ca: readFileSync(config.caFile) } : {}) })
+      : new http.Agent({ keepAlive: true });
+  }
+
+  /** The host's version and incarnation, asked once per reachable spell; a mismatch refuses every call. */
+  async handshake(): Promise<Hello> {
+    this.hello ??= this.request('GET', '/v1/hello').then((a) => helloSchema.parse(JSON.parse(a.body.toString('utf8'))));
+    let hello: Hello;
+    try {
+      hello = await this.hello;
+    } catch (e) {
+      this.hello = undefined;
+      throw e;
+    }
+    if (hello.protocol !== this.protocol) {
+      this.hello = undefined;
+      throw new BerthError('invalid_request', `The host ${this.config.name} speaks protocol ${hello.protocol}, this control plane ${this.protocol}.`, {
+        reason: 'protocol_mismatch',
+        host: this.config.name,
+        hostProtocol: hello.protocol,
+        protocol: this.protocol,
+      });
+    }
+    return hello;
+  }
+
+  async call<S extends z.ZodType>(path: string, body: unknown, schema: S, timeoutMs = CALL_TIMEOUT_MS): Promise<z.infer<S>> {
+    await this.handshake();
+    const answer = await this.request('POST', path, body, timeoutMs);
+    return schema.parse(JSON.parse(answer.body.toString('utf8')));
+  }
+
+  /** A call answered with raw bytes (read): its body and headers. */
+  async bytes(path: string, body: unknown): Promise<{ data: Buffer; next: number; closed: boolean }> {
+    await this.handshake();
+    const answer = await this.request('POST', path, body);
+    return { data: answer.body, next: Number(answer.headers[READ_NEXT_HEADER]), closed: answer.headers[READ_CLOSED_HEADER] === '1' };
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private request(method: string, path: string, body?: unknown, timeoutMs = CALL_TIMEOUT_MS): Promise<Answer> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const headers: http.OutgoingHttpHeaders = {
+      authorization: `Bearer ${this.credential}`,
+      [PROTOCOL_HEADER]: String(this.protocol),
+      ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+    };
+    const options: http.RequestOptions = { method, headers, agent: this.agent, timeout: timeoutMs };
+    return new Promise<Answer>((resolve, reject) => {
+      const req = this.config.url
+        ? https.request(new URL(path, this.config.url), options)
+        : http.request({ ...options, socketPath: this.config.socketPath, path });
+      req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        // Unreachable: the next call asks for the version again (the host may come back as another build).
+        this.hello = undefined;
+        const code: ErrorCode = NOT_SENT.has(e.code ?? '') ? 'provider_unavailable' : 'unavailable';
+        reject(new BerthError(code, `The host ${this.config.name} does not answer (${e.code ?? e.message}).`, { host: this.config.name, cause: e.code ?? null }));
+      });
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => req.emit('error', e));
+        res.on('end', () => {
+          const answer = { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) };
+          if (answer.status >= 200 && answer.status < 300) return resolve(answer);
+          reject(hostError(this.config.name, answer));
+        });
+      });
+      req.end(payload);
+    });
+  }
+}
+
+/** The host's typed error as it sent it; anything else it answered becomes `unavailable`. */
+function hostError(host: string, answer: Answer): BerthError {
+  try {
+    const { error } = JSON.parse(answer.body.toString('utf8')) as { error: { code: string; message: string; detail?: Record<string, unknown> } };
+    if (Object.hasOwn(errorCodes, error.code)) return new BerthError(error.code as ErrorCode, error.message, { ...error.detail, host });
+  } catch {
+    // Not a Berth error body: fall through.
+  }
+  return new BerthError('unavailable', `The host ${host} answered ${answer.status}.`, { host, status: answer.status });
+}

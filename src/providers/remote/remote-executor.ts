@@ -1,0 +1,87 @@
+/**
+ * The Executor of an allocation on an Execution Host: each call is one protocol call naming the allocation's target
+ * (its generation and the host incarnation it was made on), fenced by the host before dispatch. While the host does
+ * not answer every call throws (`unavailable`): callers keep the execution as it is and ask again, so nothing is
+ * exited by guess or resubmitted (a submit is idempotent per operationId on the host's spool).
+ */
+import { z } from 'zod';
+import type { OutputStream } from '../../../schemas/output.ts';
+import { wireReceiptSchema, type ExecOp, type HostTarget } from '../../../schemas/host-protocol.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { ExecSpec, Executor, OutputChunk, Receipt } from '../provider.ts';
+import type { HostClient } from './host-client.ts';
+
+const nothing = z.null();
+/** How long past its own timeout a waitForChange may take to come back. */
+const WAIT_MARGIN_MS = 5_000;
+
+export class RemoteExecutor implements Executor {
+  readonly protocolVersion = 1 as const;
+  /** The host's native executor honours settleMs. */
+  readonly settles = true;
+
+  constructor(
+    private readonly client: HostClient,
+    private readonly target: HostTarget,
+  ) {}
+
+  private exec<S extends z.ZodType>(op: ExecOp, body: Record<string, unknown>, schema: S, timeoutMs?: number): Promise<z.infer<S>> {
+    return this.client.call(`/v1/exec/${op}`, { target: this.target, ...body }, schema, timeoutMs);
+  }
+
+  private receipt(op: ExecOp, operationId: string): Promise<Receipt> {
+    return this.exec(op, { operationId }, wireReceiptSchema);
+  }
+
+  async submit(spec: ExecSpec): Promise<Receipt> {
+    // Read-only version mounts and workspace views are host paths of the control plane: they do not exist there.
+    if (spec.mounts?.length || spec.workspace) {
+      throw new BerthError('invalid_request', 'A remote host runs commands without content versions or workspace views (not served yet).', { reason: 'remote_unsupported' });
+    }
+    const { operationId, command, cwd, env, stdin, pty, timeoutMs, settleMs } = spec;
+    const wire = { operationId, command, env, stdin, ...(cwd !== undefined ? { cwd } : {}), ...(pty ? { pty } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(settleMs !== undefined ? { settleMs } : {}) };
+    return this.exec('submit', { spec: wire }, wireReceiptSchema);
+  }
+
+  status(operationId: string): Promise<Receipt> {
+    return this.receipt('status', operationId);
+  }
+
+  abandon(operationId: string): Promise<Receipt> {
+    return this.receipt('abandon', operationId);
+  }
+
+  cancel(operationId: string): Promise<Receipt> {
+    return this.receipt('cancel', operationId);
+  }
+
+  async read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputChunk> {
+    const chunk = await this.client.bytes('/v1/exec/read', { target: this.target, operationId, stream, cursor, ...(maxBytes !== undefined ? { maxBytes } : {}) });
+    if (into && chunk.data.length <= into.length) {
+      chunk.data.copy(into);
+      return { ...chunk, data: into.subarray(0, chunk.data.length) };
+    }
+    return chunk;
+  }
+
+  async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
+    const wait = Math.min(timeoutMs, 30_000);
+    await this.exec('waitForChange', { operationId, timeoutMs: wait, ...(since ? { since } : {}) }, nothing, wait + WAIT_MARGIN_MS);
+  }
+
+  async writeStdin(operationId: string, bytes: Buffer): Promise<void> {
+    await this.exec('stdin', { operationId, data: bytes.toString('base64') }, nothing);
+  }
+
+  async endStdin(operationId: string): Promise<void> {
+    await this.exec('endStdin', { operationId }, nothing);
+  }
+
+  async resize(operationId: string, cols: number, rows: number): Promise<void> {
+    await this.exec('resize', { operationId, cols, rows }, nothing);
+  }
+
+  async release(operationId: string): Promise<void> {
+    await this.exec('release', { operationId }, nothing);
+  }
+}
