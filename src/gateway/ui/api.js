@@ -39,9 +39,10 @@ export async function api(path, init = {}, bearer = token()) {
 
 /**
  * Follows an SSE route (`path`: a string, or a function asked again at each connection), calling `onEvent({id, event, data})` for each event; reconnects after a drop with the last
- * id (Last-Event-ID), until `signal` aborts or `onEvent` returns 'stop'. `onError` hears refusals (4xx: no retry).
+ * id (Last-Event-ID), until `signal` aborts or `onEvent` returns 'stop' (`untilEnd`: or the server ends the response,
+ * as an execution's ends after its terminal status). `onError` hears refusals (4xx: no retry).
  */
-export async function followSse(path, { signal, onEvent, onError, lastEventId }) {
+export async function followSse(path, { signal, onEvent, onError, lastEventId, untilEnd = false }) {
   let last = lastEventId;
   while (!signal.aborted) {
     try {
@@ -52,8 +53,9 @@ export async function followSse(path, { signal, onEvent, onError, lastEventId })
         const error = await failure(response);
         onError?.(error);
         if (response.status < 500) return;
-      } else if ((await readEvents(response.body, (e) => ((last = e.id ?? last), onEvent(e)))) === 'stop') {
-        return;
+      } else {
+        const outcome = await readEvents(response.body, (e) => ((last = e.id ?? last), onEvent(e)));
+        if (outcome === 'stop' || (outcome === 'ended' && untilEnd)) return;
       }
     } catch (error) {
       if (signal.aborted) return;

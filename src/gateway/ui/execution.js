@@ -31,13 +31,11 @@ export function ExecutionView({ id }) {
     // Every (re)connection asks from the cursors reached; a chunk that overlaps them is trimmed, never written twice.
     followSse(path, {
       signal: abort.signal,
+      untilEnd: true,
       onError: setError,
       onEvent: (e) => {
         const message = JSON.parse(e.data);
-        if (e.event === 'status') {
-          setRecord(message);
-          return ['exited', 'cancelled', 'failed', 'unknown'].includes(message.status) ? 'stop' : undefined;
-        }
+        if (e.event === 'status') return void setRecord(message);
         if (e.event !== 'output') return;
         const chunk = decode(message.data);
         const fresh = chunk.subarray(Math.max(0, cursors[message.stream] - message.cursor));
@@ -65,6 +63,6 @@ export function ExecutionView({ id }) {
       <dt>created</dt><dd>${time(record.createdAt)}</dd>
       <dt>output</dt><dd data-bytes=${bytes}>${bytes} bytes</dd>
     </dl>
-    ${!['exited', 'cancelled', 'failed', 'unknown'].includes(record.status) && html`<button onClick=${cancel}>Cancel</button>`}`}
+    ${(record.status === 'accepted' || record.status === 'running') && html`<button onClick=${cancel}>Cancel</button>`}`}
     <div class="terminal" ref=${screen}></div>`;
 }

@@ -10,7 +10,14 @@ import { useLive } from './live.js';
 import { ErrorLine, time, timelineLink } from './format.js';
 
 const ofKind = (...kinds) => (event) => kinds.some((k) => event.stream.startsWith(`${k}-`));
-const statuses = ['accepted', 'running', 'exited', 'cancelled', 'failed', 'unknown'];
+
+/** The execution statuses, as the API documents them (schemas/ spells them once; the OpenAPI document carries them). */
+async function executionStatuses() {
+  const doc = await api('/v1/openapi.json');
+  const status = doc.paths['/v1/executions'].get.parameters.find((p) => p.name === 'status');
+  const find = (schema) => schema?.enum ?? (schema?.anyOf ?? schema?.oneOf ?? []).map(find).find(Boolean);
+  return find(status.schema) ?? [];
+}
 
 function Table({ name, head, rows, empty }) {
   return html`<table data-view=${name}>
@@ -104,6 +111,7 @@ export function AllocationsView() {
 export function ExecutionsView() {
   const [filter, setFilter] = useState({ status: '', environment: '' });
   const envs = useLive(() => api('/v1/environments?limit=1000'), [], ofKind('environment')).data ?? [];
+  const statuses = useLive(executionStatuses, [], () => false).data ?? [];
   const query = new URLSearchParams({ order: 'desc', limit: '200' });
   if (filter.status) query.set('status', filter.status);
   if (filter.environment) query.set('environment', filter.environment);

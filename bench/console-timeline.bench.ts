@@ -1,0 +1,60 @@
+/**
+ * Opening an actor's timeline in the web console, measured in a real headless Chromium: from the hash change to its
+ * first page of events and its statechart drawn, for an environment whose stream holds 10,000 events against one with
+ * 10 (the raw baseline, same run, alternating). The timeline is paged from the server, so the target is <= 2x.
+ * Value and baseline are median milliseconds; needs /usr/bin/chromium (BERTH_CHROMIUM), else it says so and ends.
+ */
+import { browserAvailable, chromiumPath, launchBrowser, signInAt, timeToTimeline } from '../test/e2e/console-browser.ts';
+import { caller, startBenchGateway } from './bench-gateway.ts';
+import { figure, median } from './figure.ts';
+
+const LONG = Number(process.env.BENCH_TIMELINE_EVENTS ?? 10_000);
+const SHORT = 10;
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const WARMUP = 3;
+
+if (!browserAvailable) {
+  console.error(`console-timeline: skipped, no chromium at ${chromiumPath}`);
+  process.exit(0);
+}
+
+const bed = await startBenchGateway();
+const browser = await launchBrowser();
+try {
+  const { api } = bed.berth;
+  /** An environment whose stream holds `events` events: created, then described again and again (real appends). */
+  const environmentWith = async (events: number, name: string): Promise<string> => {
+    const env = await api.createEnvironment(caller, { name });
+    for (let i = 1; i < events; i++) await api.updateEnvironment(caller, env.id, { description: `revision ${i}` });
+    return `environment-${env.id}`;
+  };
+  const started = performance.now();
+  const short = await environmentWith(SHORT, 'short history');
+  const long = await environmentWith(LONG, 'long history');
+  console.error(`console-timeline: wrote ${LONG + SHORT} events in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await signInAt(page, bed.url, bed.headers.authorization.replace('Bearer ', ''));
+  const open = async (stream: string): Promise<number> => {
+    const ms = await timeToTimeline(page, stream);
+    await page.evaluate("location.hash = '#/environments'");
+    await page.waitForSelector('table[data-view=environments]');
+    return ms;
+  };
+  for (let i = 0; i < WARMUP; i++) {
+    await open(short);
+    await open(long);
+  }
+  const shortMs: number[] = [];
+  const longMs: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    shortMs.push(await open(short));
+    longMs.push(await open(long));
+  }
+  console.error(`console-timeline: ${LONG} events median ${median(longMs).toFixed(1)} ms [${longMs.map((x) => x.toFixed(0)).join(' ')}]`);
+  console.error(`console-timeline: ${SHORT} events median ${median(shortMs).toFixed(1)} ms [${shortMs.map((x) => x.toFixed(0)).join(' ')}]`);
+  figure('console-timeline', median(longMs), 'ms to first page', median(shortMs), { op: '<=', ratio: 2 });
+} finally {
+  await browser.close();
+  await bed.close();
+}
