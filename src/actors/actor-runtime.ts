@@ -20,6 +20,7 @@ import {
   type EventData,
   type EventStore,
 } from '../store/event-store.ts';
+import { hasSpentRetries } from '../store/retry-budget.ts';
 import { ActorCache } from './actor-cache.ts';
 import { RUNTIME_RECOVERED, type ActorType, type DomainEvent, type EffectContext, type RuntimeIdentity } from './actor-type.ts';
 import { decide, isFinished } from './decide.ts';
@@ -381,14 +382,15 @@ export class ActorRuntime<S = unknown> {
 
   /**
    * An `unavailable` write may or may not have happened: it is repeated with the same ids and the same exact
-   * expected revision, which the store recognises as already written if it was (DESIGN §3).
+   * expected revision, which the store recognises as already written if it was (DESIGN §3). Not when the store has
+   * repeated it already (one retry budget per append, src/store/retry-budget.ts).
    */
   private async retryingUnknown<T>(write: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await write();
       } catch (e) {
-        if (!isBerthError(e, 'unavailable') || attempt >= this.maxAttempts) throw e;
+        if (!isBerthError(e, 'unavailable') || hasSpentRetries(e) || attempt >= this.maxAttempts) throw e;
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }

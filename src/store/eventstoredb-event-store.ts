@@ -57,6 +57,7 @@ import {
   toServerFilter,
   type ErrorContext,
 } from './eventstoredb-mapping.ts';
+import { retriesSpent } from './retry-budget.ts';
 import { defaultRetryPolicy, withDeadline, withRetry, type RetryPolicy } from './eventstoredb-retry.ts';
 import { EventStoreDbSubscription, type ClientSubscription } from './eventstoredb-subscription.ts';
 
@@ -119,7 +120,7 @@ export class EventStoreDbEventStore implements EventStore {
   static async connect(url: string, options: EventStoreDbOptions = {}): Promise<EventStoreDbEventStore> {
     let client: EventStoreDBClient;
     try {
-      client = EventStoreDBClient.connectionString(toConnectionString(url));
+      client = EventStoreDBClient.connectionString(toConnectionString(refuseIneffectiveOptions(url)));
     } catch (e) {
       if (e instanceof BerthError) throw e;
       throw new BerthError('invalid_request', `bad EventStoreDB URL: ${(e as Error).message}`, {
@@ -128,7 +129,7 @@ export class EventStoreDbEventStore implements EventStore {
     }
     const store = new EventStoreDbEventStore(client, options);
     try {
-      await store.read(() => client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }), {});
+      await store.read(() => client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, requiresLeader: true }), {});
     } catch (e) {
       await store.close();
       throw e;
@@ -154,9 +155,12 @@ export class EventStoreDbEventStore implements EventStore {
       );
     } catch (e) {
       if (isBerthError(e, 'unavailable') && isTransient(e.cause)) {
+        // This append's retry budget is spent here when it was repeatable: its callers report it, not repeat it.
+        const spent = repeatable && this.retry.attempts > 1 ? retriesSpent : {};
         throw new BerthError('unavailable', `the outcome of an append to ${stream} is unknown: ${e.message}`, {
           stream,
           outcome: 'unknown',
+          ...spent,
         }, { cause: e.cause });
       }
       throw e;
@@ -204,6 +208,7 @@ export class EventStoreDbEventStore implements EventStore {
           direction: direction === 'forwards' ? FORWARDS : BACKWARDS,
           fromRevision: from === 'start' ? START : from === 'end' ? END : from,
           maxCount,
+          requiresLeader: true,
         }),
       { stream },
     );
@@ -278,6 +283,7 @@ export class EventStoreDbEventStore implements EventStore {
     this.closed = true;
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     await this.client.dispose();
+    await closeChannel(this.client);
   }
 
   private assertOpen(): void {
@@ -303,14 +309,14 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   private readAllPage(direction: Direction, fromPosition: ReadPosition, maxCount: number) {
-    return this.read(() => this.client.readAll({ direction, fromPosition, maxCount }), {});
+    return this.read(() => this.client.readAll({ direction, fromPosition, maxCount, requiresLeader: true }), {});
   }
 
   /** The stream's last event, undefined when the stream does not exist. */
   private async lastRecord(stream: string): Promise<ClientRecordedEvent | undefined> {
     try {
       const [last] = await this.read(
-        () => this.client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 }),
+        () => this.client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, requiresLeader: true }),
         { stream },
       );
       return last === undefined ? undefined : recordOf(last);
@@ -321,9 +327,10 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   private async recordAt(stream: string, revision: bigint): Promise<ClientRecordedEvent> {
-    const [r] = await this.read(() => this.client.readStream(stream, { fromRevision: revision, maxCount: 1 }), {
-      stream,
-    });
+    const [r] = await this.read(
+      () => this.client.readStream(stream, { fromRevision: revision, maxCount: 1, requiresLeader: true }),
+      { stream },
+    );
     if (r === undefined) {
       throw new BerthError('internal', `${stream}@${revision} was appended but cannot be read`, { stream });
     }
@@ -392,6 +399,34 @@ function toClientEvents(stream: string, events: EventData[]): ClientEventData[] 
     } catch (err) {
       throw invalid(`is not JSON: ${(err as Error).message}`);
     }
-    return jsonEvent({ id: e.id, type: e.type, data: data as JSONType, metadata: e.metadata });
+    // The server parses ids as Guids and reads them back lowercase: the same case here keeps ids comparable.
+    return jsonEvent({ id: e.id.toLowerCase(), type: e.type, data: data as JSONType, metadata: e.metadata });
   });
+}
+
+/**
+ * Connection-string options the 6.x client accepts but does not honour are refused rather than silently ignored:
+ * `tlsVerifyCert=false` (the client warns and still verifies the certificate; pass `tlsCAFile` instead) and
+ * credentials with `tls=false` (the client drops them on an insecure channel, so the server sees no user).
+ */
+function refuseIneffectiveOptions(url: string): string {
+  const query = new URLSearchParams(url.split('?')[1] ?? '');
+  const shown = redactCredentials(url);
+  if (query.get('tlsVerifyCert')?.toLowerCase() === 'false') {
+    const message = 'tlsVerifyCert=false has no effect with this client (the certificate is still verified): pass tlsCAFile=<the CA file>';
+    throw new BerthError('invalid_request', message, { url: shown });
+  }
+  const hasCredentials = /^[^:]+:\/\/[^/?]*@/.test(url);
+  if (hasCredentials && query.get('tls')?.toLowerCase() === 'false') {
+    const message = 'credentials are not sent over tls=false (the client drops them): enable TLS or remove them';
+    throw new BerthError('invalid_request', message, { url: shown });
+  }
+  return url;
+}
+
+/** The client's dispose() cancels its calls but leaves its gRPC channel, and so its connection, open. */
+async function closeChannel(client: EventStoreDbClient): Promise<void> {
+  const withChannel = client as Partial<{ getChannel(): Promise<{ close(): void }> }>;
+  if (typeof withChannel.getChannel !== 'function') return;
+  (await withChannel.getChannel.call(client)).close();
 }

@@ -16,7 +16,6 @@ import {
   StreamNotFoundError,
   TimeoutError,
   UnavailableError,
-  UnknownError,
   WrongExpectedVersionError,
   convertToCommandError,
   eventTypeFilter,
@@ -161,7 +160,11 @@ function decodeMetadata(stream: string, revision: bigint, raw: unknown): Record<
   return metadata as Record<string, unknown>;
 }
 
-/** True when the call may not have reached the server or its answer was lost: safe to retry an idempotent call. */
+/**
+ * True when the call may not have reached the server or its answer was lost: safe to retry an idempotent call.
+ * UnknownError is not among them: the server answered, with a result it could not map (Status.Unknown), or the
+ * client met a status it does not know; repeating the call would meet the same.
+ */
 export function isTransient(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const e = convertToCommandError(err);
@@ -171,7 +174,6 @@ export function isTransient(err: unknown): boolean {
     e instanceof TimeoutError ||
     e instanceof CancelledError ||
     e instanceof NotLeaderError ||
-    e instanceof UnknownError ||
     // Raised by the client's gossip discovery (esdb+discover://) after its own attempts.
     /^Failed to discover/.test(e.message)
   );
