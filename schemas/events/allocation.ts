@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ownershipSchema, profileSchema, providerKindSchema } from '../profile.ts';
-import { environmentIdSchema, resourceIdSchema } from '../ids.ts';
+import { environmentIdSchema, poolIdSchema, resourceIdSchema } from '../ids.ts';
 import type { EventUnion } from './event-map.ts';
 import { atSchema, runtimeRecoveredSchema } from './runtime.ts';
 
@@ -39,7 +39,8 @@ export const useKindSchema = z.enum(['execution', 'mount', 'admission', 'physica
 export const allocationEvents = {
   /** The intent, persisted before the provider is called (its effect is `provider.allocate`). */
   'allocation.intended': z.strictObject({
-    environmentId: environmentIdSchema,
+    /** The Environment it is made for, or the warm pool that makes it ahead of need (until a claim). */
+    environmentId: environmentIdSchema.or(poolIdSchema),
     requestId: resourceIdSchema,
     generation: z.number().int().positive(),
     profile: profileSchema,
@@ -49,6 +50,17 @@ export const allocationEvents = {
     contentVersion: z.number().int().positive().optional(),
     /** Read-only binds made with the allocation: the host directory of `contentVersion` at /env/<slug>. */
     mounts: z.array(contentMountSchema).max(8).optional(),
+    at: atSchema,
+  }),
+  /**
+   * A ready pooled allocation is rebound to an Environment (its new owner, generation and profile): the one durable
+   * step of a warm claim. Accepted once, while the pool owns it and nothing uses it.
+   */
+  'allocation.claimed': z.strictObject({
+    environmentId: environmentIdSchema,
+    generation: z.number().int().positive(),
+    /** The environment's profile: its limits were applied in place before the claim (Provider.pooling). */
+    profile: profileSchema,
     at: atSchema,
   }),
   /** The outcome of the provider call in flight (allocate or inspect). */

@@ -49,6 +49,8 @@ export const environmentEvents = {
     ...allocationIdField,
     requestId: resourceIdSchema,
     generation: z.number().int().positive(),
+    /** The allocation is a warm pool's, ready already: it is claimed (allocation.claimed), not intended. */
+    pooled: z.literal(true).optional(),
     at: atSchema,
   }),
   /** From the allocation actor: its provider reported it ready. */

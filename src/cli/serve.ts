@@ -101,6 +101,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     policy: config.policy,
     hiddenFromSandbox: tokensFile ? [tokensFile] : [],
     ...(config.retention ? { retention: config.retention } : {}),
+    warmPools: config.pools,
   });
   const { identity, store } = berth.runtime;
   const gateway: Gateway = buildGateway({

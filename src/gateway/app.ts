@@ -34,6 +34,7 @@ import { leasesPlugin } from './routes/leases.ts';
 import { machinesPlugin } from './routes/machines.ts';
 import { openApiPlugin } from './routes/openapi.ts';
 import { retentionPlugin } from './routes/retention.ts';
+import { poolsPlugin } from './routes/pools.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
 import { streamsPlugin } from './routes/streams.ts';
 import { turnsPlugin } from './routes/turns.ts';
@@ -113,6 +114,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     machinesPlugin,
     eventsPlugin,
     retentionPlugin,
+    poolsPlugin,
     uiPlugin,
   ];
   plugins.push(openApiPlugin(() => routes, { title: 'Berth', version: packageVersion }));

@@ -13,7 +13,9 @@
  * - recovery (`runtime.recovered`) yields inspection only: `provider.inspect`, or, while releasing,
  *   `provider.deallocate` again, which is idempotent and is itself the check that confirms absence;
  * - admission uses of an older epoch of the recovering runtime are dropped; execution, mount and physical uses
- *   survive a restart (a restart is no proof that remote work stopped).
+ *   survive a restart (a restart is no proof that remote work stopped);
+ * - a warm pool's allocation (its `environmentId` a pool id) tells no environment anything and is never reclaimed
+ *   for idleness (its pool retires it); `allocation.claimed` rebinds it, ready and unused, to an environment once.
  */
 import { and, assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
@@ -25,6 +27,7 @@ import type {
   UseKind,
 } from '../../schemas/events/allocation.ts';
 import type { EnvironmentEvent } from '../../schemas/events/environment.ts';
+import { isPoolId } from '../../schemas/ids.ts';
 import { defaultsBeforeRecorded, emptyProfile, type Ownership, type Profile } from '../../schemas/profile.ts';
 import { effect } from './effect.ts';
 import { viewOf, type MachineView } from './machine-view.ts';
@@ -89,7 +92,8 @@ export interface ProviderCallParams {
  */
 export interface EnvironmentNotifyParams {
   environmentId: string;
-  event: EnvironmentEvent;
+  /** Null for a pool's allocation: it has no environment to tell. */
+  event: EnvironmentEvent | null;
 }
 
 type ReportStatus = AllocationReportData['status'];
@@ -114,6 +118,7 @@ const callParams = ({ context }: { context: AllocationContext }): ProviderCallPa
 
 /** The environment event that reflects this allocation's state, if it is one the environment must learn. */
 const environmentEventFor = (context: AllocationContext, state: string, at: number): EnvironmentEvent | null => {
+  if (isPoolId(context.environmentId)) return null;
   const allocationId = context.id;
   switch (state) {
     case 'ready':
@@ -138,7 +143,7 @@ const notify = (state: string) =>
     type: 'environment.notify',
     params: ({ context, event }: { context: AllocationContext; event: AllocationEvent }): EnvironmentNotifyParams => ({
       environmentId: context.environmentId,
-      event: environmentEventFor(context, state, event.at)!,
+      event: environmentEventFor(context, state, event.at),
     }),
   }) as const;
 
@@ -161,7 +166,7 @@ const loseMounts = { type: 'mounts.lost', params: mountsParams } as const;
 
 /** When a managed allocation becomes reclaimable for idleness (borrowed ones never are). */
 const reclaimableSince = (context: AllocationContext): number | null =>
-  context.ownership === 'managed'
+  context.ownership === 'managed' && !isPoolId(context.environmentId)
     ? context.lastActivityAt + (context.profile.idleSeconds ?? DEFAULT_IDLE_SECONDS) * 1000
     : null;
 
@@ -200,6 +205,8 @@ const allocationSetup = setup({
       return event.reason === 'explicit' || (params.idle && idleElapsed(context, event.at));
     },
     hasMounts: ({ context }) => mountUses(context).length > 0,
+    /** A pool's allocation, with no call in flight and no use: it can change hands. */
+    claimable: ({ context }) => isPoolId(context.environmentId) && context.call === null && Object.keys(context.uses).length === 0,
     /** The last use (a detached view's) goes: nothing is left to save, compute may go. */
     lastUse: ({ context, event }) => event.type === 'allocation.use_released' && event.useId in context.uses && Object.keys(context.uses).length === 1,
   },
@@ -225,6 +232,9 @@ const allocationSetup = setup({
         ...(mounts?.length ? { mounts } : {}),
       };
     }),
+    claim: assign(({ event }) =>
+      event.type === 'allocation.claimed' ? { environmentId: event.environmentId, generation: event.generation, profile: event.profile } : {},
+    ),
     callAllocate: assign({ call: 'allocate' }),
     callInspect: assign({ call: 'inspect' }),
     callDeallocate: assign({ call: 'deallocate' }),
@@ -376,6 +386,8 @@ export const allocationMachine = allocationSetup.createMachine({
         ],
         'allocation.use_acquired': { actions: ['acquireUse', 'touch', 'stamp'] },
         'allocation.use_released': { guard: 'useHeld', actions: ['releaseUse', 'touch', 'stamp'] },
+        // The environment hears `allocated` with the generation it asked for, as from a fresh allocation.
+        'allocation.claimed': { guard: 'claimable', actions: ['claim', 'touch', 'stamp', notify('ready')] },
         'allocation.reconcile_requested': { guard: 'noCall', actions: ['callInspect', 'stamp', inspect] },
         'runtime.recovered': { actions: ['dropStaleAdmissions', 'callInspect', 'stamp', inspect] },
         'allocation.release_requested': releaseRoute(true),
@@ -483,6 +495,13 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
         message: 'The allocation has not been idle for its interval.',
         detail: { ...detail, reason: 'not_idle', reclaimableAt: reclaimableAt(viewOf(snapshot)) },
       };
+    case 'allocation.claimed': {
+      // A claim sent again (recovery of the environment that made it): say what that environment may have missed.
+      const again = context.environmentId === event.environmentId && context.generation === event.generation;
+      const environmentEvent = again ? environmentEventFor(context, state, at) : null;
+      if (environmentEvent) return { code: 'invalid_state', message: 'The allocation was already claimed.', detail: { ...detail, reason: 'already_claimed', environmentEvent } };
+      return invalid('The allocation is not a ready pooled allocation nobody uses.', 'not_claimable');
+    }
     case 'allocation.resume_requested':
       if (context.call !== null) return busy(`A provider ${context.call} is in flight.`);
       if (uses.length > 0) return invalid('An allocation with uses is never restarted.', 'has_uses');

@@ -31,6 +31,8 @@ export interface Acquisition {
   requestId: string;
   generation: number;
   profile: Profile;
+  /** A warm pool's ready allocation, claimed instead of intended. */
+  pooled?: true;
 }
 
 /** One build as the environment keeps it (its log and package list are the build actor's). */
@@ -82,6 +84,12 @@ export interface AllocationIntendParams {
   environmentId: string;
   generation: number;
   profile: Profile;
+  /**
+   * The allocation is a warm pool's: the handler sends `allocation.claimed` {environmentId, generation} instead; a
+   * claim refused as `already_claimed` returns its `detail.environmentEvent` like a missed intent, and any other
+   * refusal (another claim won, the container was found gone) returns `environment.allocation_failed`.
+   */
+  pooled?: true;
 }
 
 /** `build.start`: create the build actor by sending it `build.requested` (with the runtime that runs it). */
@@ -111,8 +119,8 @@ const reuseOf = (recorded: ReusePolicy | undefined, profile: Profile): ReusePoli
 const intend = {
   type: 'allocation.intend',
   params: ({ context }: { context: EnvironmentContext }): AllocationIntendParams => {
-    const { allocationId, requestId, generation, profile } = context.acquisition!;
-    return { allocationId, requestId, environmentId: context.id, generation, profile };
+    const { allocationId, requestId, generation, profile, pooled } = context.acquisition!;
+    return { allocationId, requestId, environmentId: context.id, generation, profile, ...(pooled ? { pooled } : {}) };
   },
 } as const;
 
@@ -180,8 +188,8 @@ const environmentSetup = setup({
     }),
     startAcquisition: assign(({ context, event }) => {
       if (event.type !== 'environment.acquisition_requested') return {};
-      const { allocationId, requestId, generation } = event;
-      return { generation, acquisition: { allocationId, requestId, generation, profile: context.profile } };
+      const { allocationId, requestId, generation, pooled } = event;
+      return { generation, acquisition: { allocationId, requestId, generation, profile: context.profile, ...(pooled ? { pooled } : {}) } };
     }),
     clearAcquisition: assign({ acquisition: null }),
     startBuild: assign(({ context, event }) => {

@@ -68,6 +68,10 @@ function reduce(t: Tables<AllocationTables>, e: StoredEvent<typeof allocationEve
     case 'allocation.use_released':
       delete a.uses[e.data.useId];
       break;
+    case 'allocation.claimed':
+      // A warm pool's allocation now belongs to an environment (its guard held: ready, unused).
+      if (a.state === 'ready') Object.assign(a, { environmentId: e.data.environmentId, generation: e.data.generation });
+      break;
     case 'allocation.resume_requested':
       a.state = 'requested';
       break;

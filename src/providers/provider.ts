@@ -123,9 +123,25 @@ export interface Provider {
    * the server's own uid.
    */
   readonly workspaceOwner?: { uid: number; gid: number };
+  /**
+   * Warm pools (src/runtime/pools): allocations made ahead of need for a pool's profile, handed to an environment
+   * whose profile fits it. Providers without it are never pooled.
+   */
+  readonly pooling?: PoolingCapability;
   /** Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. */
   available(): Promise<boolean>;
   close?(): Promise<void>;
+}
+
+/** How a provider hands a pooled allocation to an environment (Provider.pooling). */
+export interface PoolingCapability {
+  /** Whether an allocation made for `pool` can serve `wanted` once personalized: what only a new one could change is equal. */
+  fits(pool: Profile, wanted: Profile): boolean;
+  /**
+   * Checks the allocation still runs as recorded and applies `wanted`'s limits in place where they differ. `gone`
+   * when it does not run as recorded (nothing applied: reconcile it and take another); throws when it cannot tell.
+   */
+  personalize(ref: AllocationRef, wanted: Profile): Promise<'ready' | 'gone'>;
 }
 
 /** What `Provider.versionedCommand` composes from. */

@@ -44,6 +44,8 @@ import { registeredMachine } from './core/machine-structure.ts';
 import type { MachineStructure } from '../../schemas/console.ts';
 import { ScopeIndex } from './core/scope-index.ts';
 import type { Retention, RetentionReport } from './maintenance/retention.ts';
+import type { PoolService } from './pools/pool-service.ts';
+import type { PoolStatus } from './pools/pool-stats.ts';
 import { LeaseService } from './leases/lease-service.ts';
 import { CheckpointService } from './workspaces/checkpoint-service.ts';
 import { TurnFileApi } from './workspaces/turn-file-api.ts';
@@ -58,6 +60,8 @@ export interface BerthApiOptions {
   policy?: RolePolicy;
   /** The retention policy's passes, when the admin turned retention on. */
   retentionPasses?: Retention;
+  /** The admin's warm pools, when any is configured: acquires claim from them. */
+  pools?: PoolService;
 }
 
 /** How long deleting a session waits for a command that just exited to give its environment back. */
@@ -90,6 +94,7 @@ export class BerthApi implements RuntimeApi {
       head: () => runtime.store.headPosition(),
       now,
       policy,
+      ...(options.pools ? { pools: options.pools } : {}),
       ...(services.content ? { describeContent: (environments) => this.content!.describe(environments) } : {}),
     });
     if (services.content) {
@@ -407,6 +412,19 @@ export class BerthApi implements RuntimeApi {
     const retention = this.options.retentionPasses;
     if (!retention) throw new BerthError('invalid_state', 'Retention is off: the admin sets BERTH_RETENTION_DAYS to turn it on.', { reason: 'retention_off' });
     return retention.run(this.services.now());
+  }
+
+  /** Pools serve every scope: the admin's only. */
+  pools(caller: Caller): PoolStatus[] {
+    if (isMember(caller)) throw new BerthError('forbidden', 'Warm pools serve every scope: they need an admin token.', { role: caller.role });
+    return this.options.pools?.status() ?? [];
+  }
+
+  async drainPool(caller: Caller, name: string): Promise<{ drained: number }> {
+    this.pools(caller);
+    const pools = this.options.pools;
+    if (!pools?.has(name)) throw new BerthError('not_found', 'No such warm pool.', { pool: name });
+    return { drained: await pools.drain(name) };
   }
 
   /** Counts of every scope: the admin's only. */

@@ -37,6 +37,9 @@ import { DEFAULT_CAPTURE_LIMITS, MountService } from './workspaces/mount-service
 import type { CaptureLimits } from '../providers/file-host.ts';
 import { mappingsFromEnv, snapshotRoots, type RootMapping } from './workspaces/workspace-roots.ts';
 import type { WorkspaceContext } from '../machines/workspace.machine.ts';
+import type { PoolSettings } from './pools/pool-config.ts';
+import type { PoolService } from './pools/pool-service.ts';
+import { warmPools } from './pools/warm-pools.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {
   settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
@@ -56,6 +59,8 @@ export interface StartBerthOptions extends BerthApiOptions {
   workspaceRoots?: RootMapping[];
   /** The clock events and retention read (ms since the epoch); tests age executions with their own. */
   now?: () => number;
+  /** The admin's warm pools (pools/pool-config.ts resolvePools); absent: none. */
+  warmPools?: PoolSettings[];
 }
 
 export interface Berth {
@@ -147,6 +152,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   }
   let runtime: BerthRuntime<Services> | undefined;
   let api: BerthApi | undefined;
+  let pools: PoolService | undefined;
   const retention = opts.retention
     ? new Retention({
         actors: () => actors!,
@@ -179,12 +185,15 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     try {
       // Recovery reconciles the active-allocation index before work is admitted.
       await settleActiveAllocations(runtime.actors, runtime.projections);
-      api = new BerthApi(runtime, services, { ...opts, ...(retention ? { retentionPasses: retention } : {}) });
+      pools = warmPools(runtime, services, opts.warmPools, opts.logger);
+      api = new BerthApi(runtime, services, { ...opts, ...(retention ? { retentionPasses: retention } : {}), ...(pools ? { pools } : {}) });
       // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is
       // settled before work is admitted.
       await api.content?.recover();
       // The admin's mappings are recorded (a replaced root moves its workspace's generation on) before any turn.
       await api.workspaces.registerMapped();
+      // Once recovery settled: a claim an environment had under way has landed, so no member is claimed twice.
+      pools?.start();
     } catch (e) {
       await runtime.stop();
       throw e;
@@ -199,6 +208,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     api,
     services,
     async stop() {
+      await pools?.stop();
       await runtime!.stop();
       await providers.close();
       await lock.release();

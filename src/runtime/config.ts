@@ -12,6 +12,7 @@ import { BerthError } from '../../schemas/errors.ts';
 import { defaultRolePolicy, type RolePolicy } from './role-policy.ts';
 import type { RetentionSettings } from './maintenance/retention.ts';
 import { isInside } from '../store/artifact-archive.ts';
+import { resolvePools, type PoolSettings } from './pools/pool-config.ts';
 
 /** Values given on the command line; absent ones fall back to the environment. */
 export interface ConfigFlags {
@@ -69,6 +70,8 @@ export interface BerthConfig extends Settings {
   policy: RolePolicy;
   /** Retention of finished executions' output (BERTH_RETENTION_*); undefined: off, everything is kept. */
   retention?: RetentionSettings;
+  /** The admin's warm pools (BERTH_POOLS or BERTH_POOLS_FILE: pools/pool-config.ts); empty: none. */
+  pools: PoolSettings[];
 }
 
 const retentionSchema = z.object({
@@ -208,6 +211,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   const settings = resolveSettings(flags, env);
   const policy = resolveRolePolicy(env);
   const retention = resolveRetention(settings.dataDir, env);
+  const pools = resolvePools(env);
   try {
     mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {
@@ -216,7 +220,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     });
   }
   const runtimeId = keptValue(join(settings.dataDir, 'runtime-id'), () => `rt_${randomUUID().replaceAll('-', '')}`);
-  const kept = { runtimeId, policy, ...(retention ? { retention } : {}) };
+  const kept = { runtimeId, policy, pools, ...(retention ? { retention } : {}) };
   if (settings.token) return { ...settings, token: settings.token, tokenGenerated: false, ...kept };
   let generated = false;
   const token = keptValue(join(settings.dataDir, 'token'), () => {

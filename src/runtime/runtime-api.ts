@@ -11,6 +11,7 @@ import type { MachineStructure } from '../../schemas/console.ts';
 import type { TimelinePage } from './core/stream-timeline.ts';
 import type { Caller } from './caller.ts';
 import type { RetentionReport } from './maintenance/retention.ts';
+import type { PoolStatus } from './pools/pool-stats.ts';
 import type { ContentApi } from './builds/content-api.ts';
 import type { Listing, PageQuery } from './listing.ts';
 import type { ActivityItem } from '../projections/activity.projection.ts';
@@ -251,4 +252,8 @@ export interface RuntimeApi {
   metrics(caller: Caller): Promise<string>;
   /** One retention pass now (the admin's; `invalid_state` when retention is off). */
   runRetention(caller: Caller): Promise<RetentionReport>;
+  /** The warm pools and their state (the admin's; none when none is configured). */
+  pools(caller: Caller): PoolStatus[];
+  /** Releases a pool's ready allocations, which it makes again (the admin's; `not_found` for an unknown pool). */
+  drainPool(caller: Caller, name: string): Promise<{ drained: number }>;
 }

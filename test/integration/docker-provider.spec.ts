@@ -9,6 +9,7 @@ import { layOutThroughArchive } from '../../src/providers/docker/spool-volume.ts
 import { allocationLabels, LABEL, resourceNames } from '../../src/providers/docker/labels.ts';
 import type { AllocationIntent, AllocationReport, PhysicalIdentity } from '../../src/providers/provider.ts';
 import { dockerAvailable, dockerEndpoint, execIn, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
+import { expectContainedCommands, expectHardened } from './docker-hardening.ts';
 
 const run = newTestRun();
 const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run });
@@ -51,20 +52,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     const info = await rawDocker.getContainer(identity.resourceId).inspect();
 
     expect(identity.incarnation).toBe(`${info.Id}@${info.State.StartedAt}`);
-    expect(info.State.Running).toBe(true);
-    expect(info.Config.User).toBe('1000:1000');
-    expect(info.HostConfig.ReadonlyRootfs).toBe(true);
-    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
-    expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges');
-    expect(info.HostConfig.PidsLimit).toBe(64);
-    expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
-    expect(info.HostConfig.NanoCpus).toBe(500_000_000);
-    expect(info.HostConfig.Init).toBe(true);
-    expect(info.HostConfig.Tmpfs).toEqual({
-      '/tmp': expect.stringContaining('size=64m'),
-      '/home/berth': 'rw,exec,nosuid,nodev,size=512m,mode=0700,uid=1000,gid=1000',
-    });
-    expect(info.Config.Env).toContain('HOME=/home/berth');
+    expectHardened(info, { memoryMb: 256, pidsLimit: 64, cpus: 0.5 });
     expect(info.Config.Labels).toMatchObject({
       [LABEL.managed]: 'true',
       [LABEL.environmentId]: intent.environmentId,
@@ -80,15 +68,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
     expect(network.Driver).toBe('bridge');
     expect(network.Labels?.[LABEL.requestId]).toBe(intent.requestId);
 
-    const probe = await execIn(
-      identity.resourceId,
-      ['/bin/sh', '-c', 'id -u; touch /berth/spool/ops/probe && echo spool-writable; touch /probe 2>/dev/null || echo root-readonly; cat /proc/1/cmdline | tr "\\0" " "'],
-    );
-    expect(probe.exitCode).toBe(0);
-    expect(probe.output).toMatch(/^1000\r?$/m);
-    expect(probe.output).toContain('spool-writable');
-    expect(probe.output).toContain('root-readonly');
-    expect(probe.output).toContain('docker-init');
+    await expectContainedCommands(identity.resourceId);
   });
 
   it('should run without any network when the profile says none', async () => {

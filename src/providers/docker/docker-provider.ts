@@ -25,7 +25,7 @@ import { BerthError } from '../../../schemas/errors.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { crashAt } from '../crash-point.ts';
 import type { FileHost } from '../file-host.ts';
-import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
+import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, PoolingCapability, Provider } from '../provider.ts';
 import { workspaceCwd } from '../workspace-view.ts';
 import { BuildContainer, removeBuild, type BuildContainerOptions } from './build-container.ts';
 import { COMMAND_UID, containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
@@ -39,6 +39,7 @@ import {
   isDefiniteRefusal,
 } from './docker-client.ts';
 import { DockerExecutor } from './docker-executor.ts';
+import { dockerPooling } from './docker-pooling.ts';
 import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
 import { prepareSpool } from './spool-volume.ts';
 import { versionedInContainer } from './versioned-command.ts';
@@ -75,6 +76,8 @@ export class DockerProvider implements Provider {
   /** Build steps run as the command user, as executions do. */
   readonly buildUid = COMMAND_UID;
   readonly endpoint: DockerEndpoint;
+  /** Warm pools: a running container takes another environment's limits in place (docker-pooling.ts). */
+  readonly pooling: PoolingCapability;
   private readonly docker: Docker;
   private readonly streams: Docker;
   private readonly executors = new Map<string, DockerExecutor>();
@@ -91,6 +94,7 @@ export class DockerProvider implements Provider {
     this.extraLabels = options.extraLabels ?? {};
     this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
     this.spoolAccess = options.spoolAccess ?? 'auto';
+    this.pooling = dockerPooling(this.docker, this.defaultImage);
   }
 
   async available(): Promise<boolean> {

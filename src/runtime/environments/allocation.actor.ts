@@ -91,6 +91,7 @@ export const allocationActor = defineActor<typeof allocationMachine, Services>({
     },
     /** The environment may already know (invalid_state) or have moved on (stale_target): both are fine. */
     'environment.notify': async (p: EnvironmentNotifyParams, ctx) => {
+      if (!p.event) return; // a pool's allocation: no environment to tell
       try {
         await ctx.send('environment', p.environmentId, p.event);
       } catch (e) {

@@ -24,6 +24,7 @@ import type { AllocationView, Caller, CreateEnvironmentInput, EnvironmentView } 
 import { inScope, listedScope } from '../caller.ts';
 import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 import { waitUntil } from './wait-until.ts';
+import type { PoolService, RebindOutcome } from '../pools/pool-service.ts';
 
 /** How long an acquire waits for an allocation under way before answering `unavailable`. */
 const ACQUIRE_TIMEOUT_MS = 180_000;
@@ -65,6 +66,8 @@ export interface EnvironmentServiceDeps {
   describeContent?: (entries: CatalogEntry[]) => Promise<EnvironmentContentFields[]>;
   /** What members may ask for: profile ceilings, contained host commands, the environments quota. */
   policy: RolePolicy;
+  /** Warm pools (src/runtime/pools): an acquire whose profile a pool fits claims a ready allocation of it. */
+  pools?: Pick<PoolService, 'claim'>;
 }
 
 export class EnvironmentService {
@@ -269,6 +272,7 @@ export class EnvironmentService {
       if (state === 'idle' || state === 'lost') {
         this.deps.providers.get(env.profile.provider);
         if (a && (await this.clearFenced(caller, id, a.allocationId))) continue;
+        if (await this.claimPooled(id, env, deadline)) continue;
         try {
           await this.deps.actors.send('environment', id, {
             type: 'environment.acquisition_requested',
@@ -290,6 +294,37 @@ export class EnvironmentService {
       if (a.allocationId !== inherited || failure.code !== 'unavailable') throw failure;
       inherited = undefined;
     }
+  }
+
+  /**
+   * Claims a warm pool's ready allocation when a pool fits the profile: the environment asks for it as its next
+   * generation (`pooled`), and the effect of that rebinds it (allocation.claimed). A pooled container binds no
+   * content version, so an environment with an active one on such a provider goes cold. True when one was claimed.
+   */
+  private async claimPooled(id: string, env: EnvironmentContext, deadline: number): Promise<boolean> {
+    const { pools, actors } = this.deps;
+    if (!pools || (env.activeVersion !== null && this.bindsContentAtAllocation(env.profile))) return false;
+    const rebind = async (c: { allocationId: string; requestId: string }): Promise<RebindOutcome> => {
+      const now = await actors.get<EnvironmentContext>('environment', id);
+      if (now?.state !== 'idle' && now?.state !== 'lost') return 'unused';
+      try {
+        const { generation } = now.context;
+        const request = { type: 'environment.acquisition_requested', ...c, generation: generation + 1, pooled: true, at: this.deps.now() };
+        await actors.send('environment', id, request);
+      } catch (e) {
+        // Another caller requested first: this allocation stays in the pool.
+        if (isBerthError(e, 'environment_busy') || isBerthError(e, 'invalid_state')) return 'unused';
+        throw e;
+      }
+      const settled = async () => {
+        const v = await actors.get<EnvironmentContext>('environment', id);
+        return v?.state !== 'acquiring' || v.context.acquisition?.allocationId !== c.allocationId;
+      };
+      await waitUntil(settled, deadline, ACQUIRE_POLL_MAX_MS);
+      const after = await actors.get<EnvironmentContext>('environment', id);
+      return after?.state === 'allocated' && after.context.acquisition?.allocationId === c.allocationId ? 'claimed' : 'refused';
+    };
+    return (await pools.claim(env.profile, rebind)) !== undefined;
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
- * The environment actor type: its machine, events, and its effects: creating the allocation actor, creating a
- * build actor, and reconciling a build under way after a restart.
+ * The environment actor type: its machine, events, and its effects: creating the allocation actor (or claiming a
+ * warm pool's), creating a build actor, and reconciling a build under way after a restart.
  */
 import { environmentEvents } from '../../../schemas/events/environment.ts';
 import {
@@ -12,11 +12,25 @@ import {
   type BuildStartParams,
 } from '../../machines/environment.machine.ts';
 import { INTERRUPTED } from '../../machines/build.machine.ts';
-import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
+import { defineActor, type DomainEvent, type EffectContext } from '../../actors/actor-type.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
 import { buildIdOf } from '../builds/content-runtime.ts';
 import type { Services } from '../services.ts';
 import { allocationContent } from '../executions/version-exec.ts';
+
+/** A warm pool's allocation is rebound, not intended (AllocationIntendParams.pooled). */
+async function claimPooled(p: AllocationIntendParams, ctx: EffectContext<Services>): Promise<DomainEvent | undefined> {
+  const at = ctx.services.now();
+  try {
+    await ctx.send('allocation', p.allocationId, { type: 'allocation.claimed', environmentId: p.environmentId, generation: p.generation, profile: p.profile, at });
+    return undefined;
+  } catch (e) {
+    if (!isBerthError(e)) throw e;
+    const missed = isBerthError(e, 'invalid_state') ? e.detail.environmentEvent : undefined;
+    if (missed && typeof missed === 'object') return missed as DomainEvent;
+    return { type: 'environment.allocation_failed', allocationId: p.allocationId, reason: `pool claim refused: ${e.message}`, at };
+  }
+}
 
 export const environmentActor = defineActor<typeof environmentMachine, Services>({
   type: 'environment',
@@ -32,7 +46,8 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
      * binds (version-exec.ts: read when the intent is written).
      */
     'allocation.intend': async (p: AllocationIntendParams, ctx) => {
-      const { allocationId, ...intent } = p;
+      if (p.pooled) return claimPooled(p, ctx);
+      const { allocationId, pooled: _intended, ...intent } = p;
       const { ownership } = ctx.services.providers.get(p.profile.provider);
       const content = await allocationContent(ctx.services, p.environmentId, p.profile);
       try {

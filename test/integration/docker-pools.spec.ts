@@ -1,0 +1,133 @@
+/**
+ * Warm pools on a real Docker engine (issue 20): a claim hands out a ready pooled container, personalized and as
+ * hardened as a cold one, whose first command runs with the environment's own variables; concurrent claims never
+ * share a container and the pool's misses go cold; a pool whose image is missing backs off, says why, and leaves
+ * acquires failing fast with a typed error.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isBerthError } from '../../schemas/errors.ts';
+import type { Profile } from '../../schemas/profile.ts';
+import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import type { PoolSettings } from '../../src/runtime/pools/pool-config.ts';
+import { MAX_ATTEMPTS_PER_MINUTE } from '../../src/runtime/pools/refill-backoff.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
+import { dockerAvailable, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
+import { expectContainedCommands, expectHardened } from './docker-hardening.ts';
+import { admin, testProviders } from './environments-berth.ts';
+import { readAll, settled } from './executions-harness.ts';
+
+const run = newTestRun();
+let dir: string;
+let berth: Berth | undefined;
+
+const pool = (size: number, profile: Partial<Profile> = {}): PoolSettings => ({
+  name: 'warm',
+  profile: { provider: 'docker', memoryMb: 256, pidsLimit: 64, ...profile },
+  size,
+});
+
+async function start(...pools: PoolSettings[]): Promise<Berth> {
+  berth = await startBerth({
+    settings: { dataDir: dir, store: 'sqlite', maintenanceMs: 60_000 },
+    runtimeId: 'rt_pools_test',
+    providers: testProviders(dir, { extraLabels: run }),
+    warmPools: pools,
+  });
+  return berth;
+}
+
+const statusOf = (b: Berth) => b.api.pools(admin)[0];
+const poolReady = (b: Berth, n: number) =>
+  waitFor(() => statusOf(b), { until: (s) => s.ready >= n, timeoutMs: 60_000, what: `${n} pooled containers ready` });
+const createDocker = (b: Berth, profile: Partial<Profile> = {}) =>
+  b.api.createEnvironment(admin, { name: `pooled ${randomUUID().slice(0, 8)}`, profile: { provider: 'docker', ...profile } });
+/** The containers the pool holds now (their allocations' owner is the pool). */
+const pooledContainers = (b: Berth): string[] =>
+  (b.runtime.projections.get('active-allocations')!.query.list() as { environmentId: string; state: string; identity: { resourceId: string } | null }[])
+    .filter((a) => a.environmentId === 'hpool_warm' && a.state === 'ready' && a.identity)
+    .map((a) => a.identity!.resourceId);
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'berth-pools-'));
+});
+afterEach(async () => {
+  await berth?.stop();
+  berth = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+afterAll(() => removeTestResources(run));
+
+describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
+  it('should hand out a ready, hardened pooled container whose first command runs with the environment\'s own env and limits', async () => {
+    const b = await start(pool(1));
+    await poolReady(b, 1);
+    const [pooled] = pooledContainers(b);
+    const env = await createDocker(b, { memoryMb: 128, pidsLimit: 48 });
+
+    const a = await b.api.acquire(admin, env.id);
+    expect(a).toMatchObject({ environmentId: env.id, generation: 1, state: 'ready', provider: 'docker' });
+    expect(a.identity?.resourceId).toBe(pooled);
+    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 0 });
+
+    const info = await rawDocker.getContainer(pooled).inspect();
+    expectHardened(info, { memoryMb: 128, pidsLimit: 48 });
+    await expectContainedCommands(pooled);
+
+    const x = await b.api.submitExecution(admin, {
+      operationId: `first-${randomUUID()}`,
+      environment: env.id,
+      command: ['/bin/sh', '-c', 'echo "$GREETING from $(id -u)"'],
+      env: { GREETING: 'hello-pool' },
+    });
+    expect(await settled(b.api, x.id)).toMatchObject({ status: 'exited', exitCode: 0, target: { allocationId: a.allocationId, generation: 1 } });
+    const out = (await readAll(b.api, x.id, 'stdout')).toString();
+    expect(out).toContain('hello-pool from 1000');
+
+    // The pool makes another one in the background.
+    await poolReady(b, 1);
+    expect(pooledContainers(b)).not.toContain(pooled);
+  });
+
+  it('should give 20 concurrent claims on a pool of 5 five warm containers and 15 cold ones, never one container twice', async () => {
+    const b = await start(pool(5));
+    await poolReady(b, 5);
+    const pooled = new Set(pooledContainers(b));
+    expect(pooled.size).toBe(5);
+    const envs = await Promise.all(Array.from({ length: 20 }, () => createDocker(b, { memoryMb: 256, pidsLimit: 64 })));
+
+    const allocations = await Promise.all(envs.map((e) => b.api.acquire(admin, e.id)));
+    const containers = allocations.map((a) => a.identity!.resourceId);
+    expect(new Set(containers).size).toBe(20);
+    expect(containers.filter((c) => pooled.has(c))).toHaveLength(5);
+    expect(statusOf(b).claims).toEqual({ hit: 5, miss: 15 });
+    const metrics = await b.api.metrics(admin);
+    expect(metrics).toMatch(/berth_pool_claims_total\{pool="warm",result="hit"\} 5/);
+    expect(metrics).toMatch(/berth_pool_claims_total\{pool="warm",result="miss"\} 15/);
+    expect(metrics).toMatch(/berth_allocate_seconds_count\{start="warm"\} 5/);
+    expect(metrics).toMatch(/berth_pool_size\{pool="warm"\} 5/);
+  });
+
+  it('should back off refilling a pool whose image is missing, say why, and let an acquire fail fast with a typed error', async () => {
+    const b = await start(pool(2, { image: 'berth-missing:latest' }));
+    const failing = await waitFor(() => statusOf(b), { until: (s) => s.consecutiveFailures >= 3, timeoutMs: 30_000, what: 'three failed refills' });
+    expect(failing.lastError).toMatch(/berth-missing:latest is not present/);
+    // Once failing, one attempt at a time after a doubling delay (1 s, 2 s, 4 s): the first pass started both
+    // missing members, each later attempt followed a failure; the refill loop itself passes twice a second.
+    expect(failing.nextAttemptAt! - failing.lastErrorAt!).toBe(1_000 * 2 ** (failing.consecutiveFailures - 1));
+    expect(failing.attemptsLastMinute).toBeLessThanOrEqual(failing.consecutiveFailures + 1);
+    expect(failing.attemptsLastMinute).toBeLessThanOrEqual(MAX_ATTEMPTS_PER_MINUTE);
+    expect(failing.ready).toBe(0);
+    expect(await b.api.metrics(admin)).toMatch(/berth_pool_refill_failures_total\{pool="warm"\} [3-9]/);
+
+    const env = await createDocker(b, { image: 'berth-missing:latest' });
+    const started = Date.now();
+    const refused = await b.api.acquire(admin, env.id).catch((e) => e);
+    expect(isBerthError(refused, 'environment_invalid')).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(statusOf(b).claims.miss).toBe(1);
+  });
+});
