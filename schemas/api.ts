@@ -520,7 +520,9 @@ export const leasePauseFrameSchema = z.strictObject({
 
 export const capabilitiesSchema = z.strictObject({ capabilities: z.record(z.string(), z.boolean()) });
 export const healthSchema = z.looseObject({
-  status: z.literal('ok'),
+  /** `degraded`: the process serves, but a read model failed (`failedProjections`; they answer projection_failed). */
+  status: z.enum(['ok', 'degraded']),
+  failedProjections: z.array(z.string()).optional(),
   runtimeId: z.string().optional(),
   epoch: z.number().optional(),
   store: z.string().optional(),

@@ -26,6 +26,7 @@ export const errorCodes = {
   too_many_streams: { status: 429, retryable: true, meaning: 'The token already holds the most concurrent output and event streams it may.' },
   provider_missing: { status: 422, retryable: false, meaning: 'The profile names a provider that is not registered.' },
   corrupt_event: { status: 500, retryable: false, meaning: 'A stored event cannot be decoded; detail names its stream and revision.' },
+  projection_failed: { status: 503, retryable: false, meaning: 'A read model failed on an event and answers nothing until it is rebuilt (POST /v1/projections/{name}/rebuild); detail names the projection and the position.' },
   internal: { status: 500, retryable: false, meaning: 'An unexpected fault; the server keeps serving.' },
   unavailable: { status: 503, retryable: true, meaning: 'A dependency (Docker daemon, event store) cannot be reached.' },
   provider_unavailable: { status: 503, retryable: true, meaning: 'The environment\'s provider (e.g. the Docker engine) does not answer; nothing was started.' },

@@ -109,7 +109,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     auth,
     logger: log,
     limits: gatewayLimits,
-    health: () => ({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind }),
+    health: () => ({ runtimeId: identity.runtimeId, epoch: identity.epoch, store: store.kind, failedProjections: berth.runtime.projections.failed.map((f) => f.name) }),
   });
   const listeners: Listener[] = [];
   const close = async () => {

@@ -33,6 +33,7 @@ import { healthPlugin } from './routes/health.ts';
 import { leasesPlugin } from './routes/leases.ts';
 import { machinesPlugin } from './routes/machines.ts';
 import { openApiPlugin } from './routes/openapi.ts';
+import { projectionsPlugin } from './routes/projections.ts';
 import { retentionPlugin } from './routes/retention.ts';
 import { poolsPlugin } from './routes/pools.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
@@ -115,6 +116,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     eventsPlugin,
     retentionPlugin,
     poolsPlugin,
+    projectionsPlugin,
     uiPlugin,
   ];
   plugins.push(openApiPlugin(() => routes, { title: 'Berth', version: packageVersion }));

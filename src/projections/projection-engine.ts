@@ -8,7 +8,7 @@
  */
 import { pino, type Logger } from 'pino';
 import { isBerthError } from '../../schemas/errors.ts';
-import { matchesFilter, type EventStore, type RecordedEvent, type Subscription } from '../store/event-store.ts';
+import { CorruptEvent, matchesFilter, type EventStore, type RecordedEvent, type Subscription } from '../store/event-store.ts';
 import type { Projection, Queries } from './projection.ts';
 import type { ReadModelStore } from './read-model-store.ts';
 import { ReadModel } from './read-model.ts';
@@ -110,13 +110,22 @@ export class ProjectionEngine {
     this.timer.unref();
   }
 
-  /** Resolves once every model reflects the log's head as it was when called. Rejects if a model failed. */
+  /**
+   * Resolves once every model reflects the log's head as it was when called, or has failed: a failed model says so
+   * (`failed`, its queries answer `projection_failed`) and does not hold the others or the start back. Rejects when
+   * the log cannot be read past an event no model can be told about.
+   */
   async catchUp(timeoutMs = 60 * 60_000): Promise<void> {
     const head = await this.store.headPosition();
     for (const { model } of this.entries.values()) {
-      const reached = await Promise.race([model.waitFor(head, timeoutMs), this.fatal]);
+      const reached = await Promise.race([model.waitFor(head, timeoutMs).catch((e: unknown) => (model.error ? true : Promise.reject(e))), this.fatal]);
       if (!reached) throw new Error(`projection ${model.name} did not reach position ${head} in ${timeoutMs} ms`);
     }
+  }
+
+  /** The models that failed, with why: they answer nothing until `rebuild` (after a fix, or a restart). */
+  get failed(): { name: string; position: string; message: string }[] {
+    return this.models.filter((m) => m.error).map((m) => ({ name: m.name, position: String(m.error!.detail?.position ?? ''), message: m.error!.message }));
   }
 
   /** Head position minus each model's position (0 when caught up). */
@@ -188,8 +197,15 @@ export class ProjectionEngine {
         }
       } catch (e) {
         if (this.stopping) break;
+        if (e instanceof CorruptEvent && e.at) {
+          // Never skipped for a model it is for: that model fails at it. The others pass it, and the loop goes on.
+          this.log.error({ err: e }, 'an event cannot be decoded; the read models it is for have failed');
+          this.passCorrupt(e, e.at);
+          await subscription.close().catch(() => undefined);
+          continue;
+        }
         if (isBerthError(e, 'corrupt_event')) {
-          // Never skipped: every model stays at the event before it until an operator repairs the log.
+          // Where it is in the log is unknown: every model stays at the event before it until the log is repaired.
           this.log.error({ err: e }, 'projections stopped at an event that cannot be decoded');
           this.failFatal(e);
           return;
@@ -216,6 +232,20 @@ export class ProjectionEngine {
       if (model.error) this.condemn(entry);
     }
     if (++this.sinceCheckpoint >= this.checkpointEvery) this.saveCheckpoints();
+  }
+
+  /** The undecodable event at `at`: models it is for fail there; every other model has passed it. */
+  private passCorrupt(e: CorruptEvent, at: { position: bigint; type: string }): void {
+    this.loopPosition = at.position;
+    for (const entry of this.entries.values()) {
+      const { model } = entry;
+      if (model.error || at.position <= model.position) continue;
+      if (!matchesFilter({ stream: e.stream, type: at.type }, model.projection.filter)) model.advance(at.position);
+      else {
+        model.fail(e, at.position);
+        this.condemn(entry);
+      }
+    }
   }
 
   private applyTo(model: ReadModel, event: RecordedEvent): void {
@@ -283,7 +313,8 @@ export class ProjectionEngine {
     for (const { model } of this.entries.values()) {
       if (!model.error && (lowest === undefined || model.position < lowest)) lowest = model.position;
     }
-    return lowest ?? -1n;
+    // With every model failed, the loop still follows from where it is (a rebuild closes its gap against that).
+    return lowest ?? this.loopPosition;
   }
 
   /** Sets each moved model's position beside its rows and commits them together. */

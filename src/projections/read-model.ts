@@ -28,7 +28,11 @@ export class ReadModel<T = any, Q extends Queries<T> = Queries<T>> {
     this.at = position;
     const bound: Record<string, (...args: unknown[]) => unknown> = {};
     for (const [name, fn] of Object.entries(projection.queries ?? {})) {
-      bound[name] = (...args) => fn(this.current, ...args);
+      // A failed model answers nothing: its rows stop at an event the others have passed, so they would mislead.
+      bound[name] = (...args) => {
+        if (this.failure) throw this.failure;
+        return fn(this.current, ...args);
+      };
     }
     this.query = bound as BoundQueries<T, Q>;
   }
@@ -51,14 +55,14 @@ export class ReadModel<T = any, Q extends Queries<T> = Queries<T>> {
     return this.at;
   }
 
-  /** Set when the reducer threw: the model stops at the event before, until it is rebuilt. */
+  /** Set when the reducer threw (or its event cannot be decoded): the model stops at the event before, until rebuilt. */
   get error(): BerthError | undefined {
     return this.failure;
   }
 
   /**
    * Resolves true once the model reflects every event up to `position`, false after `timeoutMs`. Rejects with
-   * `internal` if the model has failed (it would never get there).
+   * `projection_failed` if the model has failed (it would never get there).
    */
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
     if (this.at >= position) return Promise.resolve(true);
@@ -95,7 +99,7 @@ export class ReadModel<T = any, Q extends Queries<T> = Queries<T>> {
   /** @internal engine only. */
   fail(cause: unknown, position: bigint): void {
     this.failure = new BerthError(
-      'internal',
+      'projection_failed',
       `projection ${this.name} failed on the event at position ${position}: ${(cause as Error)?.message ?? cause}`,
       { projection: this.name, position: position.toString() },
       { cause },

@@ -30,6 +30,7 @@ import type {
   ExecutionRecord,
   OutputRead,
   OutputSeen,
+  ProjectionStatus,
   ReplayStep,
   RuntimeApi,
   CreateSessionInput,
@@ -431,6 +432,26 @@ export class BerthApi implements RuntimeApi {
   metrics(caller: Caller): Promise<string> {
     if (isMember(caller)) throw new BerthError('forbidden', 'Metrics cover every scope: they need an admin token.', { role: caller.role });
     return this.runtime.metrics.text();
+  }
+
+  async projections(caller: Caller): Promise<ProjectionStatus[]> {
+    if (isMember(caller)) throw new BerthError('forbidden', 'Read models cover every scope: they need an admin token.', { role: caller.role });
+    const engine = this.runtime.projections;
+    const lag = await engine.lag();
+    const failed = new Map(engine.failed.map((f) => [f.name, f]));
+    return engine.models.map((m) => {
+      const f = failed.get(m.name);
+      return { name: m.name, position: m.position.toString(), lag: String(lag[m.name] ?? 0n), failed: f ? { position: f.position, message: f.message } : null };
+    });
+  }
+
+  async rebuildProjection(caller: Caller, name: string): Promise<ProjectionStatus> {
+    if (isMember(caller)) throw new BerthError('forbidden', 'Read models cover every scope: they need an admin token.', { role: caller.role });
+    if (!this.runtime.projections.get(name)) throw new BerthError('not_found', 'No such read model.', { projection: name });
+    await this.runtime.projections.rebuild(name).catch((e: unknown) => {
+      throw new BerthError('projection_failed', `The rebuild of ${name} failed: ${(e as Error).message}`, { projection: name });
+    });
+    return (await this.projections(caller)).find((p) => p.name === name)!;
   }
 
   private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {

@@ -257,3 +257,16 @@ export interface RuntimeApi {
   /** Releases a pool's ready allocations, which it makes again (the admin's; `not_found` for an unknown pool). */
   drainPool(caller: Caller, name: string): Promise<{ drained: number }>;
 }
+  /** Every read model: its position and lag, and why it failed if it did (the admin's). */
+  projections(caller: Caller): Promise<ProjectionStatus[]>;
+  /** Recomputes one read model from the first event, e.g. after a fix for the event it failed on (the admin's). */
+  rebuildProjection(caller: Caller, name: string): Promise<ProjectionStatus>;
+}
+
+export interface ProjectionStatus {
+  name: string;
+  /** Global position of the last event it reflects. */
+  position: string;
+  lag: string;
+  /** Set when it failed: it answers `projection_failed` until rebuilt. */
+  failed: { position: string; message: string } | null;

@@ -125,13 +125,21 @@ export class WrongExpectedVersion extends BerthError {
 
 export const isWrongExpectedVersion = (e: unknown): e is WrongExpectedVersion => e instanceof WrongExpectedVersion;
 
-/** A stored event that cannot be decoded; never skipped silently. */
+/**
+ * A stored event that cannot be decoded; never skipped silently. `at` is its place in the global log, when the
+ * adapter knows it: the projections then fail only the read models the event is for and go on past it.
+ */
 export class CorruptEvent extends BerthError {
-  constructor(stream: string, revision: bigint, reason: string) {
+  readonly stream: string;
+  readonly at?: { position: bigint; type: string };
+  constructor(stream: string, revision: bigint, reason: string, at?: { position: bigint; type: string }) {
     super('corrupt_event', `event ${stream}@${revision} cannot be decoded: ${reason}`, {
       stream,
       revision: revision.toString(),
+      ...(at ? { position: at.position.toString(), type: at.type } : {}),
     });
+    this.stream = stream;
+    if (at) this.at = at;
   }
 }
 

@@ -30,10 +30,10 @@ export function decodeRow([position, stream, revision, id, type, rawData, rawMet
     data = JSON.parse(rawData);
     metadata = JSON.parse(rawMetadata);
   } catch (e) {
-    throw new CorruptEvent(stream, revision, (e as Error).message);
+    throw new CorruptEvent(stream, revision, (e as Error).message, { position, type });
   }
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) {
-    throw new CorruptEvent(stream, revision, 'metadata is not an object');
+    throw new CorruptEvent(stream, revision, 'metadata is not an object', { position, type });
   }
   return { id, stream, revision, position, type, data, metadata: metadata as Record<string, unknown>, createdAt };
 }

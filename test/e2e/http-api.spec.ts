@@ -68,6 +68,8 @@ describe('OpenAPI', () => {
         // Leases (issue 15; test/integration/gateway-leases.spec.ts).
         'post /v1/leases', 'get /v1/leases', 'get /v1/leases/{key}', 'post /v1/leases/{key}/acquire', 'post /v1/leases/{key}/pause',
         'post /v1/leases/{key}/hold', 'post /v1/leases/{key}/resume', 'post /v1/leases/{key}/release', 'get /v1/leases/{key}/events',
+        // Read models: their state and a rebuild after a poisoned event (issue 17; test/e2e/projection-poison.spec.ts).
+        'get /v1/projections', 'post /v1/projections/{name}/rebuild',
         // The web console (issue 19; test/e2e/console.spec.ts, test/security/console-routes.spec.ts).
         'get /ui', 'get /ui/{asset}', 'get /v1/machines/{kind}', 'get /v1/streams/{stream}/timeline',
       ].sort(),

@@ -12,7 +12,11 @@ export const healthPlugin = resourcePlugin([
       auth: false,
       responses: { 200: { description: 'Serving', schema: healthSchema } },
     },
-    async ({ deps }) => ({ ...deps.health(), status: 'ok' }),
+    async ({ deps }) => {
+      const health = deps.health();
+      const failed = (health.failedProjections as string[] | undefined) ?? [];
+      return { ...health, status: failed.length > 0 ? 'degraded' : 'ok' };
+    },
   ),
   defineRoute(
     {

@@ -100,8 +100,9 @@ export class BerthRuntime<S = unknown> {
       await projections.catchUp();
       log.info({ models: projections.models.length }, 'projections caught up');
 
-      // The index of unfinished actors is caught up with the log: recovery reads exactly the work in flight.
-      const recovery = await actors.recover(unfinished.query.streams());
+      // The index of unfinished actors is caught up with the log: recovery reads exactly the work in flight. Should
+      // that index have failed on an event, recovery scans the log instead: slower, never a work item missed.
+      const recovery = await actors.recover(unfinished.error ? undefined : unfinished.query.streams());
       log.info({ ...recovery }, 'recovery done');
 
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });

@@ -1,6 +1,6 @@
 /**
  * The gauges `/metrics` reads from the read models when it is scraped: allocations by state, executions by status,
- * paused work by kind, and each read model's lag behind the store's head.
+ * paused work by kind, and each read model's lag behind the store's head and whether it failed.
  */
 import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
@@ -15,10 +15,14 @@ export interface GaugeModels {
   leases: ReadModel;
 }
 
-/** Counts by a label, set afresh at each scrape (a state that emptied leaves the gauge). */
-function setCounts(gauge: { reset(): void; set(labels: Record<string, string>, n: number): void }, label: string, counts: Record<string, number>): void {
+/**
+ * Counts by a label, set afresh at each scrape (a state that emptied leaves the gauge). A read model that failed
+ * answers nothing, so its gauges are left empty (`berth_projection_failed` says why) and the scrape still serves.
+ */
+function setCounts(gauge: { reset(): void; set(labels: Record<string, string>, n: number): void }, label: string, model: ReadModel, counts: () => Record<string, number>): void {
   gauge.reset();
-  for (const [value, n] of Object.entries(counts)) gauge.set({ [label]: value }, n);
+  if (model.error) return;
+  for (const [value, n] of Object.entries(counts())) gauge.set({ [label]: value }, n);
 }
 
 export function registerReadModelGauges(runtime: BerthRuntime<any>, models: GaugeModels): void {
@@ -28,9 +32,11 @@ export function registerReadModelGauges(runtime: BerthRuntime<any>, models: Gaug
     help: 'Allocations in the active-allocation index, by state.',
     labelNames: ['state'],
     collect() {
-      const byState: Record<string, number> = {};
-      for (const a of models.allocations.query.list() as ActiveAllocation[]) byState[a.state] = (byState[a.state] ?? 0) + 1;
-      setCounts(this, 'state', byState);
+      setCounts(this, 'state', models.allocations, () => {
+        const byState: Record<string, number> = {};
+        for (const a of models.allocations.query.list() as ActiveAllocation[]) byState[a.state] = (byState[a.state] ?? 0) + 1;
+        return byState;
+      });
     },
   });
   metrics.gauge({
@@ -38,7 +44,7 @@ export function registerReadModelGauges(runtime: BerthRuntime<any>, models: Gaug
     help: 'Executions by status.',
     labelNames: ['status'],
     collect() {
-      setCounts(this, 'status', models.activity.query.byStatus() as Record<string, number>);
+      setCounts(this, 'status', models.activity, () => models.activity.query.byStatus() as Record<string, number>);
     },
   });
   metrics.gauge({
@@ -46,7 +52,7 @@ export function registerReadModelGauges(runtime: BerthRuntime<any>, models: Gaug
     help: 'Leases paused or held, by work kind.',
     labelNames: ['work_kind'],
     collect() {
-      setCounts(this, 'work_kind', models.leases.query.pausedByKind() as Record<string, number>);
+      setCounts(this, 'work_kind', models.leases, () => models.leases.query.pausedByKind() as Record<string, number>);
     },
   });
   metrics.gauge({
@@ -56,6 +62,14 @@ export function registerReadModelGauges(runtime: BerthRuntime<any>, models: Gaug
     async collect() {
       const head = await runtime.store.headPosition();
       for (const m of runtime.projections.models) this.set({ projection: m.name }, Number(head > m.position ? head - m.position : 0n));
+    },
+  });
+  metrics.gauge({
+    name: 'berth_projection_failed',
+    help: 'Whether each read model failed on an event (1) and answers projection_failed until it is rebuilt.',
+    labelNames: ['projection'],
+    collect() {
+      for (const m of runtime.projections.models) this.set({ projection: m.name }, m.error ? 1 : 0);
     },
   });
 }

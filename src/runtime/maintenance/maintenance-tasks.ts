@@ -143,12 +143,15 @@ export async function settleActiveAllocations(actors: ActorRuntime<any>, project
   for (;;) {
     await projections.catchUp();
     let unsettled = false;
-    for (const e of projections.get('catalog')!.query.all() as CatalogEntry[]) {
+    // A read model that failed on an event answers nothing: what it would list is left to maintenance after its
+    // rebuild, and the start goes on (the other models serve).
+    const [catalog, index] = [projections.get('catalog')!, projections.get('active-allocations')!];
+    for (const e of (catalog.error ? [] : catalog.query.all()) as CatalogEntry[]) {
       if ((e.state === 'acquiring' || e.state === 'releasing') && e.allocationId) {
         if (awaitsNotification(e.state, (await actors.get('allocation', e.allocationId))?.state)) unsettled = true;
       }
     }
-    for (const a of activeIndex(projections)) {
+    for (const a of index.error ? [] : activeIndex(projections)) {
       const view = await actors.get<AllocationContext>('allocation', a.allocationId);
       if (view?.context.call != null) unsettled = true;
       else if (view?.state === 'pending' && !resumed.has(a.allocationId)) {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../../src/store/sqlite-event-store.ts';
 import { ProjectionEngine } from '../../../src/projections/projection-engine.ts';
@@ -204,9 +205,12 @@ describe('projection engine', () => {
     await append('counter-a', 2);
     const poison = await append('poison-1', 1);
     await e.start();
-    await expect(fragile.waitFor(poison, 5000)).rejects.toMatchObject({ code: 'internal' });
+    await expect(fragile.waitFor(poison, 5000)).rejects.toMatchObject({ code: 'projection_failed' });
     expect(await counters.waitFor(poison, 5000)).toBe(true);
     expect(fragile.error).toBeDefined();
+    // Its queries answer the typed failure instead of rows that stop at an event the others have passed.
+    expect(() => fragile.query.n()).toThrow(expect.objectContaining({ code: 'projection_failed' }));
+    expect(e.failed.map((f) => f.name)).toEqual(['fragile']);
     broken = false;
     await e.rebuild('fragile');
     const head = await append('counter-a', 1);
@@ -220,7 +224,7 @@ describe('projection engine', () => {
     await append('counter-a', 2);
     const poison = await append('poison-1', 1);
     await first.e.start();
-    await expect(first.fragile.waitFor(poison, 5000)).rejects.toMatchObject({ code: 'internal' });
+    await expect(first.fragile.waitFor(poison, 5000)).rejects.toMatchObject({ code: 'projection_failed' });
     await append('counter-a', 3);
     await first.e.stop();
     open.length = 0;
@@ -232,5 +236,61 @@ describe('projection engine', () => {
     // Every event once: the poison's write before it threw was not kept (that would count 7).
     expect(second.fragile.query.n()).toBe(6);
     expect(second.counters.query.total()).toBe(5);
+  });
+
+  it('should catch up at start with a model that fails on the way: the others serve, the failed one says so', async () => {
+    const { e, fragile, counters } = fragileEngine(() => true);
+    await append('counter-a', 2);
+    await append('poison-1', 1);
+    const head = await append('counter-b', 2);
+    await e.start();
+    await e.catchUp(5000);
+    expect(counters.position).toBe(head);
+    expect(counters.query.total()).toBe(4);
+    expect(fragile.error).toMatchObject({ code: 'projection_failed' });
+    expect(e.failed).toEqual([expect.objectContaining({ name: 'fragile', position: String(head - 2n) })]);
+  });
+
+  it('should fail only the models an undecodable event is for, and go on past it for the others', async () => {
+    const { e, fragile, counters } = fragileEngine(() => false);
+    await append('counter-a', 2);
+    const corrupt = await append('counter-z', 1);
+    const head = await append('counter-a', 1);
+    // Damage the stored event behind the store's back (a bad disk, a bad hand): its data is no longer JSON.
+    const raw = new Database(join(dir, 'events.sqlite3'));
+    raw.prepare('UPDATE events SET data = ? WHERE position = ?').run('{not json', corrupt);
+    raw.close();
+    await e.start();
+    await e.catchUp(5000);
+    // `counters` is for counter-* streams: it stops before the corrupt event and says so; `fragile` (every stream) too.
+    expect(counters.error).toMatchObject({ code: 'projection_failed' });
+    expect(counters.position).toBe(corrupt - 1n);
+    expect(e.failed.map((f) => f.name).sort()).toEqual(['counters', 'fragile']);
+    // Repaired, a rebuild brings the model back through the event and on to the head.
+    const fixed = new Database(join(dir, 'events.sqlite3'));
+    fixed.prepare('UPDATE events SET data = ? WHERE position = ?').run('{"i":0}', corrupt);
+    fixed.close();
+    await e.rebuild('counters');
+    expect(counters.error).toBeUndefined();
+    expect(await counters.waitFor(head, 5000)).toBe(true);
+    expect(counters.query.count('counter-z')).toBe(1);
+  });
+
+  it('should pass an undecodable event that a model does not select', async () => {
+    const models = SqliteReadModelStore.open(join(dir, 'projections.sqlite3'));
+    const e = new ProjectionEngine({ store, models });
+    open.push({ close: async () => (await e.stop(), models.close()) });
+    const counters = e.register(counterProjection());
+    await append('counter-a', 1);
+    const corrupt = await append('other-x', 1);
+    const raw = new Database(join(dir, 'events.sqlite3'));
+    raw.prepare('UPDATE events SET metadata = ? WHERE position = ?').run('[]', corrupt);
+    raw.close();
+    const head = await append('counter-a', 2);
+    await e.start();
+    await e.catchUp(5000);
+    expect(counters.error).toBeUndefined();
+    expect(counters.position).toBe(head);
+    expect(counters.query.count('counter-a')).toBe(3);
   });
 });
