@@ -10,7 +10,7 @@ import { figure, median } from './figure.ts';
 
 const LONG = Number(process.env.BENCH_TIMELINE_EVENTS ?? 10_000);
 const SHORT = 10;
-const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const RUNS = Number(process.env.BENCH_RUNS ?? 25);
 const WARMUP = 3;
 
 if (!browserAvailable) {

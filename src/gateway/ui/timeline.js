@@ -63,8 +63,13 @@ export function TimelineView({ stream }) {
   useEffect(() => {
     load(0).then((page) => setSelected(page.firstRevision), setError);
   }, [stream]);
+  // The statechart is asked for with the first page (a stream's category names its actor type), not after it.
+  const category = stream.slice(0, stream.indexOf('-'));
   useEffect(() => {
-    if (actorType) api(`/v1/machines/${actorType}`).then(setMachine, setError);
+    api(`/v1/machines/${category}`).then(setMachine, () => {});
+  }, [category]);
+  useEffect(() => {
+    if (actorType && actorType !== machine?.kind) api(`/v1/machines/${actorType}`).then(setMachine, setError);
   }, [actorType]);
   useEffect(() => {
     if (bounds && selected !== undefined && !pages.has(pageStart(selected))) load(pageStart(selected)).catch(setError);
