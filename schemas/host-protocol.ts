@@ -14,6 +14,8 @@ export const PROTOCOL_HEADER = 'berth-host-protocol';
 /** Headers of a `read` answer, whose body is the raw bytes. */
 export const READ_NEXT_HEADER = 'berth-next';
 export const READ_CLOSED_HEADER = 'berth-closed';
+/** The most bytes one `read` answers (a caller asking more gets this much and reads on). */
+export const MAX_READ_BYTES = 16 << 20;
 
 const id = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, 'must be an id ([A-Za-z0-9._:-])');
 
@@ -56,7 +58,7 @@ export const execCallSchemas = {
   submit: z.strictObject({ target: hostTargetSchema, spec: wireExecSpec }),
   status: z.strictObject(operation),
   abandon: z.strictObject(operation),
-  read: z.strictObject({ ...operation, stream: outputStreamSchema, cursor: z.number().int().min(0), maxBytes: z.number().int().min(1).max(16 << 20).optional() }),
+  read: z.strictObject({ ...operation, stream: outputStreamSchema, cursor: z.number().int().min(0), maxBytes: z.number().int().min(1).max(MAX_READ_BYTES).optional() }),
   waitForChange: z.strictObject({ ...operation, timeoutMs: z.number().int().min(0).max(60_000), since: perOutputStream(z.number().int().min(0)).optional() }),
   stdin: z.strictObject({ ...operation, data: z.string().max(4 << 20).base64() }),
   endStdin: z.strictObject(operation),

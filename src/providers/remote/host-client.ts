@@ -76,10 +76,10 @@ export class HostClient {
     return schema.parse(JSON.parse(answer.body.toString('utf8')));
   }
 
-  /** A call answered with raw bytes (read): its body and headers. */
-  async bytes(path: string, body: unknown): Promise<{ data: Buffer; next: number; closed: boolean }> {
+  /** A call answered with raw bytes (read): its body (received straight into `into` when it fits) and headers. */
+  async bytes(path: string, body: unknown, into?: Buffer): Promise<{ data: Buffer; next: number; closed: boolean }> {
     await this.handshake();
-    const answer = await this.request('POST', path, body);
+    const answer = await this.request('POST', path, body, CALL_TIMEOUT_MS, into);
     return { data: answer.body, next: Number(answer.headers[READ_NEXT_HEADER]), closed: answer.headers[READ_CLOSED_HEADER] === '1' };
   }
 
@@ -87,7 +87,7 @@ export class HostClient {
     this.agent.destroy();
   }
 
-  private request(method: string, path: string, body?: unknown, timeoutMs = CALL_TIMEOUT_MS): Promise<Answer> {
+  private request(method: string, path: string, body?: unknown, timeoutMs = CALL_TIMEOUT_MS, into?: Buffer): Promise<Answer> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: http.OutgoingHttpHeaders = {
       authorization: `Bearer ${this.credential}`,
@@ -107,11 +107,19 @@ export class HostClient {
         reject(new BerthError(code, `The host ${this.config.name} does not answer (${e.code ?? e.message}).`, { host: this.config.name, cause: e.code ?? null }));
       });
       req.on('response', (res) => {
+        const length = Number(res.headers['content-length']);
+        // A body that fits the caller's buffer is received into it: no list of chunks, no copy after.
+        const target = into && res.statusCode === 200 && length <= into.length ? into : undefined;
+        let received = 0;
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('data', (c: Buffer) => {
+          if (target) target.set(c, received);
+          else chunks.push(c);
+          received += c.length;
+        });
         res.on('error', (e) => req.emit('error', e));
         res.on('end', () => {
-          const answer = { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) };
+          const answer = { status: res.statusCode ?? 0, headers: res.headers, body: target ? target.subarray(0, received) : Buffer.concat(chunks) };
           if (answer.status >= 200 && answer.status < 300) return resolve(answer);
           reject(hostError(this.config.name, answer));
         });

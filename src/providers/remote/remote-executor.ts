@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { OutputStream } from '../../../schemas/output.ts';
-import { wireReceiptSchema, type ExecOp, type HostTarget } from '../../../schemas/host-protocol.ts';
+import { MAX_READ_BYTES, wireReceiptSchema, type ExecOp, type HostTarget } from '../../../schemas/host-protocol.ts';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { ExecSpec, Executor, OutputChunk, Receipt } from '../provider.ts';
 import type { HostClient } from './host-client.ts';
@@ -56,12 +56,9 @@ export class RemoteExecutor implements Executor {
   }
 
   async read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputChunk> {
-    const chunk = await this.client.bytes('/v1/exec/read', { target: this.target, operationId, stream, cursor, ...(maxBytes !== undefined ? { maxBytes } : {}) });
-    if (into && chunk.data.length <= into.length) {
-      chunk.data.copy(into);
-      return { ...chunk, data: into.subarray(0, chunk.data.length) };
-    }
-    return chunk;
+    // At most `into`'s length, so the answer is received straight into it.
+    const bound = Math.min(maxBytes ?? MAX_READ_BYTES, into?.length ?? MAX_READ_BYTES, MAX_READ_BYTES);
+    return this.client.bytes('/v1/exec/read', { target: this.target, operationId, stream, cursor, maxBytes: bound }, into);
   }
 
   async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
