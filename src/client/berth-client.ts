@@ -37,12 +37,13 @@ import type {
 import type { buildRecordSchema, importResultSchema, versionListSchema } from '../../schemas/content-api.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import type { ExecutionStatus } from '../../schemas/states.ts';
-import { BerthApiError } from './berth-api-error.ts';
 import { followEvents, followLeasePauses, type EventFeed, type Feed, type LeasePauseFrame } from './event-feed.ts';
 import { followExecution, type FollowOptions } from './execution-follower.ts';
 import { HttpTransport } from './http-transport.ts';
 import { collect, everyItem, readPage, type Page, type PageOptions } from './pages.ts';
-import { Backoff, type BackoffOptions } from './reconnect-backoff.ts';
+import type { BackoffOptions } from './reconnect-backoff.ts';
+import { retrying } from './retry.ts';
+import { Sandboxes } from './sandboxes.ts';
 import { TurnFiles } from './turn-files.ts';
 
 export type Environment = z.output<typeof environmentSchema>;
@@ -74,8 +75,8 @@ export type LeaseQuery = { workKind?: string; workId?: string };
 /** Checkpoints are listed oldest first only. */
 export type CheckpointPageOptions = Omit<PageOptions, 'order'>;
 
-/** Where a command runs: an environment (id), or a session, in one of its tool turns when `turn` is given. */
-export type RunWhere = string | { session: string; turn?: string };
+/** Where a command runs: an environment (id), a session or a lease's machine, in one of its tool turns when `turn` is given. */
+export type RunWhere = string | { session: string; turn?: string } | { lease: string; turn?: string };
 
 /** An open turn inside `turns.with`: its record, its file tools, a `run` of shell commands, checkpoints and restores. */
 export interface OpenTurn {
@@ -123,10 +124,6 @@ export interface ConnectOptions {
 
 const path = (...parts: string[]) => parts.map(encodeURIComponent).join('/');
 
-/** Network faults and 5xx are worth retrying with the same idempotent request; 4xx answers are final. */
-const transient = (error: unknown): boolean =>
-  error instanceof BerthApiError ? error.retryable : error instanceof TypeError; // fetch failed: refused, reset
-
 export class Berth {
   private constructor(
     private readonly http: HttpTransport,
@@ -139,6 +136,13 @@ export class Berth {
     const http = new HttpTransport(options.url, options.token);
     const { capabilities } = await http.json<{ capabilities: Record<string, boolean> }>('GET', '/v1/capabilities');
     return new Berth(http, options.backoff, capabilities);
+  }
+
+  private sandboxApi: Sandboxes | undefined;
+
+  /** Sandboxes: a machine, a workspace and one open turn made (and killed) in one call, with `run` and `files`. */
+  get sandboxes(): Sandboxes {
+    return (this.sandboxApi ??= new Sandboxes(this, this.backoff));
   }
 
   readonly environments = {
@@ -289,17 +293,8 @@ export class Berth {
 
   readonly executions = {
     /** Submits once, retrying transient failures with the same operationId. */
-    submit: async (input: SubmitExecution, signal?: AbortSignal): Promise<ExecutionRecordJson> => {
-      const backoff = new Backoff(this.backoff);
-      for (;;) {
-        try {
-          return await this.http.json<ExecutionRecordJson>('POST', '/v1/executions', { body: input, signal });
-        } catch (error) {
-          if (!transient(error) || signal?.aborted) throw error;
-          await backoff.wait(error, signal);
-        }
-      }
-    },
+    submit: (input: SubmitExecution, signal?: AbortSignal): Promise<ExecutionRecordJson> =>
+      retrying(() => this.http.json<ExecutionRecordJson>('POST', '/v1/executions', { body: input, signal }), this.backoff, signal),
     get: (id: string, options: { waitMs?: number } = {}) =>
       this.http.json<ExecutionRecordJson>('GET', `/v1/executions/${path(id)}`, { query: options }),
     /** Every execution record matching `query` (every page). */

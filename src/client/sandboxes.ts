@@ -1,0 +1,119 @@
+/**
+ * `berth.sandboxes`: make a sandbox in one call (a lease with a profile, a workspace, a session and one open turn),
+ * connect to one by id or name, list them. Each step is idempotent and retried with its key (the sandbox's name), so
+ * a create whose answers were lost and is retried makes one sandbox, never two.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Profile } from '../../schemas/profile.ts';
+import type { Berth, Lease, Workspace } from './berth-client.ts';
+import { BerthApiError } from './berth-api-error.ts';
+import type { BackoffOptions } from './reconnect-backoff.ts';
+import { retrying } from './retry.ts';
+import { Sandbox, sandboxInfo, sandboxTurnKey, type SandboxInfo } from './sandbox.ts';
+
+/** The work kind of a sandbox's lease: `list()` answers these leases only. */
+export const SANDBOX_WORK_KIND = 'sandbox';
+
+export interface CreateSandbox {
+  /** Its name, unique in the scope (default: generated); creating an existing name answers that sandbox. */
+  name?: string;
+  /** The machine's profile, or the id, name or slug of an environment whose profile it copies (default: native). */
+  profile?: Partial<Profile> | string;
+  /** An existing workspace (id or name) to work in; default: a new one, deleted by `kill`. */
+  workspace?: string;
+  lease?: {
+    /** How long a pause may last before the machine is reclaimed (seconds). */
+    idleSeconds?: number;
+    /** Variables every command of the sandbox gets (never answered back). */
+    env?: Record<string, string>;
+  };
+}
+
+const workspaceName = (name: string) => `sandbox ${name}`;
+
+export class Sandboxes {
+  constructor(
+    private readonly berth: Berth,
+    private readonly backoff: BackoffOptions | undefined,
+  ) {}
+
+  async create(options: CreateSandbox = {}): Promise<Sandbox> {
+    const name = options.name ?? `sbx-${randomUUID()}`;
+    const workspace = options.workspace === undefined ? await this.workspaceOf(name) : await this.resolveWorkspace(options.workspace);
+    const profile = typeof options.profile === 'string' ? { environmentId: await this.resolveEnvironment(options.profile) } : { profile: options.profile ?? {} };
+    await retrying(
+      () =>
+        this.berth.leases.bind({
+          key: name,
+          work: { kind: SANDBOX_WORK_KIND, id: name },
+          workspaceId: workspace.id,
+          ...profile,
+          ...(options.lease?.idleSeconds !== undefined ? { idleSeconds: options.lease.idleSeconds } : {}),
+          ...(options.lease?.env ? { spawn: { env: options.lease.env } } : {}),
+        }),
+      this.backoff,
+    );
+    return this.open(name, options.workspace === undefined);
+  }
+
+  /** The sandbox of this id or name, with the one turn its clients share. */
+  async connect(idOrName: string): Promise<Sandbox> {
+    const lease = await this.lease(idOrName);
+    const workspace = lease.workspaceId ? await retrying(() => this.berth.workspaces.get(lease.workspaceId!), this.backoff) : undefined;
+    return this.open(lease.key, workspace?.name === workspaceName(lease.key));
+  }
+
+  /** Every sandbox of the caller's scope not killed. */
+  async list(): Promise<SandboxInfo[]> {
+    return (await retrying(() => this.berth.leases.list({ workKind: SANDBOX_WORK_KIND }), this.backoff)).map(sandboxInfo);
+  }
+
+  /** Kills a sandbox by id or name without connecting a handle first. */
+  async kill(idOrName: string): Promise<void> {
+    await (await this.connect(idOrName)).kill();
+  }
+
+  private async open(name: string, ownsWorkspace: boolean): Promise<Sandbox> {
+    const { lease } = await retrying(() => this.berth.leases.acquire(name), this.backoff);
+    if (!lease.sessionId) throw new BerthApiError(409, 'invalid_state', `sandbox ${name} has no workspace`, { name });
+    const turn = await retrying(() => this.berth.turns.open(lease.sessionId!, { key: sandboxTurnKey(name) }), this.backoff);
+    if (turn.state !== 'open') throw new BerthApiError(409, 'invalid_state', `sandbox ${name} was killed`, { name, reason: 'killed' });
+    return new Sandbox(this.berth, lease, turn, ownsWorkspace, this.backoff);
+  }
+
+  /** A lease by key (a sandbox's name) or by id (`hlse_…`: looked up among the scope's sandboxes). */
+  private async lease(idOrName: string): Promise<Lease> {
+    if (!/^hlse_[0-9a-f]{32}$/.test(idOrName)) return retrying(() => this.berth.leases.get(idOrName), this.backoff);
+    const leases = await retrying(() => this.berth.leases.list({ workKind: SANDBOX_WORK_KIND }), this.backoff);
+    const lease = leases.find((l) => l.id === idOrName);
+    if (!lease) throw new BerthApiError(404, 'not_found', `no sandbox ${idOrName}`, { id: idOrName });
+    return lease;
+  }
+
+  /**
+   * The sandbox's own workspace, found by its name before one is made: a create retried after a lost answer (or
+   * repeated with the same name) reuses it instead of making a second.
+   */
+  private async workspaceOf(name: string): Promise<Workspace> {
+    const existing = await this.findWorkspace(workspaceName(name));
+    return existing ?? retrying(() => this.berth.workspaces.create({ name: workspaceName(name) }), this.backoff);
+  }
+
+  private async findWorkspace(name: string): Promise<Workspace | undefined> {
+    return (await retrying(() => this.berth.workspaces.list(), this.backoff)).find((w) => w.name === name);
+  }
+
+  private async resolveWorkspace(idOrName: string): Promise<Workspace> {
+    if (/^hwsp_/.test(idOrName)) return retrying(() => this.berth.workspaces.get(idOrName), this.backoff);
+    const found = await this.findWorkspace(idOrName);
+    if (!found) throw new BerthApiError(404, 'not_found', `no workspace named ${idOrName}`, { name: idOrName });
+    return found;
+  }
+
+  private async resolveEnvironment(idOrName: string): Promise<string> {
+    if (/^henv_/.test(idOrName)) return idOrName;
+    const found = (await retrying(() => this.berth.environments.list(), this.backoff)).find((e) => e.name === idOrName || e.slug === idOrName);
+    if (!found) throw new BerthApiError(404, 'not_found', `no environment named ${idOrName}`, { name: idOrName });
+    return found.id;
+  }
+}
