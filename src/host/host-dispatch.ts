@@ -7,18 +7,13 @@ import { hostname } from 'node:os';
 import { BerthError } from '../../schemas/errors.ts';
 import type { ExecCall, HostTarget } from '../../schemas/host-protocol.ts';
 import type { Profile } from '../../schemas/profile.ts';
+import { hostedIdentity, hostedProfile } from '../providers/remote/hosted.ts';
 import type { NativeProvider } from '../providers/native/native-provider.ts';
 import type { AllocationRef, AllocationReport, Executor, PhysicalIdentity, Receipt } from '../providers/provider.ts';
 import type { HostAllocations, AllocationRecord } from './host-allocations.ts';
 
 /** The longest a waitForChange is held open (the client asks again). */
 const MAX_WAIT_MS = 30_000;
-
-/** What the host runs a remote profile as: the native provider's own profile (its kind and host name dropped). */
-function nativeProfile(profile: Profile): Profile {
-  const { host: _host, ...rest } = profile;
-  return { ...rest, provider: 'native' };
-}
 
 const stale = (reason: string, detail: Record<string, unknown>) =>
   new BerthError('stale_target', `The host refuses the call: ${reason.replaceAll('_', ' ')}.`, { reason, ...detail });
@@ -30,7 +25,7 @@ export class HostDispatch {
   ) {}
 
   private identity(): PhysicalIdentity {
-    return { provider: 'remote', resourceId: hostname(), incarnation: this.allocations.incarnation };
+    return hostedIdentity(hostname(), this.allocations.incarnation);
   }
 
   private refOf(record: AllocationRecord): AllocationRef {
@@ -58,7 +53,7 @@ export class HostDispatch {
     this.fenceGeneration(target, record);
     const { incarnation: _i, ...kept } = target;
     if (!record) this.allocations.put({ target: kept, profile });
-    const report = await this.native.allocate({ ...this.refOf({ target: kept, profile }), generation: target.generation, profile: nativeProfile(profile) });
+    const report = await this.native.allocate({ ...this.refOf({ target: kept, profile }), generation: target.generation, profile: hostedProfile(profile) });
     return report.status === 'ready' ? { status: 'ready', identity: this.identity() } : report;
   }
 
@@ -87,7 +82,7 @@ export class HostDispatch {
     const record = this.allocations.get(target.allocationId);
     if (!record) throw new BerthError('not_found', 'This host has no such allocation.', { allocationId: target.allocationId });
     this.fenceGeneration(target, record);
-    return this.native.executor(this.refOf(record), nativeProfile(record.profile));
+    return this.native.executor(this.refOf(record), hostedProfile(record.profile));
   }
 
   async submit(call: ExecCall<'submit'>): Promise<Receipt> {

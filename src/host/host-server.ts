@@ -190,13 +190,13 @@ async function serve(
     });
   }
   if (req.method !== 'POST') throw new BerthError('not_found', 'No such host call.', { path });
-  const provider = /^\/v1\/provider\/(allocate|inspect|deallocate)$/.exec(path)?.[1];
-  if (provider === 'allocate') {
+  const providerCall = /^\/v1\/provider\/(allocate|inspect|deallocate)$/.exec(path)?.[1];
+  if (providerCall === 'allocate') {
     const call = parsed(allocateCallSchema, await body(req));
     return json(res, await dispatch.allocate(call.target, call.profile));
   }
-  if (provider === 'inspect') return json(res, await dispatch.inspect(parsed(refCallSchema, await body(req)).target));
-  if (provider === 'deallocate') return json(res, { result: await dispatch.deallocate(parsed(refCallSchema, await body(req)).target) });
+  if (providerCall === 'inspect') return json(res, await dispatch.inspect(parsed(refCallSchema, await body(req)).target));
+  if (providerCall === 'deallocate') return json(res, { result: await dispatch.deallocate(parsed(refCallSchema, await body(req)).target) });
   const op = /^\/v1\/exec\/([A-Za-z]+)$/.exec(path)?.[1];
   if (!op || !Object.hasOwn(execCallSchemas, op)) throw new BerthError('not_found', 'No such host call.', { path });
   const call = parsed(execCallSchemas[op as ExecOp], await body(req));

@@ -79,7 +79,8 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
   const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...credentials, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
   const providers: Provider[] = [native];
   if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());
-  if (remoteHosts.length > 0) providers.push(new RemoteProvider(remoteHosts));
+  // Registered without hosts too: a profile naming one that is not configured is then refused by name.
+  providers.push(new RemoteProvider(remoteHosts));
   return providers;
 }
 
