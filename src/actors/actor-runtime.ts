@@ -31,6 +31,7 @@ import { persist, stateLabel, type YieldedAction } from './machine-step.ts';
 import { Mailboxes } from './mailbox.ts';
 import { catchUp, rehydrate, streamOf, type LoadedActor } from './rehydrate.ts';
 import { loadListed, scanUnfinished } from './recovery-scan.ts';
+import { machineVersion } from './machine-version.ts';
 import { snapshotStreamOf, writeSnapshot } from './snapshot-stream.ts';
 
 /** The pino methods the runtime uses; any pino logger fits. */
@@ -466,6 +467,7 @@ export class ActorRuntime<S = unknown> {
     const write = writeSnapshot(this.store, stream, {
       revision: actor.revision,
       persisted: persist(actorType.machine, actor.snapshot),
+      machine: machineVersion(actorType.machine),
     }).then(
       () => void this.stats.snapshots++,
       (err) => this.logger.warn({ err, stream }, 'snapshot not written (rehydration will fold more events)'),

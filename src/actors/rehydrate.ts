@@ -8,6 +8,7 @@ import { CorruptEvent, type EventStore, type RecordedEvent } from '../store/even
 import type { ActorType } from './actor-type.ts';
 import { decodeStored, type StoredEvent } from './event-codec.ts';
 import { initialSnapshot, restore, step } from './machine-step.ts';
+import { machineVersion } from './machine-version.ts';
 import { readLatestSnapshot, type StoredSnapshot } from './snapshot-stream.ts';
 
 /** An actor's state as of `revision` of its stream (-1n: the stream does not exist yet). */
@@ -24,9 +25,12 @@ export const freshActor = (actorType: ActorType, id: string): LoadedActor => ({
   revision: -1n,
 });
 
-/** The actor restored from a snapshot, or a fresh one when the snapshot no longer fits the machine. */
+/**
+ * The actor restored from a snapshot folded by this very machine, else a fresh one (then every event is folded): a
+ * snapshot of another machine version, or of none recorded, would not equal today's replay of the same events.
+ */
 export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot | undefined): LoadedActor {
-  if (!s) return freshActor(actorType, id);
+  if (!s || s.machine !== machineVersion(actorType.machine)) return freshActor(actorType, id);
   try {
     return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision };
   } catch {

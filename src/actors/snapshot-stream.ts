@@ -18,10 +18,13 @@ export interface StoredSnapshot {
   /** The actor stream revision the snapshot reflects (its events 0..revision folded). */
   revision: bigint;
   persisted: PersistedSnapshot;
+  /** The version of the machine that folded it (machine-version.ts); absent in snapshots written before it was kept. */
+  machine?: string;
 }
 
 const snapshotData = z.object({
   revision: z.string().regex(/^\d+$/),
+  machine: z.string().optional(),
   snapshot: z.looseObject({ value: z.union([z.string(), z.record(z.string(), z.unknown())]), context: z.unknown() }),
 });
 
@@ -30,7 +33,7 @@ export function snapshotEvent(actorStream: string, s: StoredSnapshot): EventData
     // One id per (actor stream, revision): two runtimes writing the same snapshot write it once.
     id: nameUuid(`${snapshotStreamOf(actorStream)}@${s.revision}`),
     type: SNAPSHOT_TAKEN,
-    data: { revision: s.revision.toString(), snapshot: s.persisted },
+    data: { revision: s.revision.toString(), ...(s.machine ? { machine: s.machine } : {}), snapshot: s.persisted },
   };
 }
 
@@ -39,7 +42,8 @@ export function decodeSnapshot(recorded: RecordedEvent): StoredSnapshot {
   if (recorded.type !== SNAPSHOT_TAKEN || !parsed.success) {
     throw new CorruptEvent(recorded.stream, recorded.revision, 'not a snapshot.taken event');
   }
-  return { revision: BigInt(parsed.data.revision), persisted: parsed.data.snapshot as PersistedSnapshot };
+  const { revision, machine, snapshot } = parsed.data;
+  return { revision: BigInt(revision), persisted: snapshot as PersistedSnapshot, ...(machine ? { machine } : {}) };
 }
 
 export async function readLatestSnapshot(store: EventStore, actorStream: string): Promise<StoredSnapshot | undefined> {

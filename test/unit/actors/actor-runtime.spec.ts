@@ -224,6 +224,32 @@ describe('ActorRuntime: snapshots and rehydration', () => {
     expect(counting.streamReads.get('counter-c1') ?? 0).toBe(0);
   });
 
+  it('does not restore a snapshot folded by another version of the machine: it folds every event instead', async () => {
+    const live = await started({ snapshotEvery: 2 });
+    for (let i = 0; i < 4; i++) await live.send('counter', 'v', inc(3));
+    await live.whenIdle();
+    const [snap] = await store.readStream(snapshotStreamOf('counter-v'), { direction: 'backwards', maxCount: 1 });
+    expect((snap.data as { machine?: string }).machine).toMatch(/^[0-9a-f]{16}$/);
+    // The same machine with a guard changed (no limit any more): a new version.
+    const doubled = counterActor.machine.provide({
+      actions: { announce: (_: unknown, _p: { count: number }) => {} },
+      guards: { withinLimit: () => true },
+    });
+    const counting = new CountingEventStore(store);
+    const changed = new ActorRuntime<CounterServices>({ store: counting, runtimeId: 'rt-changed', services: { inspected: [] } });
+    changed.register({ ...counterActor, machine: doubled });
+    runtimes.push(changed);
+    expect((await changed.get('counter', 'v'))?.context.count).toBe(12);
+    // It read the whole stream from the first event, not the events after the snapshot.
+    expect(counting.streamReads.get('counter-v')).toBe((await store.readStream('counter-v')).length);
+    // The unchanged machine still starts from its snapshot.
+    const same = new CountingEventStore(store);
+    const again = runtime({ store: same, runtimeId: 'rt-same' });
+    expect((await again.get('counter', 'v'))?.context.count).toBe(12);
+    const after = (await store.readStream('counter-v')).length - (Number((snap.data as { revision: string }).revision) + 1);
+    expect(same.streamReads.get('counter-v') ?? 0).toBe(after);
+  });
+
   it('applies the upcaster to an event stored at an older schema version', async () => {
     await appendRaw('counter-old', [{ type: 'counter.incremented', data: { amount: 4 }, schemaVersion: 1 }]);
     const rt = await started();
