@@ -105,8 +105,9 @@ export class EventLog {
     return truncateBefore === undefined ? events : events.filter((e) => e.revision >= truncateBefore);
   }
 
-  /** Events of $all with `from` ≤ position (forwards, inclusive) or position < `from` (backwards, exclusive), as
-   * Enumerator.ReadAllForwards.cs and Enumerator.ReadAllBackwards.cs read them. */
+  /** Events of $all with `from` ≤ position (forwards, inclusive) or position < `from` (backwards, exclusive: the
+   * backward read starts with TryReadPrev, the record that ends at or before `from`), as
+   * src/KurrentDB.Core/Services/Storage/ReaderIndex/AllReader.cs reads them. `upTo` hides what a follower lacks. */
   readAll(from: bigint | 'start' | 'end', direction: 'forwards' | 'backwards', count: number, upTo = this.headPosition): StoredEvent[] {
     const visible = (e: StoredEvent) => e.position <= upTo;
     if (direction === 'forwards') {
@@ -137,7 +138,8 @@ export class EventLog {
     return this.all[index];
   }
 
-  /** Soft delete (Streams.Delete.cs → DeleteStream with hardDelete=false): metadata with $tb = DeletedStream. */
+  /** Soft delete (Streams.Delete.cs, then StorageWriterService.cs): the stream's metadata gets truncateBefore =
+   * EventNumber.DeletedStream; its events stay in $all until a scavenge. */
   softDelete(stream: string): bigint {
     return this.writeMetadata(stream, { $tb: Number(DELETED) });
   }
