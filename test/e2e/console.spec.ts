@@ -149,4 +149,16 @@ describe.runIf(browserAvailable)('web console in headless Chromium', () => {
     expect(await page.locator('main').innerText()).not.toContain(bobEnv);
     await shot('other-scope-refused');
   });
+
+  it('resumes the output from its cursors after the server restarts under it: every line once', async () => {
+    const env = (await server.json<{ id: string; name: string }[]>('/v1/environments')).find((e) => e.name === 'console-e2e')!;
+    const run = await submit(server, env.id, 'for i in $(seq 1 12); do echo line-$i; sleep 0.3; done');
+    await page.goto(`${server.url}/ui#/executions/${run.id}`);
+    await waitFor(terminalText, { what: 'line-2 in the terminal', until: (text) => text.includes('line-2') });
+    await server.restart('SIGTERM');
+    await page.waitForSelector('[data-status=exited]', { timeout: 30_000 });
+    const lines = (await terminalText()).split('\n').map((l) => l.trim()).filter(Boolean);
+    expect(lines).toEqual(Array.from({ length: 12 }, (_, i) => `line-${i + 1}`));
+    await shot('execution-resumed');
+  });
 });

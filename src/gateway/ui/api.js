@@ -39,10 +39,9 @@ export async function api(path, init = {}, bearer = token()) {
 
 /**
  * Follows an SSE route (`path`: a string, or a function asked again at each connection), calling `onEvent({id, event, data})` for each event; reconnects after a drop with the last
- * id (Last-Event-ID), until `signal` aborts or `onEvent` returns 'stop' (`untilEnd`: or the server ends the response,
- * as an execution's ends after its terminal status). `onError` hears refusals (4xx: no retry).
+ * id (Last-Event-ID), until `signal` aborts or `onEvent` returns 'stop'. `onError` hears refusals (4xx: no retry).
  */
-export async function followSse(path, { signal, onEvent, onError, lastEventId, untilEnd = false }) {
+export async function followSse(path, { signal, onEvent, onError, lastEventId }) {
   let last = lastEventId;
   while (!signal.aborted) {
     try {
@@ -54,8 +53,8 @@ export async function followSse(path, { signal, onEvent, onError, lastEventId, u
         onError?.(error);
         if (response.status < 500) return;
       } else {
-        const outcome = await readEvents(response.body, (e) => ((last = e.id ?? last), onEvent(e)));
-        if (outcome === 'stop' || (outcome === 'ended' && untilEnd)) return;
+        // A response that ends without 'stop' (a restarting server ends its streams) is followed again.
+        if ((await readEvents(response.body, (e) => ((last = e.id ?? last), onEvent(e)))) === 'stop') return;
       }
     } catch (error) {
       if (signal.aborted) return;

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Terminal } from '@xterm/xterm';
 import { api, followSse } from './api.js';
 import { html } from './html.js';
-import { ErrorLine, time, timelineLink } from './format.js';
+import { ErrorLine, finished, time, timelineLink } from './format.js';
 
 const decode = (base64) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 const RED = new TextEncoder().encode('\x1b[31m');
@@ -31,11 +31,13 @@ export function ExecutionView({ id }) {
     // Every (re)connection asks from the cursors reached; a chunk that overlaps them is trimmed, never written twice.
     followSse(path, {
       signal: abort.signal,
-      untilEnd: true,
       onError: setError,
       onEvent: (e) => {
         const message = JSON.parse(e.data);
-        if (e.event === 'status') return void setRecord(message);
+        if (e.event === 'status') {
+          setRecord(message);
+          return finished(message) ? 'stop' : undefined;
+        }
         if (e.event !== 'output') return;
         const chunk = decode(message.data);
         const fresh = chunk.subarray(Math.max(0, cursors[message.stream] - message.cursor));
@@ -63,6 +65,6 @@ export function ExecutionView({ id }) {
       <dt>created</dt><dd>${time(record.createdAt)}</dd>
       <dt>output</dt><dd data-bytes=${bytes}>${bytes} bytes</dd>
     </dl>
-    ${(record.status === 'accepted' || record.status === 'running') && html`<button onClick=${cancel}>Cancel</button>`}`}
+    ${!finished(record) && html`<button onClick=${cancel}>Cancel</button>`}`}
     <div class="terminal" ref=${screen}></div>`;
 }

@@ -17,3 +17,6 @@ export function leafStates(value, prefix = '') {
 }
 
 export const ErrorLine = ({ error }) => (error ? html`<p class="error" role="alert">${error.message} (${error.code})</p>` : '');
+
+/** Whether an execution record is terminal: every status but the two of a command not yet over (DESIGN §8). */
+export const finished = (record) => record.status !== 'accepted' && record.status !== 'running';

@@ -12,6 +12,8 @@ import { ErrorLine, leafStates, stateLabel, time, timelineLink } from './format.
 import { layout, Statechart } from './statechart.js';
 
 const PAGE = 100;
+/** Rows drawn in the first paint: about what the list shows without scrolling. */
+const FIRST_ROWS = 12;
 const RELATED = { environmentId: 'environment', allocationId: 'allocation', executionId: 'execution', sessionId: 'session', workspaceId: 'workspace', turnId: 'turn', leaseId: 'lease' };
 
 /** Ids of other actors an event or a context names, as [kind, id] pairs. */
@@ -98,6 +100,15 @@ export function TimelineView({ stream }) {
   for (const s of failures?.steps ?? []) byRevision.set(Number(s.event.revision), s);
   const step = byRevision.get(selected);
   const listed = failures ? failures.steps ?? [] : bounds && selected !== undefined ? pages.get(pageStart(selected)) ?? [] : [];
+  // The rows in view are drawn first and the rest of the page a frame later, so the first paint costs the same
+  // however full the page is.
+  const [drawAll, setDrawAll] = useState(false);
+  useEffect(() => {
+    if (listed.length <= FIRST_ROWS) return;
+    const frame = requestAnimationFrame(() => setDrawAll(true));
+    return () => cancelAnimationFrame(frame);
+  }, [listed.length > FIRST_ROWS]);
+  const drawn = drawAll ? listed : listed.slice(0, FIRST_ROWS);
 
   if (error && !bounds) return html`<h2>Timeline <code>${stream}</code></h2><${ErrorLine} error=${error} />`;
   return html`<h2>Timeline <code>${stream}</code> <small>${actorType ?? ''}</small></h2>
@@ -112,7 +123,7 @@ export function TimelineView({ stream }) {
     <p class="related">related: ${relatedActors(loaded, stream).map(([k, id]) => html`<span>${timelineLink(k, id, `${k} ${id}`)} </span>`)}</p>
     <div class="timeline" data-timeline=${stream} data-timeline-ready=${bounds && listed.length > 0 ? 'yes' : 'no'}>
       <ol class="events">
-        ${listed.map((s) => {
+        ${drawn.map((s) => {
           const rev = Number(s.event.revision);
           return html`<li data-revision=${rev} class=${rev === selected ? 'selected' : ''} onClick=${() => setSelected(rev)}>
             <span class="rev">#${rev}</span> <span class="time">${time(Date.parse(s.event.createdAt))}</span>${' '}
