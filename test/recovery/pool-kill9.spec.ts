@@ -1,0 +1,99 @@
+/**
+ * The kill -9 matrix of warm pools (issue 20): a real `berth serve` on a real Docker engine with a pool of two,
+ * SIGKILLed by its own crash points during the refill after a claim (container created and not started; started,
+ * its report not durable) and during a claim (the environment's pooled request durable, the claim not; the claim
+ * durable, the environment not told); restarted on the same data directory. Every row: the environment ends holding
+ * one container, no container is held by two environments or by an environment and the pool, every container the
+ * pool's label names is accounted for (no leak), and the pool refills to its size.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/providers/docker/labels.ts';
+import { createEnvironment, restartAfterCrash, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
+import { dockerAvailable, rawDocker } from '../integration/docker-env.ts';
+
+const PROFILE = { provider: 'docker', memoryMb: 256, pidsLimit: 64 };
+const SIZE = 2;
+
+interface Scene {
+  server: BerthServer;
+  pool: string;
+  env: Record<string, string>;
+}
+
+const scenes: Scene[] = [];
+afterEach(async () => {
+  for (const { server, pool } of scenes.splice(0)) {
+    await server.close();
+    const filters = { label: [`${LABEL.environmentId}=hpool_${pool}`] };
+    for (const c of await rawDocker.listContainers({ all: true, filters })) await rawDocker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    for (const n of await rawDocker.listNetworks({ filters })) await rawDocker.getNetwork(n.Id).remove().catch(() => undefined);
+    for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
+  }
+});
+
+const poolStatus = async (s: Scene) => (await s.server.json<{ pools: { ready: number; starting: number; retiring: number }[] }>('/v1/pools', { token: tokens.admin })).pools[0];
+
+/** The pool holds `SIZE` ready allocations and makes or releases none. */
+const refilled = (s: Scene) =>
+  waitFor(() => poolStatus(s), { until: (p) => p.ready === SIZE && p.starting === 0 && p.retiring === 0, timeoutMs: 60_000, what: 'the pool refilled to its size' });
+
+const acquire = (s: Scene, environmentId: string) =>
+  s.server.json<{ allocationId: string; identity: { resourceId: string } }>(`/v1/environments/${environmentId}/allocations`, { method: 'POST', body: {} });
+
+/** A server whose pool is full; the crash point comes with its restart. */
+async function scene(): Promise<Scene> {
+  const pool = `k9-${randomUUID().slice(0, 8)}`;
+  const env = { BERTH_POOLS: JSON.stringify([{ name: pool, profile: PROFILE, size: SIZE }]) };
+  const server = await startServer([], env);
+  const s = { server, pool, env };
+  scenes.push(s);
+  await refilled(s);
+  return s;
+}
+
+/**
+ * Every container carrying the pool's label runs and is either one of `held` or one the pool has ready; the first
+ * of `held` came from the pool (the acquire that crashed was a claim).
+ */
+async function expectNoLeak(s: Scene, held: string[]): Promise<void> {
+  await refilled(s);
+  const containers = await rawDocker.listContainers({ all: true, filters: { label: [`${LABEL.environmentId}=hpool_${s.pool}`] } });
+  expect(containers.every((c) => c.State === 'running')).toBe(true);
+  const pooledHeld = held.filter((id) => containers.some((c) => c.Id === id));
+  expect(pooledHeld).toContain(held[0]);
+  expect(containers).toHaveLength(SIZE + pooledHeld.length);
+}
+
+async function crashAndRecover(crash: Record<string, string>, crashAt: string): Promise<void> {
+  const s = await scene();
+  const first = await createEnvironment(s.server, tokens.alice, PROFILE);
+  await s.server.restart('SIGTERM', { ...s.env, ...crash });
+  await refilled(s); // its members probed again: the acquire is a claim
+  // The claim, or the refill that follows it, kills the server: the answer may never come.
+  await acquire(s, first).catch(() => undefined);
+  await restartAfterCrash(s.server, crashAt, s.env);
+
+  const claimed = await acquire(s, first);
+  const others = await Promise.all([1, 2].map(async () => acquire(s, await createEnvironment(s.server, tokens.alice, PROFILE))));
+  const held = [claimed, ...others].map((a) => a.identity.resourceId);
+  expect(new Set(held).size).toBe(held.length);
+  // Acquired again, the first environment keeps the one allocation it held.
+  expect((await acquire(s, first)).allocationId).toBe(claimed.allocationId);
+  await expectNoLeak(s, held);
+}
+
+describe.skipIf(!dockerAvailable)('warm pools killed with -9', () => {
+  it('should recover a refill killed with its container created and not started', () =>
+    crashAndRecover({ BERTH_CRASH_AT: 'docker.container-created' }, 'docker.container-created'), 180_000);
+
+  it('should recover a refill killed with its container running and the report not durable', () =>
+    crashAndRecover({ BERTH_CRASH_AT: 'allocation.provider-answered' }, 'allocation.provider-answered'), 180_000);
+
+  it('should recover a claim killed after the environment asked for the pooled allocation', () =>
+    crashAndRecover({ BERTH_CRASH_AFTER: 'environment.acquisition_requested' }, 'environment.acquisition_requested'), 180_000);
+
+  it('should recover a claim killed after the allocation was claimed, the environment not told', () =>
+    crashAndRecover({ BERTH_CRASH_AFTER: 'allocation.claimed' }, 'allocation.claimed'), 180_000);
+});
