@@ -424,9 +424,14 @@ function refuseIneffectiveOptions(url: string): string {
   return url;
 }
 
-/** The client's dispose() cancels its calls but leaves its gRPC channel, and so its connection, open. */
+/**
+ * The client's dispose() cancels its calls but leaves its gRPC channel, and so its connection, open. After a
+ * reconnect the client may have no channel: getChannel then makes one (unconnected) only for it to be closed, and a
+ * failure to resolve one leaves nothing to close.
+ */
 async function closeChannel(client: EventStoreDbClient): Promise<void> {
   const withChannel = client as Partial<{ getChannel(): Promise<{ close(): void }> }>;
   if (typeof withChannel.getChannel !== 'function') return;
-  (await withChannel.getChannel.call(client)).close();
+  const channel = await withChannel.getChannel.call(client).catch(() => undefined);
+  channel?.close();
 }
