@@ -3,7 +3,7 @@
  * socket (p50 ≤ 1.5× local native) and over TLS on loopback (≤ 2×), and 256 MiB of output followed by cursor through
  * the host against the same read locally (≥ 0.5×). Local and remote rounds are interleaved so load hits both alike.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { NativeExecutor } from '../src/providers/native/native-executor.ts';
 import type { Executor } from '../src/providers/provider.ts';
 import { HostClient, type RemoteHostConfig } from '../src/providers/remote/host-client.ts';
 import { RemoteExecutor } from '../src/providers/remote/remote-executor.ts';
+import { selfSigned } from '../test/fixtures/self-signed.ts';
 import { figure, median } from './figure.ts';
 
 const ROUNDS = 10;
@@ -24,9 +25,7 @@ const READ_BYTES = 4 * 1024 * 1024;
 const root = mkdtempSync(join(tmpdir(), 'berth-bench-remote-'));
 const credentialFile = join(root, 'credential');
 writeFileSync(credentialFile, 'bench-credential-0123456789abcdef\n', { mode: 0o600 });
-const certPath = join(root, 'cert.pem');
-const keyPath = join(root, 'key.pem');
-execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+const { certPath, keyPath } = selfSigned(root);
 
 /** Starts a `berth host` child and answers the URL it prints. */
 async function startHost(name: string, listen: string[]) {

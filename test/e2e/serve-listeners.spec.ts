@@ -3,7 +3,6 @@
  * killed server is replaced, a live one refused), HTTPS and WSS with a certificate made by openssl, TCP and socket
  * together, and a non-loopback host refused without TLS.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -13,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { berth, spawnBerth, type Running } from '../integration/cli-process.ts';
 import { serverEnv, tokens } from './berth-server.ts';
+import { selfSigned } from '../fixtures/self-signed.ts';
 
 let dir: string;
 const children: Running[] = [];
@@ -93,12 +93,7 @@ describe('berth serve listeners', () => {
   });
 
   it('serves HTTPS and WSS with the configured certificate, and TCP next to a socket when a port is given', async () => {
-    const certPath = join(dir, 'cert.pem');
-    const keyPath = join(dir, 'key.pem');
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1',
-      '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1',
-    ], { stdio: 'ignore' });
+    const { certPath, keyPath } = selfSigned(dir);
     const ca = readFileSync(certPath);
     const socketPath = join(dir, 'tls.sock');
     const child = serve('tls', ['--port', '0', '--socket', socketPath, '--tls-cert', certPath, '--tls-key', keyPath]);

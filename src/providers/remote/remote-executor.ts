@@ -12,6 +12,8 @@ import type { ExecSpec, Executor, OutputChunk, Receipt } from '../provider.ts';
 import type { HostClient } from './host-client.ts';
 
 const nothing = z.null();
+/** Stdin bytes per call: 1 MiB is 1.4 MiB of base64, well inside the protocol's bound of a call. */
+const STDIN_CALL_BYTES = 1 << 20;
 /** How long past its own timeout a waitForChange may take to come back. */
 const WAIT_MARGIN_MS = 5_000;
 
@@ -66,8 +68,13 @@ export class RemoteExecutor implements Executor {
     await this.exec('waitForChange', { operationId, timeoutMs: wait, ...(since ? { since } : {}) }, nothing, wait + WAIT_MARGIN_MS);
   }
 
+  /** In calls of at most STDIN_CALL_BYTES, in order (the protocol bounds a call's body). */
   async writeStdin(operationId: string, bytes: Buffer): Promise<void> {
-    await this.exec('stdin', { operationId, data: bytes.toString('base64') }, nothing);
+    let at = 0;
+    do {
+      await this.exec('stdin', { operationId, data: bytes.subarray(at, at + STDIN_CALL_BYTES).toString('base64') }, nothing);
+      at += STDIN_CALL_BYTES;
+    } while (at < bytes.length);
   }
 
   async endStdin(operationId: string): Promise<void> {
