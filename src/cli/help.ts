@@ -29,6 +29,7 @@ commands:
   run        run a command through an in-process runtime on the data directory
   events     print the event log (--follow to keep tailing)
   replay     print a stream's events with the machine state before -> after each
+  check-history  fold every actor stream through today's machines; name each event they would fold differently
   help       this text (also --help); --version prints the version
 
   exec, logs, ps, workspace, lease, session, turn and cp talk to a server; env, events and replay do too when given --url
