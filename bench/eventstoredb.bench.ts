@@ -12,7 +12,7 @@ import { figure, median } from './figure.ts';
 const APPENDS = Number(process.env.BENCH_APPENDS ?? 300);
 const CATCH_UP = Number(process.env.BENCH_CATCH_UP ?? 5_000);
 /** The two sides alternate over several rounds and each keeps its median (the machine is shared). */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 
 const payload = { command: ['sh', '-c', 'echo hello'], cwd: '/workspace', env: { A: '1' }, digest: 'sha256:' + '0'.repeat(64) };
 const metadata = { runtimeId: 'bench', epoch: 1, correlationId: randomUUID(), actorType: 'execution' };
