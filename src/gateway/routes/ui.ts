@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { BerthError } from '../../../schemas/errors.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
@@ -91,7 +92,7 @@ export const uiPlugin = resourcePlugin([
   ),
 ]);
 
-function send(reply: import('fastify').FastifyReply, asset: Asset) {
+function send(reply: FastifyReply, asset: Asset) {
   return reply
     .header('content-type', asset.type)
     .header('cache-control', 'no-cache')

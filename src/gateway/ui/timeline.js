@@ -41,6 +41,13 @@ function causedBy(step, byId) {
   return cause ? `effect of #${cause.event.revision} ${cause.event.type}${runtime}` : `effect of event ${String(m.causationId).slice(0, 8)} (another actor)${runtime}`;
 }
 
+/** Machines do not change while the server runs: each is asked for once per tab. */
+const machines = new Map();
+const machineOf = (kind) => {
+  if (!machines.has(kind)) machines.set(kind, api(`/v1/machines/${kind}`).catch((e) => (machines.delete(kind), Promise.reject(e))));
+  return machines.get(kind);
+};
+
 const json = (v) => (v === undefined ? 'undefined' : JSON.stringify(v));
 
 export function TimelineView({ stream }) {
@@ -68,10 +75,10 @@ export function TimelineView({ stream }) {
   // The statechart is asked for with the first page (a stream's category names its actor type), not after it.
   const category = stream.slice(0, stream.indexOf('-'));
   useEffect(() => {
-    api(`/v1/machines/${category}`).then(setMachine, () => {});
+    machineOf(category).then(setMachine, () => {});
   }, [category]);
   useEffect(() => {
-    if (actorType && actorType !== machine?.kind) api(`/v1/machines/${actorType}`).then(setMachine, setError);
+    if (actorType && actorType !== category) machineOf(actorType).then(setMachine, setError);
   }, [actorType]);
   useEffect(() => {
     if (bounds && selected !== undefined && !pages.has(pageStart(selected))) load(pageStart(selected)).catch(setError);

@@ -52,11 +52,14 @@ export function machineStructure(kind: string, machine: AnyStateMachine): Machin
   };
 }
 
-/** The structure of the actor type named `kind`; `not_found` for a kind no actor type registers. */
+const computed = new Map<string, MachineStructure>();
+
+/** The structure of the actor type named `kind` (computed once: a machine never changes while it runs); `not_found` for a kind no actor type registers. */
 export function registeredMachine(kind: string): MachineStructure {
   const type = actorTypes.find((t) => t.type === kind);
   if (!type) throw new BerthError('not_found', `No actor type is named "${kind}".`, { kind, kinds: actorTypes.map((t) => t.type) });
-  return machineStructure(kind, type.machine);
+  if (!computed.has(kind)) computed.set(kind, machineStructure(kind, type.machine));
+  return computed.get(kind)!;
 }
 
 export const machineKinds = (): string[] => actorTypes.map((t) => t.type);
