@@ -9,7 +9,8 @@ export type Fault =
   | { op: 'append'; kind: 'timeout' }
   /** The append does not land and is answered with Status.Unknown (an operation result the gRPC layer cannot map). */
   | { op: 'append'; kind: 'unknown' }
-  /** The call is never answered: only the caller's own deadline ends it. */
+  /** The call does not complete: a batch append is answered Timeout at its deadline (at most the write timeout, 2 s),
+   * as a node whose write never commits answers it; a read or a unary append is never answered. */
   | { op: 'append' | 'read' | 'subscribe'; kind: 'hang' }
   /** After `events` events the server cuts every connection (a node restart, a network partition). */
   | { op: 'read' | 'subscribe'; kind: 'drop'; events: number }

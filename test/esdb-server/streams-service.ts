@@ -36,6 +36,9 @@ export interface NodeState {
   authorizations: string[];
 }
 
+/** The longest a batch append waits: the default WriteTimeoutMs (src/KurrentDB.Core/Configuration/ClusterVNodeOptions.cs). */
+const WRITE_TIMEOUT_MS = 2_000;
+
 /** Filtered subscriptions send a checkpoint after this many events scanned, times the client's multiplier (the
  * server's default max search window is 32). */
 const SEARCH_WINDOW = 32;
@@ -348,7 +351,14 @@ function batchAppend(node: NodeState, call: ServerDuplexStream<StreamsPb.BatchAp
     else if (expected === 'no_stream') resp.setNoStream(new emptyPb.Empty());
     else resp.setStreamExists(new emptyPb.Empty());
     const fault = node.faults.take('append');
-    if (fault?.kind === 'hang') return;
+    if (fault?.kind === 'hang') {
+      // The write never completes: the node answers Timeout when the request's own deadline passes (its
+      // GetRequestedTimeout, at most the server's write timeout), unless the client has gone by then.
+      resp.setError(timeoutStatus());
+      const deadline = entry.options.getDeadline()?.toDate().getTime() ?? Date.now() + WRITE_TIMEOUT_MS;
+      const wait = Math.min(Math.max(0, deadline - Date.now()), WRITE_TIMEOUT_MS);
+      return void setTimeout(() => call.writable && !call.destroyed && call.write(resp), wait).unref();
+    }
     if (fault?.kind === 'unknown') {
       resp.setError(unknownStatus());
       return void call.write(resp);

@@ -87,6 +87,22 @@ describe('EventStoreDB adapter under injected faults', () => {
     expect(ids(await store.readStream(s))).toEqual(ids(written));
   });
 
+  it('should retry an append the server answers with a timeout at its deadline, and write it once', async () => {
+    // A store whose own deadline is later than the server's write timeout, so the server's answer comes first.
+    const patient = await EventStoreDbEventStore.connect(server.url(), { retry: { baseDelayMs: 20 }, timeoutMs: 5_000 });
+    try {
+      const s = stream();
+      server.faults.arm({ op: 'append', kind: 'hang' });
+      const written = [event(0)];
+      const started = performance.now();
+      expect((await patient.append(s, written, { expectedRevision: 'no_stream' })).nextRevision).toBe(0n);
+      expect(performance.now() - started).toBeLessThan(5_000); // answered by the server, not ended by the store
+      expect(ids(await patient.readStream(s))).toEqual(ids(written));
+    } finally {
+      await patient.close();
+    }
+  });
+
   it('should give up on a read the server never answers after its own deadline, then read it again', async () => {
     const s = stream();
     const written = [event(0), event(1)];
