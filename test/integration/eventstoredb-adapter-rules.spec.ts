@@ -78,7 +78,7 @@ describe('EventStoreDB adapter rules over the test server', () => {
   });
 
   it('should spend one retry budget per append: the actor runtime reports an append the adapter already retried', async () => {
-    const limited = await EventStoreDbEventStore.connect(server.url(), { retry: { attempts: 3, baseDelayMs: 20 }, timeoutMs: 300 });
+    const limited = await EventStoreDbEventStore.connect(server.url(), { retry: { attempts: 3, baseDelayMs: 20 }, timeoutMs: 1_000 });
     const runtime = new ActorRuntime<CounterServices>({ store: limited, runtimeId: `budget-${randomUUID()}`, services: { inspected: [] } });
     runtime.register(counterActor);
     await runtime.start();
