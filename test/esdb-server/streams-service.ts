@@ -23,7 +23,8 @@ import { emptyPb, sharedPb, streamsPb } from './protocol.ts';
 type ReadReq = StreamsPb.ReadReq;
 type ReadResp = StreamsPb.ReadResp;
 
-/** What a node is in its cluster: the leader, or a follower that names the leader and may lag behind it. */
+/** What a node is in its cluster: the leader, or a follower that names the leader and may lag behind it (its reads
+ * then stop at `replicatedUpTo`; its subscriptions do not lag). */
 export type NodeRole = { kind: 'leader' } | { kind: 'follower'; leader: { host: string; port: number }; replicatedUpTo?: bigint };
 
 export interface NodeState {
