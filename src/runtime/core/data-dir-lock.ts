@@ -1,52 +1,46 @@
 /**
- * One runtime per data directory: `<data-dir>/runtime.lock` names the process holding it (pid and start time, so a
- * reused pid does not count). A lock left by a killed runtime is taken over; a live holder refuses the start, so
- * `berth env` next to a serving `berth serve`, or a second serve, cannot reconcile the same actors twice.
+ * One runtime per data directory. The lock is a kernel lock: an exclusive SQLite transaction on
+ * `<data-dir>/runtime.lock.sqlite3`, held open for the runtime's life (SQLite's POSIX lock, which the kernel drops
+ * when the process dies, however it dies). Taking over a killed runtime's lock is therefore atomic: there is no stale
+ * file to judge and remove, so two starters racing over a dead holder cannot both win. `<data-dir>/runtime.lock`
+ * only names the holder (pid and start time) for the refusal's message.
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import Database from 'better-sqlite3';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
-import { isProcessAlive, processStartTime } from '../../providers/native/host-process.ts';
 
 interface Holder {
   pid: number;
-  startTime?: string;
 }
-
-/** Locks held by this process, so a second runtime in the same process is refused too. */
-const heldHere = new Set<string>();
 
 export class DataDirLock {
   private constructor(
-    private readonly file: string,
-    private readonly holder: Holder,
+    private readonly db: Database.Database,
+    private readonly holderFile: string,
   ) {}
 
   static async acquire(dataDir: string): Promise<DataDirLock> {
     await mkdir(dataDir, { recursive: true });
-    const file = join(dataDir, 'runtime.lock');
-    const holder: Holder = { pid: process.pid, startTime: await processStartTime(process.pid) };
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (heldHere.has(file)) throw busy(dataDir, process.pid);
-      try {
-        await writeFile(file, `${JSON.stringify(holder)}\n`, { flag: 'wx', mode: 0o600 });
-        heldHere.add(file);
-        return new DataDirLock(file, holder);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      }
-      const other = await readHolder(file);
-      if (other && other.pid !== process.pid && (await isProcessAlive(other.pid, other.startTime))) throw busy(dataDir, other.pid);
-      // The holder is gone (killed runtime): take the lock over.
-      await rm(file, { force: true });
+    const holderFile = join(dataDir, 'runtime.lock');
+    // Each acquire opens its own connection: SQLite refuses a second exclusive lock in this process too.
+    const db = new Database(join(dataDir, 'runtime.lock.sqlite3'), { timeout: 0 });
+    try {
+      db.exec('BEGIN EXCLUSIVE');
+    } catch (e) {
+      db.close();
+      if ((e as { code?: string }).code !== 'SQLITE_BUSY') throw e;
+      throw busy(dataDir, (await readHolder(holderFile))?.pid);
     }
-    throw busy(dataDir, undefined);
+    await writeFile(holderFile, `${JSON.stringify({ pid: process.pid } satisfies Holder)}\n`, { mode: 0o600 });
+    return new DataDirLock(db, holderFile);
   }
 
   async release(): Promise<void> {
-    heldHere.delete(this.file);
-    const current = await readHolder(this.file);
-    if (current?.pid === this.holder.pid && current.startTime === this.holder.startTime) await rm(this.file, { force: true });
+    if (!this.db.open) return;
+    // The holder file is left: it names a pid that no longer holds anything, and the next holder rewrites it.
+    this.db.exec('ROLLBACK');
+    this.db.close();
   }
 }
 
