@@ -65,6 +65,8 @@ export const execCallSchemas = {
   resize: z.strictObject({ ...operation, cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) }),
   cancel: z.strictObject(operation),
   release: z.strictObject(operation),
+  /** Answered as server-sent events (src/host/host-follow.ts), not JSON. */
+  follow: z.strictObject({ ...operation, cursors: perOutputStream(z.number().int().min(0)).optional() }),
 } as const;
 export type ExecOp = keyof typeof execCallSchemas;
 export type ExecCall<O extends ExecOp> = z.infer<(typeof execCallSchemas)[O]>;

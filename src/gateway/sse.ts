@@ -1,34 +1,14 @@
 /**
- * Server-sent events: the wire format (`id:`, `event:`, `data:` lines, blank line; `:` comments as heartbeats) and a
- * writer over a hijacked fastify reply that respects socket backpressure, ends when the client goes away, and drops a
- * client that takes nothing for the stall window (as the WebSocket's 1013), so a reader that stopped holds no more
- * than its socket's buffer.
+ * Server-sent events: a writer over a hijacked fastify reply that respects socket backpressure, ends when the client
+ * goes away, and drops a client that takes nothing for the stall window (as the WebSocket's 1013), so a reader that
+ * stopped holds no more than its socket's buffer. The wire format is schemas/sse-frames.ts (the host's too).
  */
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { toBerthError } from './errors.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-
-export interface SseEvent {
-  id?: string;
-  event?: string;
-  /** May span lines: each becomes its own `data:` line. */
-  data: string;
-}
-
-/** Field values cannot hold line breaks; ids and types are ours, so this only guards against surprises. */
-const oneLine = (value: string): string => value.replace(/[\r\n]+/g, ' ');
-
-export function formatSseEvent(event: SseEvent): string {
-  let text = '';
-  if (event.id !== undefined) text += `id: ${oneLine(event.id)}\n`;
-  if (event.event !== undefined) text += `event: ${oneLine(event.event)}\n`;
-  for (const line of event.data.split(/\r\n|\r|\n/)) text += `data: ${line}\n`;
-  return `${text}\n`;
-}
-
-export const formatSseComment = (text: string): string => `: ${oneLine(text)}\n\n`;
+import { formatSseComment, formatSseEvent, type SseEvent } from '../../schemas/sse-frames.ts';
 
 export interface SseWriterOptions {
   heartbeatMs: number;

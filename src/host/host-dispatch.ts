@@ -3,6 +3,7 @@
  * request identity and generation), and only then is the native provider or its executor asked. Receipts leave
  * without their pid: a remote PID means nothing on the control plane and must never reach its kill paths.
  */
+import type http from 'node:http';
 import { hostname } from 'node:os';
 import { BerthError } from '../../schemas/errors.ts';
 import type { ExecCall, HostTarget } from '../../schemas/host-protocol.ts';
@@ -11,6 +12,7 @@ import { hostedIdentity, hostedProfile } from '../providers/remote/hosted.ts';
 import type { NativeProvider } from '../providers/native/native-provider.ts';
 import type { AllocationRef, AllocationReport, Executor, PhysicalIdentity, Receipt } from '../providers/provider.ts';
 import type { HostAllocations, AllocationRecord } from './host-allocations.ts';
+import { followOperation } from './host-follow.ts';
 
 /** The longest a waitForChange is held open (the client asks again). */
 const MAX_WAIT_MS = 30_000;
@@ -123,6 +125,11 @@ export class HostDispatch {
 
   release(call: ExecCall<'release'>): Promise<void> {
     return this.executor(call.target).release(call.operationId);
+  }
+
+  follow(call: ExecCall<'follow'>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const cursors = { stdout: 0, stderr: 0, pty: 0, ...call.cursors };
+    return followOperation(this.executor(call.target), call.operationId, cursors, req, res, withoutPid);
   }
 }
 

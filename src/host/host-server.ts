@@ -200,6 +200,7 @@ async function serve(
   const op = /^\/v1\/exec\/([A-Za-z]+)$/.exec(path)?.[1];
   if (!op || !Object.hasOwn(execCallSchemas, op)) throw new BerthError('not_found', 'No such host call.', { path });
   const call = parsed(execCallSchemas[op as ExecOp], await body(req));
+  if (op === 'follow') return dispatch.follow(call as never, req, res);
   if (op === 'read') {
     const chunk = await dispatch.read(call as never);
     res.writeHead(200, {
@@ -210,5 +211,5 @@ async function serve(
     });
     return void res.end(chunk.data);
   }
-  return json(res, await (dispatch[op as Exclude<ExecOp, 'read'>] as (c: unknown) => Promise<unknown>).call(dispatch, call));
+  return json(res, await (dispatch[op as Exclude<ExecOp, 'read' | 'follow'>] as (c: unknown) => Promise<unknown>).call(dispatch, call));
 }

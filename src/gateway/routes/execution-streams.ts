@@ -15,6 +15,7 @@ import {
 } from '../../../schemas/api.ts';
 import { BerthError } from '../../../schemas/errors.ts';
 import { outputStreams } from '../../../schemas/output.ts';
+import { outputSseEvent } from '../../../schemas/sse-frames.ts';
 import { toBerthError } from '../errors.ts';
 import { serveExecutionStream } from '../execution-stream.ts';
 import { followExecution } from '../output-follower.ts';
@@ -68,8 +69,7 @@ export const executionStreamsPlugin = resourcePlugin([
         });
         for await (const item of follow) {
           if (item.kind === 'output') {
-            const data = { stream: item.stream, cursor: item.cursor, data: item.data.toString('base64') };
-            await sse.send({ id: `${item.stream}:${item.next}`, event: 'output', data: JSON.stringify(data) });
+            await sse.send(outputSseEvent(item.stream, item.cursor, item.data, item.next));
           } else {
             await sse.send({ event: 'status', data: stringifyWire(item.record) });
           }

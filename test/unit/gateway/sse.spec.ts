@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SseParser } from '../../../src/client/sse-parser.ts';
-import { formatSseComment, formatSseEvent } from '../../../src/gateway/sse.ts';
+import { formatSseComment, formatSseEvent } from '../../../schemas/sse-frames.ts';
 
 describe('SSE format', () => {
   it('should write id, event and data lines followed by a blank line', () => {
