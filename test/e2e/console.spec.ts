@@ -150,6 +150,30 @@ describe.runIf(browserAvailable)('web console in headless Chromium', () => {
     await shot('other-scope-refused');
   });
 
+  it('keeps only the failing steps under the failures filter: a command that exits 3', async () => {
+    const env = (await server.json<{ id: string; name: string }[]>('/v1/environments')).find((e) => e.name === 'console-e2e')!;
+    const failing = await submit(server, env.id, 'exit 3');
+    await page.goto(`${server.url}/ui#/timeline/execution-${failing.id}`);
+    await page.waitForSelector('ol.events li:has-text("execution.released")', { timeout: 20_000 });
+    await page.check('input[name=failures]');
+    await page.waitForSelector('ol.events li:has-text("execution.exited")');
+    expect(await page.locator('ol.events li').count()).toBe(1);
+    await shot('timeline-failures');
+  });
+
+  it('runs a command in a terminal and draws its pty output, escapes interpreted', async () => {
+    await page.goto(`${server.url}/ui#/environments`);
+    await page.waitForSelector('tr[data-environment=console-e2e]');
+    await page.selectOption('form[data-form=run-command] select[name=environment]', { label: 'console-e2e' });
+    await page.fill('form[data-form=run-command] input[name=command]', "test -t 1 && printf 'on a tty: \\033[1mbold\\033[0m\\n'");
+    await page.check('form[data-form=run-command] input[name=pty]');
+    await page.click('form[data-form=run-command] button[type=submit]');
+    await page.waitForSelector('[data-status=exited]', { timeout: 20_000 });
+    await expect.poll(terminalText).toContain('on a tty: bold');
+    expect(await terminalText()).not.toContain('[1m');
+    await shot('execution-pty');
+  });
+
   it('resumes the output from its cursors after the server restarts under it: every line once', async () => {
     const env = (await server.json<{ id: string; name: string }[]>('/v1/environments')).find((e) => e.name === 'console-e2e')!;
     const run = await submit(server, env.id, 'for i in $(seq 1 12); do echo line-$i; sleep 0.3; done');

@@ -19,12 +19,17 @@ export interface TimelinePage {
   next: number | null;
 }
 
-/** What a console user means by "failures only": an outcome that went wrong, by its event type or its data. */
+/**
+ * What a console user means by "failures only": an outcome that went wrong, by its event type or its data (a
+ * failure or an error recorded, a command that exited non-zero or by a signal).
+ */
 const FAILURE_TYPE = /(^|[._])(failed|failure|unknown|lost|absent|rejected|timed_out|exceeded|interrupted|error)($|[._])/;
 export const recordsFailure = (event: RecordedEvent): boolean => {
   if (FAILURE_TYPE.test(event.type)) return true;
   const data = event.data as Record<string, unknown> | null;
-  return !!data && typeof data === 'object' && ((data.failure ?? null) !== null || (data.error ?? null) !== null);
+  if (!data || typeof data !== 'object') return false;
+  const set = (key: string) => (data[key] ?? null) !== null;
+  return set('failure') || set('error') || set('signal') || (typeof data.exitCode === 'number' && data.exitCode !== 0);
 };
 
 export async function timelinePage(
