@@ -19,6 +19,7 @@ import {
   type AppendResult,
   type EventData,
   type EventStore,
+  type RecordedEvent,
 } from '../store/event-store.ts';
 import { hasSpentRetries } from '../store/retry-budget.ts';
 import { ActorCache } from './actor-cache.ts';
@@ -55,6 +56,11 @@ export interface ActorRuntimeOptions<S = unknown> {
   maxAttempts?: number;
   /** How many loaded actors stay in memory (default 20,000). */
   cacheSize?: number;
+  /**
+   * How long an append whose outcome is unknown is looked for in the log before the command fails `unavailable`
+   * (default 15 s): found, its effects run; absent, nothing happened.
+   */
+  settleMs?: number;
 }
 
 export interface SendOptions {
@@ -118,6 +124,7 @@ export class ActorRuntime<S = unknown> {
   private readonly services: S;
   private readonly logger: ActorLogger;
   private readonly maxAttempts: number;
+  private readonly settleMs: number;
   private readonly types = new Map<string, ActorType>();
   private readonly cache: ActorCache;
   private readonly mailboxes = new Mailboxes();
@@ -132,6 +139,7 @@ export class ActorRuntime<S = unknown> {
     this.services = opts.services as S;
     this.logger = opts.logger ?? pino({ name: 'berth-actors', level: 'warn' }, pino.destination(2));
     this.maxAttempts = opts.maxAttempts ?? 5;
+    this.settleMs = opts.settleMs ?? 15_000;
     this.cache = new ActorCache(opts.cacheSize ?? 20_000);
   }
 
@@ -348,12 +356,18 @@ export class ActorRuntime<S = unknown> {
             );
       } catch (e) {
         this.cache.drop(stream);
-        if (!isWrongExpectedVersion(e)) throw e;
-        // Another writer got there first: fold what it wrote and decide again on the new state.
-        this.stats.wrongExpectedVersion++;
-        lastConflict = e;
-        actor = await catchUp(this.store, actorType, stream, actor);
-        continue;
+        // An append that may have landed is looked for in the log: if it did, it succeeded (and its effects run
+        // below, never stranded); if another writer's events stand there, it lost a race.
+        const settled = isBerthError(e, 'unavailable') && !opts.compact ? await this.settle(stream, steps, actor.revision, e) : undefined;
+        if (settled && settled !== 'lost') result = settled;
+        else {
+          if (!settled && !isWrongExpectedVersion(e)) throw e;
+          // Another writer got there first: fold what it wrote and decide again on the new state.
+          this.stats.wrongExpectedVersion++;
+          lastConflict = e;
+          actor = await catchUp(this.store, actorType, stream, actor);
+          continue;
+        }
       }
       this.stats.appended += steps.length;
       this.cache.put(stream, at);
@@ -394,6 +408,31 @@ export class ActorRuntime<S = unknown> {
         if (!isBerthError(e, 'unavailable') || hasSpentRetries(e) || attempt >= this.maxAttempts) throw e;
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
+    }
+  }
+
+  /**
+   * Where an append of unknown outcome stands, read back from the log until it answers (up to `settleMs`): the
+   * append's result when its events are there (same ids, at the revisions decided on), `lost` when other events
+   * are, and `unknownOutcome` rethrown when nothing is there (it did not happen) or the log never answered.
+   */
+  private async settle(stream: string, steps: Step[], revision: bigint, unknownOutcome: unknown): Promise<AppendResult | 'lost'> {
+    const deadline = Date.now() + this.settleMs;
+    for (let waitMs = 50; ; waitMs = Math.min(waitMs * 2, 1000)) {
+      let found: RecordedEvent[];
+      try {
+        found = await this.store.readStream(stream, { from: revision + 1n, maxCount: steps.length });
+      } catch (e) {
+        if (isBerthError(e, 'not_found')) throw unknownOutcome;
+        if (!isBerthError(e, 'unavailable') || Date.now() >= deadline) throw unknownOutcome;
+        await new Promise((r) => setTimeout(r, waitMs));
+        continue;
+      }
+      if (found.length === 0) throw unknownOutcome;
+      const ours = found.length === steps.length && found.every((f, i) => f.id.toLowerCase() === steps[i].stored.id.toLowerCase());
+      if (!ours) return 'lost';
+      this.logger.warn({ stream, revision: String(revision + BigInt(steps.length)) }, 'an append of unknown outcome had landed; its effects run');
+      return { nextRevision: found[found.length - 1].revision, position: found[found.length - 1].position };
     }
   }
 
