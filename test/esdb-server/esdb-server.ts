@@ -10,7 +10,8 @@ import type * as FeaturesGrpc from '@eventstore/db-client/generated/serverfeatur
 import { EventLog } from './event-log.ts';
 import { FaultPlan } from './faults.ts';
 import { featuresGrpc, featuresPb, streamsGrpc } from './protocol.ts';
-import { streamsService, type NodeRole, type NodeState } from './streams-service.ts';
+import type { NodeRole, NodeState } from './node-state.ts';
+import { streamsService } from './streams-service.ts';
 
 export interface EsdbServerOptions {
   /** The public port (0: any free one). */
