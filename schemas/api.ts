@@ -350,6 +350,8 @@ export const executionRecordSchema = z.looseObject({
   status: executionStatusSchema,
   exitCode: z.number().nullable().optional(),
   signal: z.string().nullable().optional(),
+  /** Its timeoutMs passed and it was killed. */
+  timedOut: z.boolean().optional(),
   failure: z.looseObject({ code: z.string(), message: z.string() }).optional(),
   version: z.number().optional(),
   checkpoint: z.looseObject({ outcome: z.enum(['published', 'stale', 'failed']), id: z.string().optional(), revision: z.number().optional() }).optional(),

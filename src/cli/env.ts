@@ -1,8 +1,7 @@
 /**
  * `berth env …`: Environments, their allocations and their content, as one table of subcommands over the
- * EnvironmentCommands port. With --url (or BERTH_URL) a server answers (env-remote.ts); otherwise the runtime runs in
- * this process on the data directory (env-in-process.ts), except that the content commands ask a server by default
- * unless an in-process flag (--data-dir, --store, --scope) names the data directory.
+ * EnvironmentCommands port. The server found by remote.ts answers (env-remote.ts); only when there is none does the
+ * runtime run in this process on the data directory (env-in-process.ts).
  */
 import { BerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
@@ -11,11 +10,12 @@ import { everyItem } from '../client/pages.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { describeImport, describeVersion, followBuild, pushDirectory } from './env-content.ts';
 import { openInProcess } from './env-in-process.ts';
-import { openRemote } from './env-remote.ts';
+import { remoteEnvironmentCommands } from './env-remote.ts';
 import type { EnvironmentCommands } from './environment-commands.ts';
 import { findEnvironmentId } from './environment-ref.ts';
-import { namesServer, remoteOptions, remoteUsage } from './remote.ts';
+import { findServer, remoteOptions, remoteUsage, withServer } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
+import { table as textTable } from './text-table.ts';
 
 export const envUsage = `usage: berth env create NAME [--provider native|docker] [--image IMAGE] [--memory-mb N] [--cpus N]
                         [--pids-limit N] [--network none|bridge] [--idle-seconds N] [--reuse session|workspace|scope]
@@ -32,15 +32,13 @@ export const envUsage = `usage: berth env create NAME [--provider native|docker]
   ENV is an environment id, name or slug. push imports DIR into ENV's source as a tar stream (node_modules, .venv and
   .git left out), with --replace clearing the source first; build starts the next version (--follow prints the
   installers' log until it is ready or failed); versions lists every build and the active one; activate makes a
-  finished version the active one. Common flag: --json.
-  In-process flags: --scope SCOPE (default "default"), --data-dir DIR, --store SPEC: the runtime runs in this process
-  (not while \`berth serve\` uses the same data directory; a build started here runs to its end before the command
-  exits). With --url (or BERTH_URL) a server answers instead, in the token's scope. push, build, versions and activate
-  ask a server unless an in-process flag is given:
-${remoteUsage}`;
+  finished version the active one. Common flags: --json, --data-dir DIR.
+${remoteUsage}
+  With no server, the runtime runs in this process on the data directory, as an admin of --scope SCOPE (default
+  "default") with --store SPEC; a build started there runs to its end before the command exits.`;
 
 const profileFlags = ['provider', 'image', 'memory-mb', 'cpus', 'pids-limit', 'network', 'idle-seconds', 'reuse', 'contain', 'description'] as const;
-const inProcessFlags = ['scope', 'data-dir', 'store'] as const;
+const inProcessFlags = ['scope', 'store'] as const;
 
 const options = {
   ...storeOptions,
@@ -69,7 +67,7 @@ interface Subcommand {
   arity: [number, number];
   /** Flags of this subcommand beyond the common ones (--json and the in-process or server flags). */
   flags?: readonly Flag[];
-  /** A content command: asks a server unless an in-process flag is given. */
+  /** A content command (push, build, versions, activate): the target must implement environment content. */
   content?: boolean;
   /** Checks the command line (before anything starts) and returns what runs it; answers the exit code. */
   prepare(args: string[], values: EnvValues): (port: EnvironmentCommands, print: Print) => Promise<number | void>;
@@ -94,8 +92,14 @@ const table: Record<string, Subcommand> = {
   },
   ls: {
     arity: [0, 0],
-    prepare: () => async (port, print) => {
-      for await (const e of everyItem(port.page)) await print(e, describeEnvironment(e));
+    prepare: (_, values) => async (port, print) => {
+      if (values.json) {
+        for await (const e of everyItem(port.page)) await print(e, '');
+        return;
+      }
+      const rows: string[][] = [];
+      for await (const e of everyItem(port.page)) rows.push([e.id, e.name, e.profile.provider, String(e.state), e.availability, e.allocation?.allocationId ?? '-']);
+      await textTable(['ENVIRONMENT', 'NAME', 'PROVIDER', 'STATE', 'AVAILABILITY', 'ALLOCATION'], rows);
     },
   },
   show: {
@@ -182,20 +186,24 @@ export async function envCommand(argv: string[]): Promise<number> {
   for (const flag of [...profileFlags, 'replace', 'follow'] as const) {
     if (values[flag] !== undefined && !subcommand.flags?.includes(flag)) throw new UsageError(`--${flag} is not an option of env ${sub}`, envUsage);
   }
-  const inProcessFlag = inProcessFlags.find((f) => values[f] !== undefined);
-  const remote = namesServer(argv) || (subcommand.content === true && inProcessFlag === undefined);
-  if (remote && inProcessFlag) throw new UsageError(`--${inProcessFlag} is for the in-process mode; a server takes the scope from the token`, envUsage);
-  if (!remote && values.token !== undefined) throw new UsageError('--token is for a server: name it with --url (or BERTH_URL)', envUsage);
-
   const run = subcommand.prepare(args, values);
-  const port = remote ? await openRemote(values) : await openInProcess({ dataDir: values['data-dir'], store: values.store, scope: values.scope });
-  try {
-    if (subcommand.content && port.contentUnavailable) throw new BerthError('not_found', port.contentUnavailable);
-    const print: Print = (json, text) => writeLine(values.json ? JSON.stringify(json) : text);
-    return (await run(port, print)) ?? 0;
-  } finally {
-    await port.close();
+  const print: Print = (json, text) => writeLine(values.json ? JSON.stringify(json) : text);
+  const runOn = async (port: EnvironmentCommands) => {
+    try {
+      if (subcommand.content && port.contentUnavailable) throw new BerthError('not_found', port.contentUnavailable);
+      return (await run(port, print)) ?? 0;
+    } finally {
+      await port.close();
+    }
+  };
+  const inProcessFlag = inProcessFlags.find((f) => values[f] !== undefined);
+  const server = await findServer(values);
+  if (server) {
+    if (inProcessFlag) throw new UsageError(`--${inProcessFlag} is for a runtime in this process, but a server answers at ${server.url} (in the token's scope)`, envUsage);
+    return withServer(values, (berth, url) => runOn(remoteEnvironmentCommands(berth, url)), server);
   }
+  if (values.token !== undefined) throw new UsageError('--token is for a server, and none holds the data directory: name it with --url (or BERTH_URL)', envUsage);
+  return runOn(await openInProcess({ dataDir: values['data-dir'], store: values.store, scope: values.scope }));
 }
 
 /** The profile from the flags; the create body's schema checks it, in either mode (and the runtime names an unregistered provider). */
@@ -223,7 +231,7 @@ function profileOf(values: EnvValues): Partial<Profile> {
 
 function describeEnvironment(e: Environment): string {
   const a = e.allocation ? ` ${e.allocation.allocationId} gen ${e.allocation.generation} ${e.allocation.state}` : '';
-  return `${e.id}  ${e.slug}  ${e.profile.provider}  ${String(e.state)}  ${e.availability}${a}`;
+  return `${e.id}  ${e.name}  ${e.profile.provider}  ${String(e.state)}  ${e.availability}${a}`;
 }
 
 function describeAllocation(x: Allocation): string {

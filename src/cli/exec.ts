@@ -1,70 +1,112 @@
 /**
- * `berth exec [-i] [-t] ENV -- COMMAND…` (or `--session S [--turn T]` instead of ENV: in a session, in one of its
- * tool turns' workspace): runs a command on a running `berth serve` through the typed client, like
+ * `berth exec [-i] [-t] [-d] ENV -- COMMAND…` (or `--session S [--turn T]` instead of ENV: in a session, in one of
+ * its tool turns' workspace): runs a command on the server found by remote.ts through the typed client, like
  * `docker exec`: output streams live, -i forwards stdin, -t gives the command a terminal of this terminal's size
  * (kept in step on SIGWINCH; in raw mode Ctrl-C and Ctrl-D go to the command), and the exit code passes through.
- * Dropped connections and server restarts are followed transparently from the output cursors.
+ * With no server it runs through a runtime in this process (run.ts). Detaching (--detach, or Ctrl-C twice) leaves
+ * the command running and prints how to follow it. Dropped connections and server restarts are followed
+ * transparently from the output cursors.
  */
 import { on } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
+import { isBerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import type { Berth, RunWhere } from '../client/berth-client.ts';
 import type { TerminalSize } from '../client/execution-follower.ts';
 import { UsageError } from './command-args.ts';
 import { commandLineOptions, parseCommandLine } from './command-line.ts';
-import { exitStatusOf } from './exit-status.ts';
-import { connectRemote, findEnvironment, isUnreachable, remoteOptions, remoteUsage, serverUrl, unreachable } from './remote.ts';
+import { exitStatusOf, FAILED_EXIT } from './exit-status.ts';
+import { findEnvironment, findServer, remoteOptions, remoteUsage, withServer, type ServerTarget } from './remote.ts';
 
-export const execUsage = `usage: berth exec [-i] [-t] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]... [--timeout MS]
+export const execUsage = `usage: berth exec [-i] [-t] [-d] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]... [--timeout MS]
                   [--url URL] [--token TOKEN] ENV -- COMMAND [ARG...]
        berth exec [options] --session SESSION [--turn TURN] -- COMMAND [ARG...]
-  Runs COMMAND in the environment ENV (id, name or slug) on a running server, streams its output and exits with its
-  exit code (128+n when killed by signal n, 125 when it could not start or its outcome is unknown). -i forwards
-  stdin; -t runs it on a terminal of this terminal's size. Without -t, Ctrl-C cancels the command (a second one
-  detaches and leaves it running). A repeated --operation-id re-attaches to the first run instead of running twice.
-  --session runs it in the session's environment; with --turn (a tool turn of that session: \`berth turn open\`) it
-  runs in the session's workspace, its cwd relative to the session's, and holds the turn until it ends.
-${remoteUsage}`;
+  Runs COMMAND in the environment ENV (id, name or slug), streams its output and exits with its exit code: 127 when
+  the command is not found, 126 when it cannot be executed, 124 when --timeout ended it, 128+n when signal n
+  killed it, 125 when Berth could not run it (a wrong environment, a missing engine) or its outcome is unknown.
+  -i forwards stdin; -t runs it on a terminal of this terminal's size. -d (--detach) starts it, prints its id and
+  leaves it running. Without -t, Ctrl-C cancels the command after a second unless a second Ctrl-C detaches (it
+  keeps running: \`berth logs -f ID\` follows it). A repeated --operation-id re-attaches to the first run instead
+  of running twice. --session runs it in the session's environment; with --turn (a tool turn of that session:
+  \`berth turn open\`) it runs in the session's workspace, its cwd relative to the session's, and holds the turn
+  until it ends. \`berth run\` is the same command.
+${remoteUsage}
+  With no server it runs through a runtime in this process on the data directory (not with --session or -d).`;
 
-const options = { ...remoteOptions, ...commandLineOptions, session: { type: 'string' }, turn: { type: 'string' } } as const;
+const options = {
+  ...remoteOptions,
+  ...commandLineOptions,
+  session: { type: 'string' },
+  turn: { type: 'string' },
+  detach: { type: 'boolean', short: 'd' },
+} as const;
 
 const terminalSize = (): TerminalSize => ({ cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 });
+
+/** How long a first Ctrl-C waits for a second (detach) before it cancels the command. */
+const DETACH_WINDOW_MS = 1_000;
 
 export async function execCommand(argv: string[]): Promise<number> {
   const line = parseCommandLine(argv, options, execUsage, true);
   if (line.help) return void console.log(execUsage), 0;
-  const { values, command, env, timeoutMs } = line;
+  const { values } = line;
   if (values.turn !== undefined && values.session === undefined) throw new UsageError('--turn needs the --session it belongs to', execUsage);
+  const server = await findServer(values);
+  const inProcess = !server && values.session === undefined && !values.detach && values.token === undefined;
+  const ran = inProcess ? import('./run.ts').then((m) => m.runCommand(argv)) : onServer(line, server);
+  // Berth's side failing (no such environment, no engine, no server) is 125, apart from the command's own codes.
+  return ran.catch((error: unknown) => {
+    if (!isBerthError(error) && !isBerthApiError(error)) throw error;
+    process.stderr.write(`berth: ${error.message}\n`);
+    return FAILED_EXIT;
+  });
+}
 
-  const berth = await connectRemote(values);
-  try {
-    const where: RunWhere =
-      line.environment === undefined ? { session: values.session!, ...(values.turn !== undefined ? { turn: values.turn } : {}) } : await findEnvironment(berth, line.environment);
-    return await execute(berth, where, command, {
-      operationId: values['operation-id'] ?? `exec-${randomUUID()}`,
-      interactive: values.interactive ?? false,
-      tty: values.tty ?? false,
-      ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
-      ...(Object.keys(env).length > 0 ? { env } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    });
-  } catch (error) {
-    if (isUnreachable(error)) throw unreachable(serverUrl(values.url), error);
-    throw error;
-  }
+function onServer(line: Extract<ReturnType<typeof parseCommandLine<typeof options>>, { help: false }>, server: ServerTarget | undefined): Promise<number> {
+  const { values, command, env, timeoutMs } = line;
+  return withServer(
+    values,
+    async (berth) => {
+      const where: RunWhere =
+        line.environment === undefined ? { session: values.session!, ...(values.turn !== undefined ? { turn: values.turn } : {}) } : await findEnvironment(berth, line.environment);
+      return execute(berth, where, command, {
+        operationId: values['operation-id'] ?? `exec-${randomUUID()}`,
+        interactive: values.interactive ?? false,
+        tty: values.tty ?? false,
+        detach: values.detach ?? false,
+        ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
+        ...(Object.keys(env).length > 0 ? { env } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      });
+    },
+    server,
+  );
 }
 
 interface ExecOptions {
   operationId: string;
   interactive: boolean;
   tty: boolean;
+  detach: boolean;
   cwd?: string;
   env?: Record<string, string>;
   timeoutMs?: number;
 }
 
 async function execute(berth: Berth, where: RunWhere, command: string[], o: ExecOptions): Promise<number> {
+  const submit = {
+    operationId: o.operationId,
+    ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
+    ...(o.env ? { env: o.env } : {}),
+    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+  };
+  if (o.detach) {
+    const record = await berth.executions.submit({ ...(typeof where === 'string' ? { environment: where } : where), command, ...submit });
+    await writeOut(`${record.id}\n`);
+    process.stderr.write(followLine(record.id));
+    return 0;
+  }
   const undo: (() => void)[] = [];
   const stop = new AbortController();
   undo.push(() => stop.abort());
@@ -76,12 +118,19 @@ async function execute(berth: Berth, where: RunWhere, command: string[], o: Exec
 
   let id: string | undefined;
   if (!(o.interactive && o.tty)) {
-    // In raw mode Ctrl-C is a byte for the command; otherwise it cancels, and a second one detaches.
-    let interrupts = 0;
+    // In raw mode Ctrl-C is a byte for the command. Otherwise the first one cancels unless a second one follows
+    // soon: that one detaches, leaving the command running (exiting stops only the following).
+    let pending: NodeJS.Timeout | undefined;
     const onInterrupt = () => {
-      if (++interrupts > 1 || !id) process.exit(130);
-      process.stderr.write('berth: cancelling (Ctrl-C again to detach and leave it running)\n');
-      void berth.executions.cancel(id).catch((e: unknown) => process.stderr.write(`berth: ${(e as Error).message}\n`));
+      if (!id) process.exit(130);
+      if (pending) {
+        clearTimeout(pending);
+        process.stderr.write(`berth: detached; ${followLine(id)}`);
+        process.exit(0);
+      }
+      process.stderr.write('berth: cancelling (Ctrl-C again at once to detach and leave it running)\n');
+      const running = id;
+      pending = setTimeout(() => void berth.executions.cancel(running).catch((e: unknown) => process.stderr.write(`berth: ${(e as Error).message}\n`)), DETACH_WINDOW_MS);
     };
     process.on('SIGINT', onInterrupt);
     undo.push(() => process.off('SIGINT', onInterrupt));
@@ -89,10 +138,7 @@ async function execute(berth: Berth, where: RunWhere, command: string[], o: Exec
 
   try {
     const record = await berth.executions.run(where, command, {
-      operationId: o.operationId,
-      ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
-      ...(o.env ? { env: o.env } : {}),
-      ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+      ...submit,
       ...(o.tty ? { pty: terminalSize(), sizes: resizes(stop.signal) } : {}),
       ...(o.interactive ? { stdin: process.stdin as AsyncIterable<Buffer> } : {}),
       onSubmitted: (r) => (id = r.id),
@@ -112,6 +158,10 @@ async function execute(berth: Berth, where: RunWhere, command: string[], o: Exec
     undo.reverse().forEach((f) => f());
   }
 }
+
+const followLine = (id: string) => `${id} keeps running; follow it with: berth logs -f ${id}\n`;
+
+const writeOut = (text: string) => new Promise<void>((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())));
 
 const write = (out: Writable, chunk: Buffer) => void out.write(chunk);
 

@@ -4,7 +4,7 @@
  */
 import type { Berth, Lease } from '../client/berth-client.ts';
 import { UsageError } from './command-args.ts';
-import { table } from './ps.ts';
+import { table } from './text-table.ts';
 import { remoteUsage } from './remote.ts';
 import { subcommands, type Print } from './subcommands.ts';
 import { writeLine } from './stdout-lines.ts';

@@ -8,12 +8,10 @@ import { UsageError } from './command-args.ts';
 import { cpCommand } from './cp.ts';
 import { envCommand } from './env.ts';
 import { eventsCommand } from './events.ts';
-import { eventsRemoteCommand, replayRemoteCommand } from './events-remote.ts';
 import { execCommand } from './exec.ts';
 import { helpCommand, versionCommand } from './help.ts';
 import { logsCommand } from './logs.ts';
 import { psCommand } from './ps.ts';
-import { namesServer } from './remote.ts';
 import { replayCommand } from './replay.ts';
 import { serveCommand } from './serve.ts';
 import { sessionCommand } from './session.ts';
@@ -25,7 +23,7 @@ import { workspaceCommand } from './workspace.ts';
 const commands: Record<string, (argv: string[]) => Promise<number>> = {
   serve: serveCommand,
   host: (argv) => import('./host.ts').then((m) => m.hostCommand(argv)),
-  events: (argv) => (namesServer(argv) ? eventsRemoteCommand(argv) : eventsCommand(argv)),
+  events: eventsCommand,
   env: envCommand,
   replay: replayCommand,
   'check-history': (argv) => import('./check-history.ts').then((m) => m.checkHistoryCommand(argv)),
@@ -37,7 +35,7 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   session: sessionCommand,
   turn: turnCommand,
   cp: cpCommand,
-  run: (argv) => import('./run.ts').then((m) => m.runCommand(argv)),
+  run: execCommand,
   help: helpCommand,
   '--help': helpCommand,
   '-h': helpCommand,

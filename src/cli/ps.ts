@@ -1,56 +1,57 @@
 /**
- * `berth ps`: what is live on a running server, in the caller's scope — the active allocations and the executions
- * that have not finished — as two small tables, or one JSON object per line with --json.
+ * `berth ps [-a]`: what is live on the server, in the caller's scope — the active allocations and the executions
+ * that have not finished (with -a, every execution, finished ones too, with their exit status) — as two tables
+ * naming each environment, or one JSON object per line with --json.
  */
 import type { ExecutionRecordJson } from '../../schemas/api.ts';
+import { terminalStatuses } from '../../schemas/states.ts';
 import type { Allocation } from '../client/berth-client.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
-import { connectRemote, isUnreachable, remoteOptions, remoteUsage, serverUrl, unreachable } from './remote.ts';
+import { exitStatusOf } from './exit-status.ts';
+import { remoteOptions, remoteUsage, withServer } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
+import { table } from './text-table.ts';
 
-export const psUsage = `usage: berth ps [--json] [--url URL] [--token TOKEN]
-  Lists the active allocations and the unfinished executions of the token's scope.
+export const psUsage = `usage: berth ps [-a] [--json] [--url URL] [--token TOKEN]
+  Lists the active allocations and the unfinished executions of the token's scope; -a (--all) lists every execution,
+  finished ones too, with their exit status.
 ${remoteUsage}`;
 
 export async function psCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(argv, { ...remoteOptions, json: { type: 'boolean' } }, psUsage);
+  const { values, positionals } = parseCommandArgs(argv, { ...remoteOptions, json: { type: 'boolean' }, all: { type: 'boolean', short: 'a' } }, psUsage);
   if (values.help) return void console.log(psUsage), 0;
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`, psUsage);
-  const berth = await connectRemote(values);
-  let allocations: Allocation[];
-  let executions: ExecutionRecordJson[];
-  try {
-    [allocations, executions] = await Promise.all([
+  const [allocations, executions, names] = await withServer(values, async (berth) => {
+    const unfinished = () => Promise.all([berth.executions.list({ status: 'accepted' }), berth.executions.list({ status: 'running' })]).then((x) => x.flat());
+    return Promise.all([
       berth.allocations.active(),
-      Promise.all([berth.executions.list({ status: 'accepted' }), berth.executions.list({ status: 'running' })]).then((x) => x.flat()),
-    ]);
-  } catch (error) {
-    if (isUnreachable(error)) throw unreachable(serverUrl(values.url), error);
-    throw error;
-  }
+      values.all ? berth.executions.list() : unfinished(),
+      values.json ? new Map<string, string>() : berth.environments.list().then((list) => new Map(list.map((e) => [e.id, e.name]))),
+    ] as const);
+  });
   executions.sort((a, b) => a.createdAt - b.createdAt);
   if (values.json) {
     for (const a of allocations) await writeLine(JSON.stringify({ kind: 'allocation', ...a }));
     for (const e of executions) await writeLine(JSON.stringify({ kind: 'execution', ...e }));
     return 0;
   }
+  const named = (id: string) => names.get(id) ?? id;
   await table(
     ['ALLOCATION', 'ENVIRONMENT', 'GEN', 'STATE', 'PROVIDER', 'USES'],
-    allocations.map((a) => [a.allocationId, a.environmentId, String(a.generation), a.state, `${a.provider}/${a.ownership}`, String(a.uses.length)]),
+    allocations.map((a: Allocation) => [a.allocationId, named(a.environmentId), String(a.generation), a.state, `${a.provider}/${a.ownership}`, String(a.uses.length)]),
   );
   await writeLine('');
   const now = Date.now();
   await table(
     ['EXECUTION', 'STATUS', 'ENVIRONMENT', 'AGE', 'COMMAND'],
-    executions.map((e) => [e.id, e.status, e.environment, age(now - e.createdAt), e.command.join(' ').slice(0, 60)]),
+    executions.map((e) => [e.id, statusText(e), named(e.environment), age(now - e.createdAt), e.command.join(' ').slice(0, 60)]),
   );
   return 0;
 }
 
-/** Rows under a header, each column as wide as its widest cell. */
-export async function table(header: string[], rows: string[][]): Promise<void> {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  for (const row of [header, ...rows]) await writeLine(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+/** A finished execution's status with the exit code the CLI would pass through (`exited 3`, `cancelled 130`). */
+function statusText(e: ExecutionRecordJson): string {
+  return terminalStatuses.has(e.status) ? `${e.status} ${exitStatusOf(e).code}` : e.status;
 }
 
 function age(ms: number): string {

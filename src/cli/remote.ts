@@ -1,39 +1,61 @@
 /**
- * How the CLI's remote commands reach a running `berth serve`: `--url` / BERTH_URL (default
- * http://BERTH_HOST:BERTH_PORT, i.e. http://127.0.0.1:7420), `--token` / BERTH_TOKEN (default: the admin token kept
- * in the data directory, for the operator on the same machine). A server that does not answer becomes one clear
- * sentence instead of a stack trace.
+ * Which Berth a CLI command talks to, decided once for every command: the server named by `--url` / BERTH_URL, else
+ * the server holding the data directory (it records its URL in `<data-dir>/serving.json` when it listens), else —
+ * for the commands that can — a runtime in this process on the data directory. The token: `--token` / BERTH_TOKEN,
+ * else the admin token kept in the data directory. A server that does not answer becomes one clear sentence.
  */
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { Berth } from '../client/berth-client.ts';
+import { resolveSettings } from '../runtime/config.ts';
+import { findServing } from '../runtime/core/serving-record.ts';
 import { findEnvironmentId } from './environment-ref.ts';
 
 export const remoteOptions = {
   url: { type: 'string' },
   token: { type: 'string' },
+  /** Where to look for the serving record (and the token); a runtime in this process uses it too. */
+  'data-dir': { type: 'string' },
 } as const;
 
-export const remoteUsage = `  --url URL (BERTH_URL, default http://127.0.0.1:7420) names the server; --token TOKEN (BERTH_TOKEN, default the
-  admin token in BERTH_DATA_DIR/token) authenticates.`;
+export const remoteUsage = `  Talks to the server at --url URL (or BERTH_URL), else to the \`berth serve\` holding the data directory
+  (BERTH_DATA_DIR, default ./.berth); --token TOKEN (BERTH_TOKEN, default the admin token in the data directory).`;
 
-/** True when the command line or the environment names a server: commands with an in-process mode go remote. */
-export const namesServer = (argv: string[], env: NodeJS.ProcessEnv = process.env): boolean =>
-  argv.some((a) => a === '--url' || a.startsWith('--url=')) || Boolean(env.BERTH_URL);
-
-export function serverUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  if (flag) return flag;
-  if (env.BERTH_URL) return env.BERTH_URL;
-  const host = env.BERTH_HOST || '127.0.0.1';
-  return `http://${host.includes(':') ? `[${host}]` : host}:${env.BERTH_PORT || 7420}`;
+export interface ServerTarget {
+  url: string;
+  /** The admin token's file the serving record names, when the server came from it. */
+  tokenFile?: string;
 }
 
-export function serverToken(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+interface TargetFlags {
+  url?: string;
+  'data-dir'?: string;
+}
+
+/** The server named by --url / BERTH_URL or holding the data directory; undefined when there is none. */
+export async function findServer(values: TargetFlags, env: NodeJS.ProcessEnv = process.env): Promise<ServerTarget | undefined> {
+  const named = values.url ?? (env.BERTH_URL || undefined);
+  if (named) return { url: named };
+  const serving = await findServing(dataDirOf(values, env));
+  return serving && { url: serving.url, ...(serving.tokenFile ? { tokenFile: serving.tokenFile } : {}) };
+}
+
+/** For the commands that need a server: the one found, else the default address (http://BERTH_HOST:BERTH_PORT). */
+async function serverOrDefault(values: TargetFlags, env: NodeJS.ProcessEnv = process.env): Promise<ServerTarget> {
+  const found = await findServer(values, env);
+  if (found) return found;
+  const host = env.BERTH_HOST || '127.0.0.1';
+  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${env.BERTH_PORT || 7420}` };
+}
+
+const dataDirOf = (values: TargetFlags, env: NodeJS.ProcessEnv) => resolveSettings({ dataDir: values['data-dir'] }, env).dataDir;
+
+function serverToken(flag: string | undefined, target: ServerTarget, values: TargetFlags, env: NodeJS.ProcessEnv = process.env): string {
   const token = flag ?? (env.BERTH_TOKEN || undefined);
   if (token) return token;
-  const file = join(resolve(env.BERTH_DATA_DIR || './.berth'), 'token');
+  const file = target.tokenFile ?? join(dataDirOf(values, env), 'token');
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
@@ -52,11 +74,11 @@ export function unreachable(url: string, error: unknown): BerthError {
   });
 }
 
-/** Connects (checking the token) or explains why not. */
-export async function connectRemote(values: { url?: string; token?: string }): Promise<Berth> {
-  const url = serverUrl(values.url);
+/** Connects to `target` (checking the token) or explains why not. */
+async function connect(target: ServerTarget, values: TargetFlags & { token?: string }): Promise<Berth> {
+  const { url } = target;
   if (!/^https?:\/\//.test(url)) throw new BerthError('invalid_request', `--url takes an http:// or https:// URL, not "${url}".`);
-  const token = serverToken(values.token);
+  const token = serverToken(values.token, target, values);
   try {
     return await Berth.connect({ url, token, backoff: { giveUpAfterMs: 30_000 } });
   } catch (error) {
@@ -65,13 +87,21 @@ export async function connectRemote(values: { url?: string; token?: string }): P
   }
 }
 
-/** Connects, runs `call` with the client, and turns a server that stops answering into one clear sentence. */
-export async function withServer<T>(values: { url?: string; token?: string }, call: (berth: Berth) => Promise<T>): Promise<T> {
-  const berth = await connectRemote(values);
+/**
+ * Connects to the server (`target`, else the one found, else the default address), runs `call` with the client, and
+ * turns a server that stops answering into one clear sentence.
+ */
+export async function withServer<T>(
+  values: TargetFlags & { token?: string },
+  call: (berth: Berth, url: string) => Promise<T>,
+  target?: ServerTarget,
+): Promise<T> {
+  const server = target ?? (await serverOrDefault(values));
+  const berth = await connect(server, values);
   try {
-    return await call(berth);
+    return await call(berth, server.url);
   } catch (error) {
-    throw isUnreachable(error) ? unreachable(serverUrl(values.url), error) : error;
+    throw isUnreachable(error) ? unreachable(server.url, error) : error;
   }
 }
 

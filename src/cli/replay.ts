@@ -1,7 +1,8 @@
 /**
  * `berth replay <stream|id> [--at N] [--json]` (or `--operation OPID`): prints each event of a stream with the
- * machine state before and after it (and the context keys it changed), folding through the actor type the stream's
- * category names.
+ * machine state before and after it. The server found by remote.ts answers (events-remote.ts); with none, the data
+ * directory's store is read in this process, folding through the actor type the stream's category names (and
+ * showing the context keys each event changed).
  */
 import type { StateValue } from 'xstate';
 import { resolveSettings } from '../runtime/config.ts';
@@ -10,27 +11,38 @@ import { replayStoredStream, type ReplayedStep } from '../runtime/core/stream-re
 import { executionIdOf } from '../runtime/executions/execution-service.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
+import { replayOverHttp } from './events-remote.ts';
+import { findServer, remoteOptions, remoteUsage } from './remote.ts';
 import { replayStream } from './replay-target.ts';
 import { writeLine } from './stdout-lines.ts';
 
-export const replayUsage = `usage: berth replay STREAM|ID [--at REVISION] [--json] [--data-dir DIR] [--store SPEC]
-       berth replay --operation OPID [--scope SCOPE] [--at REVISION] [--json] [--data-dir DIR] [--store SPEC]
+export const replayUsage = `usage: berth replay STREAM|ID [--at REVISION] [--json] [--data-dir DIR]
+       berth replay --operation OPID [--at REVISION] [--json] [--data-dir DIR]
   Prints every event of STREAM with the state before -> after; --at stops at that revision. A bare id (hexe_…,
-  henv_…, hwsp_…, …) names its resource's stream; --operation the execution submitted with that operationId in
-  SCOPE (default "default"; over HTTP, the token's scope).`;
+  henv_…, hwsp_…, …) names its resource's stream; --operation the execution submitted with that operationId.
+${remoteUsage}
+  With no server, the data directory's store (or --store SPEC) is read in this process, and --operation looks in
+  --scope SCOPE (default "default"; a server uses the token's scope).`;
 
 const label = (v: StateValue | null) => (v === null ? '?' : typeof v === 'string' ? v : JSON.stringify(v));
 
 export async function replayCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { ...storeOptions, at: { type: 'string' }, json: { type: 'boolean' }, operation: { type: 'string' }, scope: { type: 'string' } },
+    { ...storeOptions, ...remoteOptions, at: { type: 'string' }, json: { type: 'boolean' }, operation: { type: 'string' }, scope: { type: 'string' } },
     replayUsage,
   );
   if (values.help) return void console.log(replayUsage), 0;
   if (values.at !== undefined && !/^\d+$/.test(values.at)) {
     throw new UsageError(`--at takes a revision (0, 1, …), not "${values.at}"`, replayUsage);
   }
+  const server = await findServer(values);
+  if (server) {
+    const local = (['store', 'scope'] as const).find((f) => values[f] !== undefined);
+    if (local) throw new UsageError(`--${local} is for reading in this process, but a server answers at ${server.url}`, replayUsage);
+    return replayOverHttp(values, server, positionals, replayUsage);
+  }
+  if (values.token !== undefined) throw new UsageError('--token is for a server, and none holds the data directory: name it with --url (or BERTH_URL)', replayUsage);
   // Locally the execution's id is derived from the scope and operationId, as the runtime derived it.
   const stream = await replayStream(positionals, values.operation, async (op) => executionIdOf(values.scope ?? 'default', op), replayUsage);
   const settings = resolveSettings({ dataDir: values['data-dir'], store: values.store });

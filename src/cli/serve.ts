@@ -1,11 +1,13 @@
 /**
  * `berth serve`: starts one Berth (providers, store, epoch, projections, recovery, maintenance) and only then opens
  * the gateway (DESIGN §8) on its listeners — TCP (127.0.0.1:7420 by default), a Unix socket, HTTPS — printing
- * `Berth listening on URL` for each once it admits work. The admin token acts in scope `default`; a tokens file adds
+ * `Berth listening on URL` for each once it admits work, then records its URL in the data directory (for the CLI
+ * beside it) and prints the export lines another shell needs. The admin token acts in scope `default`; a tokens file adds
  * tenants. SIGINT/SIGTERM stop it cleanly (a second one forces); running commands survive it and are reconciled by
  * the next start.
  */
 import net from 'node:net';
+import { join } from 'node:path';
 import { buildGateway, type Gateway } from '../gateway/app.ts';
 import { createTokenAuth, loadTokensFile, type TokenEntry } from '../gateway/auth.ts';
 import { gatewayLimitsFromEnv } from '../gateway/limits.ts';
@@ -13,6 +15,7 @@ import { listen, type ListenAddress, type Listener, type TlsFiles } from '../gat
 import { BerthError } from '../../schemas/errors.ts';
 import { loadConfig, resolveSettings } from '../runtime/config.ts';
 import { startBerth } from '../runtime/berth.ts';
+import { recordServing } from '../runtime/core/serving-record.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
 
@@ -125,6 +128,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw e;
   }
   for (const listener of listeners) console.log(`Berth listening on ${listener.url}`);
+  // The CLI beside it finds it through the data directory; another shell needs these lines.
+  const http = listeners.find((l) => /^https?:\/\//.test(l.url));
+  const tokenFile = settings.token === undefined ? join(config.dataDir, 'token') : undefined;
+  const forget = http ? await recordServing(config.dataDir, { url: http.url, ...(tokenFile ? { tokenFile } : {}) }) : async () => undefined;
+  if (http) {
+    console.log(`For another shell:\n  export BERTH_URL=${http.url}`);
+    console.log(tokenFile ? `  export BERTH_TOKEN="$(cat ${tokenFile})"` : '  export BERTH_TOKEN=…  # the BERTH_TOKEN this server was started with');
+  }
 
   const signal = await stopRequested;
   log.info({ signal }, 'stopping');
@@ -133,6 +144,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.exit(1);
   };
   process.once('SIGINT', force).once('SIGTERM', force);
+  await forget();
   await close();
   return 0;
 }

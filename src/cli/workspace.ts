@@ -4,7 +4,7 @@
  * file history, their published checkpoints (a tree each, a diff between two) and their view.
  */
 import type { CheckpointDiff, HistoryEntry, Mount, Workspace } from '../client/berth-client.ts';
-import { table } from './ps.ts';
+import { table } from './text-table.ts';
 import { remoteUsage } from './remote.ts';
 import { subcommands } from './subcommands.ts';
 import { writeLine } from './stdout-lines.ts';

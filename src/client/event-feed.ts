@@ -27,6 +27,8 @@ interface FeedSpec<T> {
   parse(data: string, id: bigint): T;
   /** The last item: the server ends the stream after it, and the feed ends too. */
   last?(item: T): boolean;
+  /** The server ending the stream ends the feed (rather than a drop to resume from). */
+  endsWithStream?: boolean;
 }
 
 function followSse<T extends { position: bigint }>(http: HttpTransport, spec: FeedSpec<T>, fromPosition?: bigint, backoffOptions?: BackoffOptions): Feed<T> {
@@ -51,6 +53,7 @@ function followSse<T extends { position: bigint }>(http: HttpTransport, spec: Fe
           yield item;
           if (spec.last?.(item)) return;
         }
+        if (spec.endsWithStream) return;
       } catch (error) {
         if (abort.signal.aborted) return;
         if (error instanceof BerthApiError && error.status < 500) throw error;
@@ -62,11 +65,13 @@ function followSse<T extends { position: bigint }>(http: HttpTransport, spec: Fe
   return { close: () => abort.abort(), [Symbol.asyncIterator]: items };
 }
 
-export const followEvents = (http: HttpTransport, fromPosition?: bigint, backoffOptions?: BackoffOptions): EventFeed =>
+/** The audit feed after `fromPosition`; with `untilHead`, ending after the newest event when the server answers. */
+export const followEvents = (http: HttpTransport, fromPosition?: bigint, backoffOptions?: BackoffOptions, untilHead = false): EventFeed =>
   followSse(
     http,
     {
-      path: '/v1/events',
+      path: untilHead ? '/v1/events?until=head' : '/v1/events',
+      endsWithStream: untilHead,
       parse: (data) => {
         const wire = recordedEventJsonSchema.parse(JSON.parse(data));
         return { ...wire, revision: BigInt(wire.revision), position: BigInt(wire.position) };

@@ -1,11 +1,15 @@
 /**
  * Generates the OpenAPI 3.1 document from the route declarations and their zod schemas (`z.toJSONSchema`, JSON
- * Schema 2020-12, which OpenAPI 3.1 embeds as is). Nothing is written by hand, so the document cannot drift from
- * what the gateway validates.
+ * Schema 2020-12, which OpenAPI 3.1 embeds as is): each operation tagged with its resource, its request body (JSON,
+ * or the raw bytes and archives a route reads itself), and its error answers by status, each listing the registry
+ * codes the route can answer (route-errors.ts). Nothing is written by hand, so the document cannot drift from what
+ * the gateway validates.
  */
 import { z } from 'zod';
 import { errorBodySchema } from '../../schemas/api.ts';
+import { errorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import type { RouteDef } from './route.ts';
+import { resourceOf, routeErrors } from './route-errors.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -42,9 +46,42 @@ const operationId = (method: string, path: string): string =>
     .map((word, i) => (i === 0 ? word : word.charAt(0).toUpperCase() + word.slice(1)))
     .join('');
 
+/** A body a route reads as bytes: binary, or JSON checked by the handler. */
+const rawContent = (raw: NonNullable<RouteDef['spec']['rawBody']>) =>
+  Object.fromEntries(
+    Object.entries(raw).map(([type, { description, schema }]) => [
+      type,
+      { schema: schema ? { ...jsonSchema(schema, 'input'), description } : { type: 'string', contentMediaType: type, description } },
+    ]),
+  );
+
+/** One response per error status, its body's code limited to the codes of that status the route can answer. */
+function errorResponses(route: RouteDef): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of routeErrors(route)) {
+    const status = errorCodes[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, codes]) => [
+      String(status),
+      {
+        description: `Error ${codes.join(', ')}: {"error":{"code","message","detail"}}`,
+        content: {
+          'application/json': {
+            schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { properties: { error: { properties: { code: { enum: codes } } } } }] },
+          },
+        },
+      },
+    ]),
+  );
+}
+
 export function buildOpenApi(routes: RouteDef[], info: { title: string; version: string }): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const { spec } of routes) {
+  const tags = new Set<string>();
+  for (const route of routes) {
+    const { spec } = route;
     const parameters: Parameter[] = [
       ...objectParameters(spec.params, 'path'),
       ...objectParameters(spec.query, 'query'),
@@ -70,19 +107,20 @@ export function buildOpenApi(routes: RouteDef[], info: { title: string; version:
         }),
       };
     }
-    responses.default = {
-      description: 'Error: {"error":{"code","message","detail"}}',
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-    };
+    Object.assign(responses, errorResponses(route));
+    const tag = resourceOf(spec.path);
+    tags.add(tag);
     paths[spec.path] ??= {};
     paths[spec.path]![spec.method.toLowerCase()] = {
       operationId: operationId(spec.method, spec.path),
+      tags: [tag],
       summary: spec.summary,
       ...(spec.description && { description: spec.description }),
       ...(parameters.length > 0 && { parameters }),
       ...(spec.body && {
         requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } } },
       }),
+      ...(spec.rawBody && { requestBody: { required: true, content: rawContent(spec.rawBody) } }),
       responses,
       ...(spec.messages && {
         'x-websocket-messages': {
@@ -96,6 +134,7 @@ export function buildOpenApi(routes: RouteDef[], info: { title: string; version:
   return {
     openapi: '3.1.0',
     info,
+    tags: [...tags].sort().map((name) => ({ name })),
     paths,
     components: {
       schemas: { Error: jsonSchema(errorBodySchema, 'output') },

@@ -7,6 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocketServer } from 'ws';
 import type { z } from 'zod';
 import { emptyQuery } from '../../schemas/api.ts';
+import type { ErrorCode } from '../../schemas/errors.ts';
 import type { Caller, RuntimeApi } from '../runtime/runtime-api.ts';
 import type { RouteConfig } from './auth.ts';
 import type { GatewayLimits } from './limits.ts';
@@ -43,6 +44,13 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * A body that is not one JSON document (a file's bytes, an archive): its content types and what each carries
+   * (documented only; the handler reads the stream, and a JSON `schema` is checked there).
+   */
+  rawBody?: Record<string, { description: string; schema?: z.ZodType }>;
+  /** Error codes this route answers beyond those of its shape and resource (route-errors.ts). */
+  errors?: ErrorCode[];
   /** Request headers the route reads (documented only; parsed by the handler). */
   headers?: Record<string, { description: string; schema: z.ZodType }>;
   /** WebSocket routes: the JSON messages each side sends (listed as `x-websocket-messages`). */

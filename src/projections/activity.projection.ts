@@ -39,6 +39,8 @@ export interface ExecutionRow extends ActivityItem {
   version?: number;
   /** Set once it exited (an exit code or a signal). */
   exited: boolean;
+  /** Its timeout ended it (it was killed when timeoutMs passed). */
+  timedOut?: boolean;
 }
 
 interface StatusCount {
@@ -98,6 +100,7 @@ function reduce(t: Tables<ActivityTables>, e: ExecutionStoredEvent): void {
       x.exitCode = e.data.exitCode;
       x.signal = e.data.signal;
       x.exited = true;
+      if (e.data.timedOut) x.timedOut = true;
       break;
     case 'execution.cancel_requested':
       // Before dispatch nothing was sent: the cancel completes at once (the machine closes).

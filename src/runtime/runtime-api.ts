@@ -132,6 +132,8 @@ export interface ExecutionRecord {
   status: ExecutionStatus;
   exitCode?: number | null;
   signal?: string | null;
+  /** Its timeoutMs passed and it was killed (the CLI exits 124). */
+  timedOut?: boolean;
   failure?: { code: string; message: string };
   version?: number;
   /**
@@ -256,7 +258,6 @@ export interface RuntimeApi {
   pools(caller: Caller): PoolStatus[];
   /** Releases a pool's ready allocations, which it makes again (the admin's; `not_found` for an unknown pool). */
   drainPool(caller: Caller, name: string): Promise<{ drained: number }>;
-}
   /** Every read model: its position and lag, and why it failed if it did (the admin's). */
   projections(caller: Caller): Promise<ProjectionStatus[]>;
   /** Recomputes one read model from the first event, e.g. after a fix for the event it failed on (the admin's). */
@@ -270,3 +271,4 @@ export interface ProjectionStatus {
   lag: string;
   /** Set when it failed: it answers `projection_failed` until rebuilt. */
   failed: { position: string; message: string } | null;
+}

@@ -101,7 +101,7 @@ describe('berth env in-process and over --url', () => {
     const said = (args: string) => remote.steps.find((s) => s.args.join(' ') === args)!;
     expect(said('create Parity Box --idle-seconds 30 --json')).toMatchObject({ code: 0 });
     expect(remote.json.get('show Parity Box --json')).toMatchObject({ slug: 'parity-box', profile: { provider: 'native', idleSeconds: 30 } });
-    expect(said('show parity-box').stdout).toMatch(/^<env> {2}parity-box {2}native {2}idle {2}available\n$/);
+    expect(said('show parity-box').stdout).toMatch(/^<env> {2}Parity Box {2}native {2}idle {2}available\n$/);
     expect(remote.json.get('acquire parity-box --json')).toMatchObject({ state: 'ready', generation: 1 });
     expect(remote.json.get('release parity-box --json')).toMatchObject({ state: 'released' });
     expect(said(`push parity-box ${path.join(scratch, 'project')}`)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^1 files, \d+ bytes\n$/) });

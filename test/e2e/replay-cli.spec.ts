@@ -1,6 +1,6 @@
 /**
- * `berth replay` by a bare resource id and by `--operation OPID`, locally (the server's data directory) and over
- * HTTP, against a real `berth serve` child: the same steps as by the stream name.
+ * `berth replay` by a bare resource id and by `--operation OPID`, over HTTP against a real `berth serve` child and
+ * locally (its data directory once it stopped): the same steps as by the stream name.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamOfTarget } from '../../src/cli/replay-target.ts';
@@ -50,6 +50,8 @@ describe('berth replay by id and by operationId', () => {
   });
 
   it('on the data directory gives the same steps for the stream name, the bare execution id and --operation --scope', async () => {
+    // While the server holds the data directory the CLI talks to it: read in this process once it is gone.
+    expect(await server.stop('SIGTERM')).toBe(0);
     const local = ['--data-dir', server.dataDir];
     const env = cleanEnv();
     const [byStream, byId, byOperation, otherScope] = await Promise.all([

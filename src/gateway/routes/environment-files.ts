@@ -93,6 +93,8 @@ export const environmentFilesPlugin = contentPlugin([
           summary: 'Write one file: the body is its bytes (any content type); its directories are made',
           description: `${pathNote} A file over the limit is file_too_large (413, detail.max_bytes), never truncated.`,
           params: filePathParams,
+          rawBody: { 'application/octet-stream': { description: "The file's bytes (any content type)" } },
+          errors: ['file_too_large'],
           responses: { 200: { description: 'Written', schema: fileWrittenSchema } },
         },
         async ({ deps, caller, params, request }) => {
@@ -114,6 +116,13 @@ export const environmentFilesPlugin = contentPlugin([
             'A single wrapping directory is stripped. Links, absolute or escaping paths, NUL bytes, devices and dependency directories are dropped and counted in skipped; archive bombs are refused (environment_invalid). ?replace=true (archives) or "replace": true (JSON) clears the source first.',
           params: idParams,
           query: importQuery,
+          rawBody: {
+            'application/gzip': { description: 'A tar.gz archive' },
+            'application/x-tar': { description: 'A tar archive' },
+            'application/zip': { description: 'A zip archive' },
+            'application/json': { description: 'A git repository to clone', schema: gitImportBody },
+          },
+          errors: ['environment_invalid', 'file_too_large'],
           responses: { 200: { description: 'What landed and what was dropped', schema: importResultSchema } },
         },
         async ({ deps, caller, params, query, request }) => {

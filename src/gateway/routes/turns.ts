@@ -190,6 +190,8 @@ const rawRoutes = [
         'if-match': { description: 'The byte version the file must still have', schema: z.string() },
         'if-none-match': { description: '`*`: only if the file does not exist', schema: z.string() },
       },
+      rawBody: { 'application/octet-stream': { description: "The file's bytes (any content type)" } },
+      errors: ['stale_version', 'file_too_large'],
       responses: { 200: { description: 'Written', schema: fileWrittenJson } },
     },
     async ({ deps, caller, params, query, request }) => {
@@ -205,6 +207,8 @@ const rawRoutes = [
       summary: 'Stage an input at .berth-inputs/<path>: read-only to tools and commands from then on',
       params: sessionTurnParams,
       query: fileQuery,
+      rawBody: { 'application/octet-stream': { description: "The input's bytes (any content type)" } },
+      errors: ['file_too_large'],
       responses: { 200: { description: 'Staged', schema: fileWrittenJson } },
     },
     async ({ deps, caller, params, query, request }) => deps.api.files.stage(caller, params.id, params.turnId, query.path, await bodyBytes(request)),
