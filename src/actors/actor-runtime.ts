@@ -130,6 +130,8 @@ export class ActorRuntime<S = unknown> {
   private readonly mailboxes = new Mailboxes();
   /** Mailbox jobs, effects and snapshot writes under way: what `whenIdle` waits for. */
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Effects running per actor stream, so a re-drive never starts while the effect it would repeat still runs. */
+  private readonly effectsRunning = new Map<string, number>();
   private identity: RuntimeIdentity | undefined;
 
   constructor(opts: ActorRuntimeOptions<S>) {
@@ -475,6 +477,7 @@ export class ActorRuntime<S = unknown> {
         await this.send(type, actorId, event, sendOptions);
       },
     };
+    this.effectsRunning.set(stream, (this.effectsRunning.get(stream) ?? 0) + 1);
     const run = async () => {
       // Start after the caller's `send` has resolved: the effect never runs inside the mailbox job.
       await new Promise<void>((r) => setImmediate(r));
@@ -496,7 +499,18 @@ export class ActorRuntime<S = unknown> {
         }
       }
     };
-    void this.track(run());
+    void this.track(
+      run().finally(() => {
+        const left = (this.effectsRunning.get(stream) ?? 1) - 1;
+        if (left > 0) this.effectsRunning.set(stream, left);
+        else this.effectsRunning.delete(stream);
+      }),
+    );
+  }
+
+  /** Whether an effect of this actor is running in this process (a slow drain or save is not stalled). */
+  effectRunning(actorType: string, id: string): boolean {
+    return this.effectsRunning.has(`${actorType}-${id}`);
   }
 
   /** Snapshots the actor when the events after revision `from` (up to `actor.revision`) reached a multiple of N. */

@@ -97,6 +97,8 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
         const unfinished = parts.projections().get('activity')!.query.unfinished() as ActivityEntry[];
         for (const x of unfinished) {
           if (!POST_EXIT_STEPS.has(x.step) || now.getTime() - x.updatedAt < stalledMs) continue;
+          // A slow drain or save still running here is not stalled: re-driving it would run it twice at once.
+          if (actors.effectRunning('execution', x.id)) continue;
           await tolerate(actors.send('execution', x.id, { type: 'runtime.recovered', runtimeId: actors.runtimeId, epoch: actors.epoch, at: now.getTime() }));
         }
       },

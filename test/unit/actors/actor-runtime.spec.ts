@@ -270,6 +270,23 @@ describe('ActorRuntime: snapshots and rehydration', () => {
   });
 });
 
+describe('ActorRuntime: effects under way', () => {
+  it('says an actor has an effect running until it ends (maintenance does not re-drive it meanwhile)', async () => {
+    const rt = await started();
+    let finish!: () => void;
+    const gate = new Promise<void>((r) => (finish = r));
+    rt.register({ ...counterActor, type: 'slow', effects: { announce: () => gate } });
+    await rt.send('slow', 's1', inc(9));
+    expect(rt.effectRunning('slow', 's1')).toBe(false);
+    await rt.send('slow', 's1', inc(2)); // crosses ten: `announce` runs, and waits
+    expect(rt.effectRunning('slow', 's1')).toBe(true);
+    expect(rt.effectRunning('slow', 'other')).toBe(false);
+    finish();
+    await rt.whenIdle();
+    expect(rt.effectRunning('slow', 's1')).toBe(false);
+  });
+});
+
 describe('ActorRuntime: effects that throw', () => {
   it('logs the failure and sends nothing for it', async () => {
     const logged: { obj: object; msg?: string }[] = [];
