@@ -129,8 +129,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function toRecordedEvent(e: ClientRecordedEvent): RecordedEvent {
   const position = positionOf(e);
-  const data = e.isJson ? e.data : decodeJson(e.streamId, e.revision, 'data', e.data);
-  const metadata = e.metadata === undefined ? {} : decodeMetadata(e.streamId, e.revision, e.metadata);
+  // Where it is in the log, so the projections fail only the read models it is for and go on past it.
+  const at = { position, type: e.type };
+  const data = e.isJson ? e.data : decodeJson(e.streamId, e.revision, 'data', e.data, at);
+  const metadata = e.metadata === undefined ? {} : decodeMetadata(e.streamId, e.revision, e.metadata, at);
   return {
     id: e.id,
     stream: e.streamId,
@@ -143,19 +145,21 @@ export function toRecordedEvent(e: ClientRecordedEvent): RecordedEvent {
   };
 }
 
-function decodeJson(stream: string, revision: bigint, what: string, bytes: Uint8Array): unknown {
+type LogPlace = { position: bigint; type: string };
+
+function decodeJson(stream: string, revision: bigint, what: string, bytes: Uint8Array, at: LogPlace): unknown {
   try {
     return JSON.parse(utf8.decode(bytes));
   } catch (err) {
-    throw new CorruptEvent(stream, revision, `${what} is not JSON (${(err as Error).message})`);
+    throw new CorruptEvent(stream, revision, `${what} is not JSON (${(err as Error).message})`, at);
   }
 }
 
-function decodeMetadata(stream: string, revision: bigint, raw: unknown): Record<string, unknown> {
+function decodeMetadata(stream: string, revision: bigint, raw: unknown, at: LogPlace): Record<string, unknown> {
   // The client parses JSON metadata and hands back the bytes when they are not JSON.
-  const metadata = raw instanceof Uint8Array ? decodeJson(stream, revision, 'metadata', raw) : raw;
+  const metadata = raw instanceof Uint8Array ? decodeJson(stream, revision, 'metadata', raw, at) : raw;
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) {
-    throw new CorruptEvent(stream, revision, 'metadata is not a JSON object');
+    throw new CorruptEvent(stream, revision, 'metadata is not a JSON object', at);
   }
   return metadata as Record<string, unknown>;
 }
