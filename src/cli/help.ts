@@ -17,23 +17,23 @@ export const overview = `berth: control plane for agent execution environments
 
 commands:
   serve      start the runtime and its HTTP API
-  exec       run a command on a running server, like docker exec (-i stdin, -t terminal)
-  logs       print an execution's output (-f to follow it)
-  ps         list active allocations and unfinished executions
+  exec       run a command, like docker exec (-i stdin, -t terminal, -d detach)
+  logs       print an execution's output (-f to follow it, --tail N)
+  ps         list active allocations and running executions (-a: every execution)
   env        manage environments, their allocations and content (push, build, versions, activate)
   workspace  manage workspaces (create, ls, show, rm, history, checkpoints, diff, mount, detach)
   lease      bind work to a machine by key; acquire, pause, hold, resume, release it (ls, get)
   session    create a session bound to an environment and/or a workspace
   turn       open and release a tool turn (it holds the session's workspace); checkpoint and restore in it
   cp         copy files between this machine and a session's workspace
-  run        run a command through an in-process runtime on the data directory
+  run        the same as exec
   events     print the event log (--follow to keep tailing)
   replay     print a stream's events with the machine state before -> after each
   check-history  fold every actor stream through today's machines; name each event they would fold differently
   help       this text (also --help); --version prints the version
 
-  exec, logs, ps, workspace, lease, session, turn and cp talk to a server; env, events and replay do too when given --url
-  (or BERTH_URL):
+  Every command but serve talks to the server at --url / BERTH_URL, else to the \`berth serve\` holding the data
+  directory; with no server, env, events, replay and exec run in this process on the data directory.
 ${remoteUsage}
 
 ${serveUsage}

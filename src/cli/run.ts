@@ -1,7 +1,7 @@
 /**
- * `berth run ENV -- COMMAND…`: runs one command in an environment through an in-process runtime on the data
- * directory (recovery first, as `serve` does), streams its output live by cursor, and exits with the command's code.
- * Ctrl-C cancels the command (a second one leaves it running and detaches); re-running with the same
+ * `berth exec`/`berth run` when no server holds the data directory (exec.ts decides): runs one command in an
+ * environment through a runtime in this process on the data directory (recovery first, as `serve` does), streams its
+ * output live by cursor, and exits with the command's code. Ctrl-C cancels the command; re-running with the same
  * --operation-id re-attaches to the first run instead of starting another.
  */
 import { randomUUID } from 'node:crypto';
@@ -25,7 +25,7 @@ export const runUsage = `usage: berth run [--data-dir DIR] [--store SPEC] [--ope
   Runs COMMAND in the environment ENV (its id, name or slug), streams its output and exits with its exit code
   (128+n when killed by signal n, 125 when it could not start or its outcome is unknown). -i forwards stdin;
   -t runs it on a terminal of this terminal's size. Ctrl-C cancels it. A repeated --operation-id never runs twice:
-  it re-attaches to the first run and replays its output.`;
+  it re-attaches to the first run and replays its output. This is \`berth exec\` with no server: see berth exec --help.`;
 
 /** The CLI acts as the data directory's administrator, in the scope the admin token maps to by default. */
 const caller: Caller = { scope: 'default', role: 'admin' };
@@ -120,7 +120,7 @@ function attachInput(api: BerthApi, id: string, o: { stdin: boolean; tty: boolea
   let interrupts = 0;
   const onInterrupt = () => {
     if (++interrupts === 1) {
-      process.stderr.write('berth: cancelling (Ctrl-C again to detach and leave it running)\n');
+      process.stderr.write('berth: cancelling (Ctrl-C again to stop waiting for it)\n');
       void api.cancelExecution(caller, id).catch(report);
     } else process.exit(130);
   };
