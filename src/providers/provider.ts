@@ -128,8 +128,13 @@ export interface Provider {
    * whose profile fits it. Providers without it are never pooled.
    */
   readonly pooling?: PoolingCapability;
-  /** Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. */
-  available(): Promise<boolean>;
+  /**
+   * Whether the provider's backend answers (Docker daemon ping); false makes the environment `unavailable`. With a
+   * profile: the backend that serves it (`backendOf`).
+   */
+  available(profile?: Profile): Promise<boolean>;
+  /** Which of its backends serves `profile` (remote: the host it names), so availability is asked per backend. */
+  backendOf?(profile: Profile): string;
   close?(): Promise<void>;
 }
 

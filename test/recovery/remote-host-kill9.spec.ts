@@ -1,7 +1,8 @@
 /**
  * kill -9 of an Execution Host while its command runs: the control plane keeps the execution `running` (never exited
  * by guess, never resubmitted: the command counts its starts in a file), and once the host is back the execution
- * converges to its real exit with its whole output. The same when the control plane is killed too meanwhile.
+ * converges to its real exit with its whole output; the environment reads `unavailable` while its host is gone.
+ * The same when the control plane is killed too meanwhile.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,7 +53,9 @@ describe('kill -9 of a remote host', () => {
     await sleep(1500);
     const meanwhile = await server.json(`/v1/executions/${record.id}`, admin);
     expect(meanwhile.status).toBe('running');
+    expect((await server.json(`/v1/environments/${environment}`, admin)).availability).toBe('unavailable');
     await hosts.hosts['host-unix']!.restart();
+    expect((await server.json(`/v1/environments/${environment}`, admin)).availability).toBe('available');
     const done = await finished(server, record.id, tokens.admin);
     expect(done).toMatchObject({ status: 'exited', exitCode: 5 });
     expect(await output(record.id)).toBe(whole);

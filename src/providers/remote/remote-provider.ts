@@ -80,6 +80,10 @@ export class RemoteProvider implements Provider {
     return new RemoteExecutor(this.client(profile), this.target(ref));
   }
 
+  backendOf(profile: Profile): string {
+    return profile.host ?? '';
+  }
+
   /** With a profile: whether its host answers; without: whether any configured host does. */
   async available(profile?: Profile): Promise<boolean> {
     const clients = profile ? [this.client(profile)] : [...this.hosts.values()];

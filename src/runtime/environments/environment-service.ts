@@ -152,20 +152,20 @@ export class EnvironmentService {
 
   /**
    * The environment objects of catalog entries. What is not in the read models is gathered for all of them at once
-   * (one availability check per provider kind, the kept content summaries), then each object is built without a
+   * (one availability check per provider backend, the kept content summaries), then each object is built without a
    * promise of its own.
    */
   private async render(entries: CatalogEntry[]): Promise<EnvironmentView[]> {
-    const kinds = new Set<string>();
-    for (const e of entries) kinds.add(e.profile.provider);
+    const backends = new Map<string, Profile>();
+    for (const e of entries) backends.set(this.backendKey(e.profile), e.profile);
     const [available, allocationStates, content] = await Promise.all([
-      Promise.all([...kinds].map(async (kind) => [kind, await this.availability(kind)] as const)),
+      Promise.all([...backends].map(async ([key, profile]) => [key, await this.availability(profile)] as const)),
       this.allocationStates(entries),
       this.deps.describeContent?.(entries),
     ]);
     const availability = new Map(available);
     return entries.map((e, i) =>
-      environmentView(e, { availability: availability.get(e.profile.provider)!, allocationState: allocationStates[i], content: content?.[i] }),
+      environmentView(e, { availability: availability.get(this.backendKey(e.profile))!, allocationState: allocationStates[i], content: content?.[i] }),
     );
   }
 
@@ -539,11 +539,20 @@ export class EnvironmentService {
     return view;
   }
 
-  private async availability(kind: string): Promise<EnvironmentView['availability']> {
+  private async availability(profile: Profile): Promise<EnvironmentView['availability']> {
     try {
-      return (await this.deps.providers.get(kind).available()) ? 'available' : 'unavailable';
+      return (await this.deps.providers.get(profile.provider).available(profile)) ? 'available' : 'unavailable';
     } catch {
       return 'unavailable';
+    }
+  }
+
+  /** The provider backend serving `profile` (Provider.backendOf: a remote profile's host), asked once per render. */
+  private backendKey(profile: Profile): string {
+    try {
+      return `${profile.provider}\0${this.deps.providers.get(profile.provider).backendOf?.(profile) ?? ''}`;
+    } catch {
+      return profile.provider; // not registered: its availability check says unavailable
     }
   }
 
