@@ -73,6 +73,20 @@ describe('berth host refuses before anything runs', () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
+  it('a credential file others may read, or none: refused, no data directory made', async () => {
+    const dataDir = join(hosts.root, 'never-either');
+    const loose = join(hosts.root, 'loose-credential');
+    writeFileSync(loose, `${HOST_CREDENTIAL}\n`, { mode: 0o644 });
+    const run = await berth(['host', '--socket', join(hosts.root, 'loose.sock'), '--credential', loose, '--data-dir', dataDir], cleanEnv());
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/may be read by others: make it mode 0600/);
+    expect(run.stderr).not.toContain(HOST_CREDENTIAL);
+    const none = await berth(['host', '--socket', join(hosts.root, 'none.sock'), '--data-dir', dataDir], cleanEnv());
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/--credential FILE is required/);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
   it('serves its socket with mode 0600', () => {
     expect(statSync(socket).mode & 0o777).toBe(0o600);
   });
