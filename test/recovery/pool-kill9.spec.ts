@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { createEnvironment, restartAfterCrash, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
-import { dockerAvailable, rawDocker } from '../integration/docker-env.ts';
+import { dockerAvailable, rawDocker, removeTestResources } from '../integration/docker-env.ts';
 
 const PROFILE = { provider: 'docker', memoryMb: 256, pidsLimit: 64 };
 const SIZE = 2;
@@ -26,10 +26,7 @@ const scenes: Scene[] = [];
 afterEach(async () => {
   for (const { server, pool } of scenes.splice(0)) {
     await server.close();
-    const filters = { label: [`${LABEL.environmentId}=hpool_${pool}`] };
-    for (const c of await rawDocker.listContainers({ all: true, filters })) await rawDocker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-    for (const n of await rawDocker.listNetworks({ filters })) await rawDocker.getNetwork(n.Id).remove().catch(() => undefined);
-    for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
+    await removeTestResources({ [LABEL.environmentId]: `hpool_${pool}` });
   }
 });
 

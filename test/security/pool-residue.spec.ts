@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
-import { dockerAvailable, execIn, rawDocker } from '../integration/docker-env.ts';
+import { dockerAvailable, execIn, rawDocker, removeTestResources } from '../integration/docker-env.ts';
 
 const POOL = 'sec-residue';
 const PROFILE = { provider: 'docker', memoryMb: 256, pidsLimit: 64 };
@@ -22,10 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!dockerAvailable) return;
   await server.close();
-  const filters = { label: [`${LABEL.environmentId}=hpool_${POOL}`] };
-  for (const c of await rawDocker.listContainers({ all: true, filters })) await rawDocker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-  for (const n of await rawDocker.listNetworks({ filters })) await rawDocker.getNetwork(n.Id).remove().catch(() => undefined);
-  for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
+  await removeTestResources({ [LABEL.environmentId]: `hpool_${POOL}` });
 });
 
 const ready = () =>

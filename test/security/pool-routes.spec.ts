@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { berth, cleanEnv } from '../integration/cli-process.ts';
 import { createEnvironment, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
-import { dockerAvailable, rawDocker } from '../integration/docker-env.ts';
+import { dockerAvailable, rawDocker, removeTestResources } from '../integration/docker-env.ts';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 
 const POOL = 'sec-routes';
@@ -28,10 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!dockerAvailable) return;
   await server.close();
-  const filters = { label: [`${LABEL.environmentId}=hpool_${POOL}`] };
-  for (const c of await rawDocker.listContainers({ all: true, filters })) await rawDocker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-  for (const n of await rawDocker.listNetworks({ filters })) await rawDocker.getNetwork(n.Id).remove().catch(() => undefined);
-  for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
+  await removeTestResources({ [LABEL.environmentId]: `hpool_${POOL}` });
 });
 
 async function pools(token: string): Promise<{ name: string; ready: number; claims: { hit: number } }[]> {
