@@ -205,8 +205,11 @@ const allocationSetup = setup({
       return event.reason === 'explicit' || (params.idle && idleElapsed(context, event.at));
     },
     hasMounts: ({ context }) => mountUses(context).length > 0,
-    /** A pool's allocation, with no call in flight and no use: it can change hands. */
-    claimable: ({ context }) => isPoolId(context.environmentId) && context.call === null && Object.keys(context.uses).length === 0,
+    /**
+     * A pool's allocation nobody uses can change hands. An inspection in flight (recovery's) does not stop it: its
+     * report comes back to the allocation, whoever owns it by then (and a loss is told to that environment).
+     */
+    claimable: ({ context }) => isPoolId(context.environmentId) && Object.keys(context.uses).length === 0,
     /** The last use (a detached view's) goes: nothing is left to save, compute may go. */
     lastUse: ({ context, event }) => event.type === 'allocation.use_released' && event.useId in context.uses && Object.keys(context.uses).length === 1,
   },

@@ -54,6 +54,16 @@ describe('allocation machine: a warm pool\'s allocation', () => {
     expect(reject(after, claimed(OTHER, 1)).detail).toMatchObject({ reason: 'not_claimable' });
   });
 
+  it('should accept a claim while recovery inspects it, the report then answering for the environment', () => {
+    const recovered = { type: 'runtime.recovered', runtimeId: 'rt-1', epoch: 2, at: 4_000 };
+    spec.given([intended, ready, recovered]).when(claimed()).then(({ context }) => expect(context).toMatchObject({ environmentId: ENV, call: 'inspect' }));
+    const gone = { type: 'allocation.reported', report: { status: 'absent' }, at: 6_000 };
+    spec.given([intended, ready, recovered, claimed()]).when(gone).then(({ state, actions }) => {
+      expect(state).toBe('lost');
+      expect(actions).toContainEqual({ type: 'environment.notify', params: { environmentId: ENV, event: { type: 'environment.allocation_lost', allocationId: ID, reason: 'absent', at: 6_000 } } });
+    });
+  });
+
   it('should refuse a claim before it is ready, while something uses it, and of an environment\'s own allocation', () => {
     spec.given([intended]).when(claimed()).thenRejects('invalid_state');
     spec.given([intended, ready, use]).when(claimed()).thenRejects('invalid_state');
