@@ -112,6 +112,22 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     expect(metrics).toMatch(/berth_pool_size\{pool="warm"\} 5/);
   });
 
+  it('should never hand out a pooled container that died: the claim reconciles it, takes the next, and the pool replaces it', async () => {
+    const b = await start(pool(2));
+    await poolReady(b, 2);
+    const [dead, alive] = pooledContainers(b);
+    await rawDocker.getContainer(dead).kill();
+    const envs = await Promise.all([createDocker(b), createDocker(b)]);
+
+    const held = (await Promise.all(envs.map((e) => b.api.acquire(admin, e.id)))).map((a) => a.identity!.resourceId);
+    expect(held).not.toContain(dead);
+    expect(held).toContain(alive);
+    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 1 });
+    // The dead one is found lost, released (its container removed) and replaced.
+    await waitFor(async () => (await rawDocker.listContainers({ all: true, filters: { id: [dead] } })).length, { until: (n) => n === 0, timeoutMs: 30_000, what: 'the dead container removed' });
+    await poolReady(b, 2);
+  });
+
   it('should back off refilling a pool whose image is missing, say why, and let an acquire fail fast with a typed error', async () => {
     const b = await start(pool(2, { image: 'berth-missing:latest' }));
     const failing = await waitFor(() => statusOf(b), { until: (s) => s.consecutiveFailures >= 3, timeoutMs: 30_000, what: 'three failed refills' });
