@@ -103,6 +103,17 @@ describe('sandboxes by name and id', () => {
     expect(isBerthApiError(gone)).toBe(true);
   });
 
+  it('should pause, hold and resume the sandbox through its lease', async () => {
+    const sandbox = await berth.sandboxes.create();
+    expect(await sandbox.pause()).toMatchObject({ state: 'paused' });
+    expect(await sandbox.hold()).toMatchObject({ state: 'held' });
+    expect(await sandbox.resume()).toMatchObject({ state: 'running' });
+    expect((await sandbox.info()).state).toBe('running');
+    expect((await sandbox.run('echo back')).stdout).toBe('back\n');
+    await sandbox.kill();
+    expect((await berth.leases.get(sandbox.name)).state).toBe('released');
+  });
+
   it('should keep a workspace it did not make, and take it by name', async () => {
     const workspace = await berth.workspaces.create({ name: `kept-${Date.now()}` });
     const sandbox = await berth.sandboxes.create({ workspace: workspace.name! });
