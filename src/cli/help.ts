@@ -32,9 +32,9 @@ commands:
   check-history  fold every actor stream through today's machines; name each event they would fold differently
   help       this text (also --help); --version prints the version
 
-  Every command but serve talks to the server at --url / BERTH_URL, else to the \`berth serve\` holding the data
-  directory; with no server, env, events, replay and exec run in this process on the data directory.
+  Every command but serve (and host):
 ${remoteUsage}
+  With no server, env, events, replay and exec run in this process on the data directory.
 
 ${serveUsage}
 
