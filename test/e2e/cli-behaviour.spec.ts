@@ -1,6 +1,7 @@
 /**
  * What `berth exec`, `ps` and `logs` promise, driven as child processes against a real `berth serve`: exit codes
- * whatever the sandbox (127/126 for the command, with and without a content version; 125 for Berth's side; 124 for
+ * whatever the sandbox (127/126 for the command, native and Docker, with and without a content version; 125 for
+ * Berth's side; 124 for
  * a timeout, with `timedOut` on the record), a real detach (--detach, or Ctrl-C twice: the command keeps running and
  * its id and the `berth logs -f` line are printed; in a tmux terminal too), `ps` with names and headers and `ps -a`,
  * `logs --tail N` and the exit status at the end of a finished execution's logs.
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { berth, cleanEnv, root } from '../integration/cli-process.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
+import { dockerAvailable } from '../integration/docker-env.ts';
 import { finished, startServer, tokens, type BerthServer } from './berth-server.ts';
 
 const bin = join(root, 'bin/berth.js');
@@ -40,17 +42,31 @@ const record = (id: string) => server.json<Record<string, any>>(`/v1/executions/
 const executionIdOf = (text: string) => /hexe_[0-9a-f]{32}/.exec(text)?.[0];
 
 describe('exit codes', () => {
-  it('127 for a command not found and 126 for one not executable, before and after the environment has a content version', async () => {
-    const codes = async () => [(await exec([envName, '--', 'no-such-command'])).code, (await exec([envName, '--', '/tmp'])).code];
+  /** 127 and 126 in `env`, then again once it has a built content version. */
+  async function notFoundAndNotExecutable(env: string) {
+    const codes = async () => [(await exec([env, '--', 'no-such-command'])).code, (await exec([env, '--', '/tmp'])).code];
     expect(await codes()).toEqual([127, 126]);
-    const source = join(scratch, 'source');
+    const source = join(scratch, `source-${env}`);
     mkdirSync(source, { recursive: true });
     writeFileSync(join(source, 'hello.txt'), 'hello\n');
-    expect((await berth(['env', 'push', envName, source], remote)).code).toBe(0);
-    const built = await berth(['env', 'build', envName, '--follow'], remote);
+    expect((await berth(['env', 'push', env, source], remote)).code).toBe(0);
+    const built = await berth(['env', 'build', env, '--follow'], remote);
     expect(built.stdout, built.stderr).toMatch(/version 1 ready/);
     expect(await codes()).toEqual([127, 126]);
+  }
+
+  it('127 for a command not found and 126 for one not executable, before and after the environment has a content version', async () => {
+    await notFoundAndNotExecutable(envName);
   }, 180_000);
+
+  it.skipIf(!dockerAvailable)('the same in a Docker environment', async () => {
+    const created = await berth(['env', 'create', `${envName}-docker`, '--provider', 'docker', '--image', 'berth-base:latest'], remote);
+    expect(created.code, created.stderr).toBe(0);
+    await notFoundAndNotExecutable(`${envName}-docker`);
+    // The container, network and volume go with it (the server's cleanup knows only the environments it made).
+    const removed = await berth(['env', 'rm', `${envName}-docker`], remote);
+    expect(removed.code, removed.stderr).toBe(0);
+  }, 240_000);
 
   it('125 for Berth\'s side: an environment that does not exist', async () => {
     const run = await exec(['no-such-environment', '--', 'true']);
