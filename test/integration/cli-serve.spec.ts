@@ -33,7 +33,7 @@ describe('berth serve', () => {
     const first = await serve();
     expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(first.url).not.toMatch(/:0$/);
-    expect(first.health).toEqual({ status: 'ok', runtimeId: expect.stringMatching(/^rt_/), epoch: 1, store: 'sqlite' });
+    expect(first.health).toEqual({ status: 'ok', runtimeId: expect.stringMatching(/^rt_/), epoch: 1, store: 'sqlite', failedProjections: [] });
     expect(await first.r.stop('SIGTERM')).toBe(0);
     expect(first.r.stderr()).toContain('runtime stopped');
 
