@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Entry point of the `berth` command: runs the built CLI (dist/, `npm run build`) when it is newer than every source
-// file, else the TypeScript sources through tsx, so a checkout works without a build and never runs a stale one.
+// Entry point of the `berth` command: runs the built CLI (dist/, `npm run build`) when its finished build (the stamp
+// dist/.built, written last) is newer than every source file, else the TypeScript sources through tsx, so a checkout
+// works without a build and never runs a stale or half-written one.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -30,7 +31,7 @@ const newestSource = (dir) => {
 
 const builtAt = (() => {
   try {
-    return statSync(built).mtimeMs;
+    return statSync(`${root}dist/.built`).mtimeMs;
   } catch {
     return undefined;
   }
