@@ -7,12 +7,14 @@ import { BerthError } from '../../schemas/errors.ts';
 import type { Berth } from '../client/berth-client.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
-import type { EventsValues } from './events.ts';
-import { withServer, type ServerTarget } from './remote.ts';
+import { withServer, type ServerTarget, type TargetFlags } from './remote.ts';
 import { replayStream } from './replay-target.ts';
 import { writeLine } from './stdout-lines.ts';
 
-export function eventsOverHttp(values: EventsValues, server: ServerTarget, print: (e: RecordedEvent) => Promise<void>): Promise<number> {
+/** The flags of `berth events` this reads (structurally, so the command's module is not imported back). */
+type EventsFlags = TargetFlags & { after?: string; follow?: boolean; prefix?: string[] };
+
+export function eventsOverHttp(values: EventsFlags, server: ServerTarget, print: (e: RecordedEvent) => Promise<void>): Promise<number> {
   return withServer(
     values,
     async (berth) => {

@@ -30,8 +30,6 @@ const options = {
   json: { type: 'boolean' },
 } as const;
 
-export type EventsValues = ReturnType<typeof parseCommandArgs<typeof options>>['values'];
-
 export async function eventsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, options, eventsUsage);
   if (values.help) return void console.log(eventsUsage), 0;

@@ -29,7 +29,7 @@ export interface ServerTarget {
   tokenFile?: string;
 }
 
-interface TargetFlags {
+export interface TargetFlags {
   url?: string;
   'data-dir'?: string;
 }

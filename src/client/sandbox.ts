@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionRecordJson } from '../../schemas/api.ts';
-import type { Berth, ConnectOptions, Lease, LeasePause, Turn } from './berth-client.ts';
+import type { BerthCore, Lease, LeasePause, Turn } from './berth-core.ts';
 import { isBerthApiError } from './berth-api-error.ts';
 import { CommandExitError, resultOf, TailCapture, type CommandResult } from './command-result.ts';
 import type { StdinSource } from './execution-follower.ts';
@@ -79,15 +79,8 @@ export const sandboxTurnKey = (name: string) => `sandbox:${name}`;
 export class Sandbox {
   readonly files: SandboxFiles;
 
-  /** Connects to a server and to one of its sandboxes by id or name (`Berth.connect` then `sandboxes.connect`). */
-  static async connect(idOrName: string, options: ConnectOptions): Promise<Sandbox> {
-    // Loaded here: berth-client.ts imports this module, and a static import back would make a cycle.
-    const { Berth } = await import('./berth-client.ts');
-    return (await Berth.connect(options)).sandboxes.connect(idOrName);
-  }
-
   constructor(
-    private readonly berth: Berth,
+    private readonly berth: BerthCore,
     private lease: Lease,
     readonly turn: Turn,
     /** The sandbox made its workspace: `kill` deletes it. */

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Profile } from '../../schemas/profile.ts';
-import type { Berth, Lease, Workspace } from './berth-client.ts';
+import type { BerthCore, Lease, Workspace } from './berth-core.ts';
 import { BerthApiError } from './berth-api-error.ts';
 import type { BackoffOptions } from './reconnect-backoff.ts';
 import { retrying } from './retry.ts';
@@ -33,7 +33,7 @@ const workspaceName = (name: string) => `sandbox ${name}`;
 
 export class Sandboxes {
   constructor(
-    private readonly berth: Berth,
+    private readonly berth: BerthCore,
     private readonly backoff: BackoffOptions | undefined,
   ) {}
 

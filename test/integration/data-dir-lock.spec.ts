@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DataDirLock } from '../../src/runtime/core/data-dir-lock.ts';
 import { cleanEnv, root, spawnBerth } from './cli-process.ts';
 
@@ -72,11 +72,12 @@ describe('the data-directory lock', () => {
     const dataDir = join(dir, 'serve');
     const env = cleanEnv({ BERTH_TOKEN: 'lock-spec-admin-token-0123456789' });
     const [a, b] = [spawnBerth(['serve', '--data-dir', dataDir, '--port', '0'], env), spawnBerth(['serve', '--data-dir', dataDir, '--port', '0'], env)];
+    // Stopped whatever the assertions say, so a failing run leaves no server behind.
+    onTestFinished(() => Promise.all([a.stop('SIGKILL'), b.stop('SIGKILL')]).then(() => undefined));
     const outcome = (r: typeof a) => r.waitForLine(/^Berth listening on /, 60_000).then(() => 'serves', () => 'refused');
     const results = await Promise.all([outcome(a), outcome(b)]);
     expect([...results].sort()).toEqual(['refused', 'serves']);
     const loser = results[0] === 'serves' ? b : a;
     expect(loser.stderr().split('\n').filter((l) => !l.startsWith('{')).join('\n')).toMatch(/in use by another Berth runtime/);
-    await Promise.all([a.stop('SIGKILL'), b.stop('SIGKILL')]);
   });
 });
