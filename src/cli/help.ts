@@ -30,6 +30,7 @@ commands:
   events     print the event log (--follow to keep tailing)
   replay     print a stream's events with the machine state before -> after each
   check-history  fold every actor stream through today's machines; name each event they would fold differently
+  projections    the server's read models (position, lag, failure); rebuild NAME after a fix (admin)
   help       this text (also --help); --version prints the version
 
   Every command but serve (and host):

@@ -27,6 +27,7 @@ const commands: Record<string, (argv: string[]) => Promise<number>> = {
   env: envCommand,
   replay: replayCommand,
   'check-history': (argv) => import('./check-history.ts').then((m) => m.checkHistoryCommand(argv)),
+  projections: (argv) => import('./projections.ts').then((m) => m.projectionsCommand(argv)),
   exec: execCommand,
   logs: logsCommand,
   ps: psCommand,

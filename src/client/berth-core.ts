@@ -72,6 +72,7 @@ export type LeaseTarget = z.output<typeof leaseTargetSchema>;
 export type BindLease = z.input<typeof bindLeaseBody>;
 export type LeasePause = { cause: { kind: string; message?: string }; retryAt?: number };
 export type LeaseQuery = { workKind?: string; workId?: string };
+export type ProjectionState = { name: string; position: string; lag: string; failed: { position: string; message: string } | null };
 /** Checkpoints are listed oldest first only. */
 export type CheckpointPageOptions = Omit<PageOptions, 'order'>;
 
@@ -333,6 +334,12 @@ export class BerthCore {
         options.signal?.removeEventListener('abort', onAbort);
       }
     },
+  };
+
+  /** The read models (the admin's): position, lag and failure of each, and a rebuild after a fix. */
+  readonly projections = {
+    list: () => this.http.json<ProjectionState[]>('GET', '/v1/projections'),
+    rebuild: (name: string) => this.http.json<ProjectionState>('POST', `/v1/projections/${path(name)}/rebuild`, { body: {} }),
   };
 
   readonly streams = {

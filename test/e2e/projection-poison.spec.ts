@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { berth } from '../integration/cli-process.ts';
 import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from './berth-server.ts';
 
 let server: BerthServer;
@@ -53,12 +54,20 @@ describe('a poisoned read model', () => {
     expect((await server.call('/v1/projections')).status).toBe(403);
     expect((await server.call('/v1/projections/catalog/rebuild', { method: 'POST', body: {} })).status).toBe(403);
 
-    // Repaired, a rebuild brings it back without a restart.
+    // The CLI says the same (exit 1 while a model is failed).
+    const cli = (...args: string[]) => berth(['projections', ...args, '--url', server.url, '--token', tokens.admin]);
+    const shown = await cli();
+    expect(shown.code).toBe(1);
+    expect(shown.stdout).toMatch(new RegExp(`^catalog\\s+\\d+\\s+\\d+\\s+failed at ${created.position}: `, 'm'));
+    expect(shown.stdout).toMatch(/^activity\s+\d+\s+\d+\s+serving$/m);
+
+    // Repaired, a rebuild (here by the CLI) brings it back without a restart.
     const repair = new Database(join(server.dataDir, 'events.sqlite3'));
     repair.prepare('UPDATE events SET data = ? WHERE position = ?').run(created.data, created.position);
     repair.close();
-    const rebuilt = await server.json('/v1/projections/catalog/rebuild', { method: 'POST', body: {}, token: tokens.admin });
-    expect(rebuilt).toMatchObject({ name: 'catalog', failed: null });
+    const rebuilt = await cli('rebuild', 'catalog', '--json');
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ name: 'catalog', failed: null });
     expect(await server.json('/healthz', { token: null })).toMatchObject({ status: 'ok', failedProjections: [] });
     expect((await server.json<{ id: string }[]>('/v1/environments')).map((e) => e.id)).toContain(env);
     const missing = await server.call('/v1/projections/nope/rebuild', { method: 'POST', body: {}, token: tokens.admin });
