@@ -17,6 +17,7 @@ export const overview = `berth: control plane for agent execution environments
 
 commands:
   serve      start the runtime and its HTTP API
+  host       serve this machine's commands to a control plane (the remote provider) over a socket or TLS
   exec       run a command, like docker exec (-i stdin, -t terminal, -d detach)
   logs       print an execution's output (-f to follow it, --tail N)
   ps         list active allocations and running executions (-a: every execution)
