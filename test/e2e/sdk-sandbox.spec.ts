@@ -1,10 +1,12 @@
 /**
  * The sandbox-shaped client (issue 18) against a real `berth serve`: one call makes a sandbox, `run` answers stdout,
  * stderr and the exit code and throws on a non-zero exit, `spawn` runs in the background with stdin and kill, the
- * file tools and the commands see one workspace, `connect` by id or name, `list`, and `kill` in one call.
+ * file tools and the commands see one workspace, `connect` by id or name, `list`, and `kill` in one call; natively
+ * and on a Docker profile when an engine is there.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Berth, CommandExitError, isBerthApiError, type Sandbox } from '../../src/client/index.ts';
+import { dockerAvailable } from '../integration/docker-env.ts';
 import { startServer, tokens, type BerthServer } from './berth-server.ts';
 
 let server: BerthServer;
@@ -16,21 +18,26 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-describe('a sandbox', () => {
+const profiles: [string, Record<string, unknown>, boolean][] = [
+  ['native', {}, true],
+  ['docker', { provider: 'docker', image: 'berth-base:latest' }, dockerAvailable],
+];
+
+describe.each(profiles)('a sandbox on the %s profile', (_kind, profile, available) => {
   let sandbox: Sandbox;
   beforeAll(async () => {
-    sandbox = await berth.sandboxes.create();
-  });
+    if (available) sandbox = await berth.sandboxes.create({ profile });
+  }, 180_000);
   afterAll(() => sandbox?.kill());
 
-  it('should answer stdout, stderr and the exit code of a command, streaming them as they come', async () => {
+  it.skipIf(!available)('should answer stdout, stderr and the exit code of a command, streaming them as they come', async () => {
     const streamed: string[] = [];
     const result = await sandbox.run('echo out; echo err >&2', { onStdout: (text) => streamed.push(text) });
     expect(result).toMatchObject({ stdout: 'out\n', stderr: 'err\n', exitCode: 0, status: 'exited', timedOut: false, truncated: false });
     expect(streamed.join('')).toBe('out\n');
   });
 
-  it('should throw CommandExitError on a non-zero exit, with the output, unless asked not to', async () => {
+  it.skipIf(!available)('should throw CommandExitError on a non-zero exit, with the output, unless asked not to', async () => {
     const error = await sandbox.run(['sh', '-c', 'echo partial; echo boom >&2; exit 3']).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CommandExitError);
     expect(error).toMatchObject({ exitCode: 3, stdout: 'partial\n', stderr: 'boom\n' });
@@ -38,7 +45,7 @@ describe('a sandbox', () => {
     expect(await sandbox.run('exit 4', { throwOnError: false })).toMatchObject({ exitCode: 4 });
   });
 
-  it('should pass stdin, cwd and env, and say when the timeout killed the command', async () => {
+  it.skipIf(!available)('should pass stdin, cwd and env, and say when the timeout killed the command', async () => {
     await sandbox.files.mkdir('sub');
     expect((await sandbox.run('cat; pwd; echo "$GREETING"', { stdin: 'in\n', cwd: 'sub', env: { GREETING: 'hi' } })).stdout).toMatch(/^in\n.*\/sub\nhi\n$/);
     const slow = await sandbox.run('sleep 30', { timeoutMs: 300, throwOnError: false });
@@ -46,14 +53,14 @@ describe('a sandbox', () => {
     expect(slow.exitCode).not.toBe(0);
   });
 
-  it('should keep only the end of output larger than maxOutputBytes', async () => {
+  it.skipIf(!available)('should keep only the end of output larger than maxOutputBytes', async () => {
     const result = await sandbox.run('seq 1 20000', { maxOutputBytes: 100 });
     expect(result.truncated).toBe(true);
     expect(Buffer.byteLength(result.stdout)).toBeLessThanOrEqual(100);
     expect(result.stdout.endsWith('19999\n20000\n')).toBe(true);
   });
 
-  it('should share one workspace between the file tools and the commands', async () => {
+  it.skipIf(!available)('should share one workspace between the file tools and the commands', async () => {
     await sandbox.files.write('notes/a.txt', 'from the tools\n');
     expect((await sandbox.run('cat notes/a.txt && echo from the command > notes/b.txt')).stdout).toBe('from the tools\n');
     expect(await sandbox.files.read('notes/b.txt')).toBe('from the command\n');
@@ -62,7 +69,7 @@ describe('a sandbox', () => {
     expect(await sandbox.files.exists('notes')).toBe(false);
   });
 
-  it('should spawn in the background: stdin written as it goes, then kill', async () => {
+  it.skipIf(!available)('should spawn in the background: stdin written as it goes, then kill', async () => {
     const echo = await sandbox.spawn('cat', { stdin: 'pipe' });
     echo.sendStdin('one\n');
     echo.sendStdin('two\n');
