@@ -42,9 +42,9 @@ interface FeedEvent {
   data: Record<string, any>;
 }
 
-/** The whole log as `berth events --json` prints it (a process of its own beside the server). */
+/** Alice's whole feed as `berth events --json` prints it (a process of its own beside the server, which answers it). */
 async function feed(): Promise<FeedEvent[]> {
-  const out = await berth(['events', '--json', '--data-dir', server.dataDir], cleanEnv());
+  const out = await berth(['events', '--json', '--data-dir', server.dataDir], cleanEnv({ BERTH_TOKEN: tokens.alice }));
   expect(out.code, out.stderr).toBe(0);
   return out.stdout.trim().split('\n').map((l) => JSON.parse(l) as FeedEvent);
 }
