@@ -96,6 +96,12 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
     },
     stop: (signal) => child.stop(signal),
     async close() {
+      // Environments made for leases and sandboxes (not through POST /v1/environments) are cleaned up too: the
+      // admin lists every scope's, if the server still answers.
+      const listed = await fetch(`${server.url}/v1/environments?limit=500`, { headers: { authorization: `Bearer ${tokens.admin}` }, signal: AbortSignal.timeout(2000) })
+        .then((r) => (r.ok ? (r.json() as Promise<{ id: string }[]>) : []))
+        .catch(() => []);
+      for (const e of listed) environments.add(e.id);
       await child.stop('SIGKILL');
       if (dockerAvailable) {
         for (const id of environments) {
