@@ -14,10 +14,11 @@ import {
 } from '@eventstore/db-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEsdbServer, type EsdbServer } from '../esdb-server/esdb-server.ts';
-import type { EventData, RecordedEvent, Subscription } from '../../src/store/event-store.ts';
+import type { EventData } from '../../src/store/event-store.ts';
 import { EventStoreDbEventStore, type EventStoreDbClient } from '../../src/store/eventstoredb-event-store.ts';
 import { toConnectionString } from '../../src/store/eventstoredb-mapping.ts';
 import { eventStoreConformance } from '../store/conformance.ts';
+import { take } from '../fixtures/subscription-take.ts';
 
 let testServer: EsdbServer | undefined;
 /** The server under test: a real one when BERTH_EVENTSTORE_URL is set, the test server otherwise. */
@@ -48,17 +49,6 @@ function interceptable(real: EventStoreDBClient): EventStoreDbClient {
     deleteStream: (stream, options) => real.deleteStream(stream, options),
     dispose: () => real.dispose(),
   };
-}
-
-async function take(sub: Subscription, count: number): Promise<RecordedEvent[]> {
-  const it = sub[Symbol.asyncIterator]();
-  const got: RecordedEvent[] = [];
-  while (got.length < count) {
-    const next = await it.next();
-    if (next.done) throw new Error(`subscription ended after ${got.length} of ${count} events`);
-    got.push(next.value);
-  }
-  return got;
 }
 
 describe('EventStoreDB adapter against a server', () => {

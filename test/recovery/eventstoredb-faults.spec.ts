@@ -6,34 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
-import type { EventData, RecordedEvent, Subscription } from '../../src/store/event-store.ts';
+import type { EventData } from '../../src/store/event-store.ts';
 import { EventStoreDbEventStore } from '../../src/store/eventstoredb-event-store.ts';
 import { startEsdbServer, type EsdbServer } from '../esdb-server/esdb-server.ts';
+import { rejection, take } from '../fixtures/subscription-take.ts';
 
 const event = (i: number): EventData => ({ id: randomUUID(), type: 't.fault', data: { i } });
 const ids = (events: { id: string }[]) => events.map((e) => e.id);
 let counter = 0;
 const stream = () => `fault-${++counter}`;
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    (v) => {
-      throw new Error(`expected a failure, got ${String(v)}`);
-    },
-    (e: unknown) => e,
-  );
-}
-
-async function take(sub: Subscription, count: number): Promise<RecordedEvent[]> {
-  const it = sub[Symbol.asyncIterator]();
-  const got: RecordedEvent[] = [];
-  while (got.length < count) {
-    const next = await it.next();
-    if (next.done) throw new Error(`subscription ended after ${got.length} of ${count} events`);
-    got.push(next.value);
-  }
-  return got;
-}
 
 describe('EventStoreDB adapter under injected faults', () => {
   let server: EsdbServer;

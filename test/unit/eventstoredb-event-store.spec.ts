@@ -33,7 +33,7 @@ import {
 } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
-import { isWrongExpectedVersion, type EventData, type RecordedEvent, type Subscription } from '../../src/store/event-store.ts';
+import { isWrongExpectedVersion, type EventData, type Subscription } from '../../src/store/event-store.ts';
 import { EventStoreDbEventStore, type EventStoreDbClient } from '../../src/store/eventstoredb-event-store.ts';
 import {
   isTransient,
@@ -42,6 +42,7 @@ import {
   toConnectionString,
 } from '../../src/store/eventstoredb-mapping.ts';
 import type { ClientSubscription } from '../../src/store/eventstoredb-subscription.ts';
+import { rejection, take } from '../fixtures/subscription-take.ts';
 
 const fast = { attempts: 4, baseDelayMs: 1, maxDelayMs: 2 };
 
@@ -168,26 +169,6 @@ const ok = (nextExpectedRevision: bigint, position?: bigint) => async (): Promis
 const fail = (error: Error) => async (): Promise<ClientAppendResult> => {
   throw error;
 };
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    (v) => {
-      throw new Error(`resolved unexpectedly with ${String(v)}`);
-    },
-    (e: unknown) => e,
-  );
-}
-
-async function take(sub: Subscription, count: number): Promise<RecordedEvent[]> {
-  const it = sub[Symbol.asyncIterator]();
-  const got: RecordedEvent[] = [];
-  while (got.length < count) {
-    const next = await it.next();
-    if (next.done) throw new Error(`ended after ${got.length} events`);
-    got.push(next.value);
-  }
-  return got;
-}
 
 describe('EventStoreDB adapter: URLs', () => {
   it('should map eventstoredb:// URLs to the client esdb:// connection strings and pass esdb URLs through', () => {
