@@ -33,7 +33,7 @@ import {
 } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
-import { isWrongExpectedVersion, type EventData, type Subscription } from '../../src/store/event-store.ts';
+import { isWrongExpectedVersion, type EventData } from '../../src/store/event-store.ts';
 import { EventStoreDbEventStore, type EventStoreDbClient } from '../../src/store/eventstoredb-event-store.ts';
 import {
   isTransient,
