@@ -349,8 +349,8 @@ export class BerthCore {
   };
 
   readonly events = {
-    /** The scope's audit feed after `fromPosition` (exclusive; default: from the start), resumed across drops. */
-    follow: (fromPosition?: bigint): EventFeed => followEvents(this.http, fromPosition, this.backoff),
+    /** The scope's audit feed after `fromPosition` (exclusive; default: from the start; 'now': what comes next), resumed across drops. */
+    follow: (fromPosition?: bigint | 'now'): EventFeed => followEvents(this.http, fromPosition, this.backoff),
     /** The scope's audit feed after `fromPosition` up to the newest event when the server answers, then it ends. */
     read: (fromPosition?: bigint): EventFeed => followEvents(this.http, fromPosition, this.backoff, true),
   };

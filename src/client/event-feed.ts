@@ -31,9 +31,13 @@ interface FeedSpec<T> {
   endsWithStream?: boolean;
 }
 
-function followSse<T extends { position: bigint }>(http: HttpTransport, spec: FeedSpec<T>, fromPosition?: bigint, backoffOptions?: BackoffOptions): Feed<T> {
+/**
+ * `fromPosition` 'now' starts at the log's head when the feed connects; once an event has come, a reconnection
+ * resumes after it like any other (a drop before the first event starts at the head again).
+ */
+function followSse<T extends { position: bigint }>(http: HttpTransport, spec: FeedSpec<T>, fromPosition?: bigint | 'now', backoffOptions?: BackoffOptions): Feed<T> {
   const abort = new AbortController();
-  let last = fromPosition;
+  let last = fromPosition === 'now' ? undefined : fromPosition;
   const backoff = new Backoff(backoffOptions);
 
   async function* items(): AsyncGenerator<T> {
@@ -41,7 +45,8 @@ function followSse<T extends { position: bigint }>(http: HttpTransport, spec: Fe
       try {
         const headers: Record<string, string> = { accept: 'text/event-stream' };
         if (last !== undefined) headers['last-event-id'] = last.toString();
-        const response = await http.send('GET', spec.path, { headers, signal: abort.signal });
+        const path = last === undefined && fromPosition === 'now' ? `${spec.path}${spec.path.includes('?') ? '&' : '?'}after=now` : spec.path;
+        const response = await http.send('GET', path, { headers, signal: abort.signal });
         backoff.reset();
         for await (const sse of readSse(response.body!)) {
           if (sse.event === 'error') {
@@ -65,8 +70,8 @@ function followSse<T extends { position: bigint }>(http: HttpTransport, spec: Fe
   return { close: () => abort.abort(), [Symbol.asyncIterator]: items };
 }
 
-/** The audit feed after `fromPosition`; with `untilHead`, ending after the newest event when the server answers. */
-export const followEvents = (http: HttpTransport, fromPosition?: bigint, backoffOptions?: BackoffOptions, untilHead = false): EventFeed =>
+/** The audit feed after `fromPosition` ('now': from the head); with `untilHead`, ending after the newest event when the server answers. */
+export const followEvents = (http: HttpTransport, fromPosition?: bigint | 'now', backoffOptions?: BackoffOptions, untilHead = false): EventFeed =>
   followSse(
     http,
     {

@@ -87,7 +87,7 @@ export class Sandbox {
     private readonly ownsWorkspace: boolean,
     private readonly backoff: BackoffOptions | undefined,
   ) {
-    this.files = new SandboxFiles(berth.turns.files(turn.sessionId, turn.id), backoff);
+    this.files = new SandboxFiles(berth.turns.files(turn.sessionId, turn.id), backoff, () => berth.events.follow('now'), turn.workspaceId);
   }
 
   get id(): string {

@@ -69,6 +69,34 @@ describe.each(profiles)('a sandbox on the %s profile', (_kind, profile, availabl
     expect(await sandbox.files.exists('notes')).toBe(false);
   });
 
+  it.skipIf(!available)('should watch the files the tools and the commands change, from now on, under a path', async () => {
+    await sandbox.files.write('before/old.txt', 'not seen: written before the watch\n');
+    const watch = sandbox.files.watch({ under: 'watched' });
+    const seen: { path: string; change: string; tool: string }[] = [];
+    const collecting = (async () => {
+      for await (const e of watch) {
+        seen.push({ path: e.path, change: e.change, tool: e.tool });
+        if (seen.length === 4) break;
+      }
+    })();
+    await sandbox.files.write('elsewhere.txt', 'not under the path\n');
+    await sandbox.files.write('watched/a.txt', 'one\n');
+    await sandbox.run('echo two >> watched/a.txt; echo new > watched/b.txt');
+    await sandbox.files.remove('watched/a.txt');
+    // A command's changes are recorded once its view is checkpointed, which may come after the next tool call.
+    await Promise.race([collecting, new Promise((r) => setTimeout(r, 15_000))]);
+    watch.close();
+    expect(seen).toHaveLength(4);
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        { path: 'watched/a.txt', change: 'created', tool: 'write' },
+        { path: 'watched/a.txt', change: 'modified', tool: 'shell' },
+        { path: 'watched/b.txt', change: 'created', tool: 'shell' },
+        { path: 'watched/a.txt', change: 'removed', tool: 'remove' },
+      ]),
+    );
+  });
+
   it.skipIf(!available)('should spawn in the background: stdin written as it goes, then kill', async () => {
     const echo = await sandbox.spawn('cat', { stdin: 'pipe' });
     echo.sendStdin('one\n');
