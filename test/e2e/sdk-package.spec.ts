@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dockerAvailable } from '../integration/docker-env.ts';
 import { startServer, tokens, type BerthServer } from './berth-server.ts';
 
 const run = promisify(execFile);
@@ -62,6 +63,10 @@ describe('the packed package under plain node', () => {
     expect(seen.resolved).toBe(`file://${app}/node_modules/berth/dist/src/client/index.js`);
     // Installed without scripts: the server's native module was never built, and the client did not need it.
     expect(existsSync(join(app, 'node_modules/better-sqlite3/build'))).toBe(false);
+  });
+
+  it.skipIf(!dockerAvailable)('should drive a Docker profile with the same script', async () => {
+    expect(await runScript('script.mjs', app, { provider: 'docker', image: 'berth-base:latest' })).toMatchObject(expectedRun);
   });
 
   it('should bundle the client without a server-side package, and the bundle runs alone', async () => {
