@@ -5,6 +5,7 @@
  * and on a Docker profile when an engine is there.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { Berth, CommandExitError, isBerthApiError, type Sandbox } from '../../src/client/index.ts';
 import { dockerAvailable } from '../integration/docker-env.ts';
 import { startServer, tokens, type BerthServer } from './berth-server.ts';
@@ -82,8 +83,10 @@ describe.each(profiles)('a sandbox on the %s profile', (_kind, profile, availabl
     await sandbox.files.write('elsewhere.txt', 'not under the path\n');
     await sandbox.files.write('watched/a.txt', 'one\n');
     await sandbox.run('echo two >> watched/a.txt; echo new > watched/b.txt');
+    // A command's changes are recorded once its view is checkpointed, a moment after it ends: the removal waits for
+    // them, or the command's record would already see the file gone.
+    await waitFor(() => seen.length, { what: "the command's changes watched", until: (n) => n === 3, timeoutMs: 15_000 });
     await sandbox.files.remove('watched/a.txt');
-    // A command's changes are recorded once its view is checkpointed, which may come after the next tool call.
     await Promise.race([collecting, new Promise((r) => setTimeout(r, 15_000))]);
     watch.close();
     expect(seen).toHaveLength(4);
