@@ -10,6 +10,7 @@ import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import { allocationLabels, resourceNames } from '../src/providers/docker/labels.ts';
 import type { AllocationIntent } from '../src/providers/provider.ts';
 import { figure, median } from './figure.ts';
+import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const TARGET = 1.15;
@@ -42,12 +43,7 @@ async function raw(intent: AllocationIntent): Promise<void> {
   await container.start();
 }
 
-async function cleanup(): Promise<void> {
-  const filters = { label: Object.entries(benchLabel).map(([k, v]) => `${k}=${v}`) };
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true });
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove();
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove();
-}
+const cleanup = (): Promise<void> => removeTestResources(benchLabel, docker);
 
 async function timed(fn: (intent: AllocationIntent) => Promise<void>): Promise<number> {
   const intent = newIntent();

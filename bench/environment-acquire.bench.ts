@@ -18,6 +18,7 @@ import type { AllocationIntent } from '../src/providers/provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 import { median } from './figure.ts';
+import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const COLD_RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const REUSE_RUNS = 3000;
@@ -76,12 +77,7 @@ async function raw(): Promise<number> {
   return ms;
 }
 
-async function cleanup(): Promise<void> {
-  const filters = { label: Object.entries(benchLabel).map(([k, v]) => `${k}=${v}`) };
-  for (const c of await docker.listContainers({ all: true, filters })) await docker.getContainer(c.Id).remove({ force: true });
-  for (const n of await docker.listNetworks({ filters })) await docker.getNetwork(n.Id).remove();
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) await docker.getVolume(v.Name).remove();
-}
+const cleanup = (): Promise<void> => removeTestResources(benchLabel, docker);
 
 async function cold(): Promise<string> {
   if (!(await dockerProvider.available())) return JSON.stringify({ bench: 'environment-acquire-cold', skipped: 'no Docker engine' });

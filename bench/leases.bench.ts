@@ -14,6 +14,7 @@ import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 import { figure, median } from './figure.ts';
+import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const ALIVE_ROUNDS = Number(process.env.BENCH_RUNS ?? 50);
 const RECLAIM_ROUNDS = Number(process.env.BENCH_RECLAIM_RUNS ?? 7);
@@ -63,12 +64,7 @@ async function firstCommand(sessionId: string, submit: { lease: string } | { ses
   await api.releaseTurn(admin, sessionId, turn.id);
 }
 
-async function cleanup(): Promise<void> {
-  const filters = { label: Object.entries(benchLabel).map(([k, v]) => `${k}=${v}`) };
-  for (const c of await engine.listContainers({ all: true, filters })) await engine.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-  for (const n of await engine.listNetworks({ filters })) await engine.getNetwork(n.Id).remove().catch(() => undefined);
-  for (const v of (await engine.listVolumes({ filters })).Volumes ?? []) await engine.getVolume(v.Name).remove().catch(() => undefined);
-}
+const cleanup = (): Promise<void> => removeTestResources(benchLabel, engine);
 
 try {
   const workspaceId = (await api.listWorkspaces(admin)).items.find((w) => w.storageId === 'repo')!.id;

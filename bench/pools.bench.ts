@@ -17,6 +17,7 @@ import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 import { figure, median } from './figure.ts';
+import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const FIRST_COMMAND_TARGET = 0.1;
@@ -83,12 +84,7 @@ async function remove(id: string): Promise<void> {
   }
 }
 
-async function cleanup(): Promise<void> {
-  const filters = { label: Object.entries(benchLabel).map(([k, v]) => `${k}=${v}`) };
-  for (const c of await engine.listContainers({ all: true, filters })) await engine.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-  for (const n of await engine.listNetworks({ filters })) await engine.getNetwork(n.Id).remove().catch(() => undefined);
-  for (const v of (await engine.listVolumes({ filters })).Volumes ?? []) await engine.getVolume(v.Name).remove().catch(() => undefined);
-}
+const cleanup = (): Promise<void> => removeTestResources(benchLabel, engine);
 
 try {
   await acquireAndRun(warmProfile); // warm caches once, for both sides

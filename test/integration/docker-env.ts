@@ -45,17 +45,17 @@ export const TEST_LABEL = 'berth.test-run';
 /** A label value unique to one test file's run. */
 export const newTestRun = (): { [TEST_LABEL]: string } => ({ [TEST_LABEL]: randomUUID() });
 
-/** Removes everything carrying this run's label. */
-export async function removeTestResources(run: Record<string, string>): Promise<void> {
+/** Removes every container, network and volume carrying these labels (a test run's, or a benchmark's on its engine). */
+export async function removeTestResources(run: Record<string, string>, docker: Docker = rawDocker): Promise<void> {
   const filters = { label: Object.entries(run).map(([k, v]) => `${k}=${v}`) };
-  for (const c of await rawDocker.listContainers({ all: true, filters })) {
-    await rawDocker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  for (const c of await docker.listContainers({ all: true, filters })) {
+    await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
   }
-  for (const n of await rawDocker.listNetworks({ filters })) {
-    await rawDocker.getNetwork(n.Id).remove().catch(() => undefined);
+  for (const n of await docker.listNetworks({ filters })) {
+    await docker.getNetwork(n.Id).remove().catch(() => undefined);
   }
-  for (const v of (await rawDocker.listVolumes({ filters })).Volumes ?? []) {
-    await rawDocker.getVolume(v.Name).remove().catch(() => undefined);
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) {
+    await docker.getVolume(v.Name).remove().catch(() => undefined);
   }
 }
 
