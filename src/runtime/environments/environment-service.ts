@@ -30,8 +30,6 @@ import type { PoolService, RebindOutcome } from '../pools/pool-service.ts';
 const ACQUIRE_TIMEOUT_MS = 180_000;
 /** Waiters poll the actors (two cached reads) at most this far apart: the wait adds little to an allocation. */
 const ACQUIRE_POLL_MAX_MS = 8;
-/** A claim settles within three appends: its wait polls (two cached reads) that often, so it adds next to nothing. */
-const CLAIM_POLL_MS = 1;
 /** How long an acquire waits for finished executions to give back the uses of an allocation bound to an old version. */
 const FINISHING_USES_WAIT_MS = 10_000;
 /** How long a release waits for the provider to confirm termination. */
@@ -318,12 +316,13 @@ export class EnvironmentService {
         if (isBerthError(e, 'environment_busy') || isBerthError(e, 'invalid_state')) return 'unused';
         throw e;
       }
+      let after: Awaited<ReturnType<typeof actors.get<EnvironmentContext>>>;
       const settled = async () => {
-        const v = await actors.get<EnvironmentContext>('environment', id);
-        return v?.state !== 'acquiring' || v.context.acquisition?.allocationId !== c.allocationId;
+        after = await actors.get<EnvironmentContext>('environment', id);
+        return after?.state !== 'acquiring' || after.context.acquisition?.allocationId !== c.allocationId;
       };
-      await waitUntil(settled, deadline, CLAIM_POLL_MS);
-      const after = await actors.get<EnvironmentContext>('environment', id);
+      // Polled like any acquisition under way (a stalled claim must not read the actor every millisecond until the deadline).
+      await waitUntil(settled, deadline, ACQUIRE_POLL_MAX_MS);
       return after?.state === 'allocated' && after.context.acquisition?.allocationId === c.allocationId ? 'claimed' : 'refused';
     };
     return (await pools.claim(env.profile, rebind)) !== undefined;
