@@ -62,4 +62,3 @@ export function registeredMachine(kind: string): MachineStructure {
   return computed.get(kind)!;
 }
 
-export const machineKinds = (): string[] => actorTypes.map((t) => t.type);

@@ -60,8 +60,7 @@ export function registerReadModelGauges(runtime: BerthRuntime<any>, models: Gaug
     help: 'Global positions between the store head and each read model.',
     labelNames: ['projection'],
     async collect() {
-      const head = await runtime.store.headPosition();
-      for (const m of runtime.projections.models) this.set({ projection: m.name }, Number(head > m.position ? head - m.position : 0n));
+      for (const [projection, lag] of Object.entries(await runtime.projections.lag())) this.set({ projection }, Number(lag));
     },
   });
   metrics.gauge({

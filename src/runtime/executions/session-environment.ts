@@ -9,7 +9,7 @@ import { profileSchema } from '../../../schemas/profile.ts';
 import type { ReusePolicy } from '../../../schemas/profile.ts';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { Caller } from '../caller.ts';
-import type { EnvironmentService } from '../environments/environment-service.ts';
+import { slugOf, type EnvironmentService } from '../environments/environment-service.ts';
 
 export interface ProfileSelection {
   environmentId: string;
@@ -44,7 +44,7 @@ export async function selectEnvironmentByProfile(
     return { environmentId: made.id, reuse };
   } catch (e) {
     // Another session made it first (or a concurrent create won the slug): select that one, if it is what we asked for.
-    const found = isBerthError(e, 'environment_exists') ? environments.idOfSlug(caller.scope, name) : undefined;
+    const found = isBerthError(e, 'environment_exists') ? environments.idOfSlug(caller.scope, slugOf(name)) : undefined;
     if (!found) throw e;
     const existing = await environments.get(caller, found);
     if (canonical(existing.profile) !== canonical(profile)) {
