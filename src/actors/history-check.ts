@@ -48,9 +48,8 @@ export async function checkHistory(store: EventStore, types: Iterable<ActorType>
   const pageSize = opts.pageSize ?? 1000;
   const maxProblems = opts.maxProblems ?? 1000;
   const resolve = streamResolver(types);
+  /** Actors being folded; one that finished is dropped (a later event of its stream folds it again from the log). */
   const live = new Map<string, Tracked>();
-  /** Streams whose actor finished (their state is dropped to bound memory; a later event re-reads them). */
-  const finished = new Set<string>();
   /** Streams with a problem: once diverged, their later events would only repeat it. */
   const broken = new Set<string>();
   const seen = new Set<string>();
@@ -75,10 +74,11 @@ export async function checkHistory(store: EventStore, types: Iterable<ActorType>
     const known = live.get(e.stream);
     if (known) return known;
     let loaded = freshActor(actorType, id);
-    if (finished.delete(e.stream)) {
-      // Already checked up to here: fold the earlier events again, unchecked.
-      const before = await store.readStream(e.stream, { maxCount: Number(e.revision) });
-      loaded = foldStored(actorType, loaded, before.map(storedEventOf));
+    if (seen.has(e.stream)) {
+      // Finished earlier and checked up to here: fold the earlier events again, unchecked (a compacted stream has
+      // gaps, so the read is cut by revision, not by count).
+      const before = await store.readStream(e.stream, { maxCount: Number(e.revision) + 1 });
+      loaded = foldStored(actorType, loaded, before.filter((r) => r.revision < e.revision).map(storedEventOf));
     }
     const t = { actorType, loaded };
     live.set(e.stream, t);
@@ -90,16 +90,13 @@ export async function checkHistory(store: EventStore, types: Iterable<ActorType>
     for (const e of page) {
       if (typeof e.metadata.actorType !== 'string' || broken.has(e.stream)) continue;
       report.events++;
-      if (!seen.has(e.stream)) {
-        seen.add(e.stream);
-        report.streams++;
-      }
       const resolved = resolve(e.stream);
       if (!resolved || resolved.actorType.type !== e.metadata.actorType) {
         problem(e, 'unknown_type', `no actor type ${String(e.metadata.actorType)} is registered for this stream`);
         continue;
       }
       const t = await tracked(e, resolved.actorType, resolved.id);
+      seen.add(e.stream);
       let next: AnyMachineSnapshot;
       try {
         const event = decodeStored(t.actorType, storedEventOf(e));
@@ -127,13 +124,11 @@ export async function checkHistory(store: EventStore, types: Iterable<ActorType>
         continue;
       }
       t.loaded = { snapshot: next, revision: e.revision };
-      if (done) {
-        live.delete(e.stream);
-        finished.add(e.stream);
-      }
+      if (done) live.delete(e.stream);
     }
     if (page.length < pageSize) break;
     from = page[page.length - 1].position;
   }
+  report.streams = seen.size + [...broken].filter((s) => !seen.has(s)).length;
   return report;
 }
