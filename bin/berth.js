@@ -2,7 +2,7 @@
 // Entry point of the `berth` command: runs the built CLI (dist/, `npm run build`) when its finished build (the stamp
 // dist/.built, written last) is newer than every source file, else the TypeScript sources through tsx, so a checkout
 // works without a build and never runs a stale or half-written one.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 // The version needs no command module: answered here, it costs one file read instead of loading the whole CLI.
@@ -37,7 +37,9 @@ const builtAt = (() => {
   }
 })();
 
-if (builtAt !== undefined && builtAt >= Math.max(newestSource(`${root}src`), newestSource(`${root}schemas`))) {
+// Only a checkout's sources change after a build: an installed package's never do, so it skips the walk.
+const inCheckout = existsSync(`${root}.git`);
+if (builtAt !== undefined && (!inCheckout || builtAt >= Math.max(newestSource(`${root}src`), newestSource(`${root}schemas`)))) {
   await import(built);
 } else {
   const { register } = await import('tsx/esm/api');
