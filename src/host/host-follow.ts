@@ -5,6 +5,7 @@
  * (the gateway's 1013 rule: it reconnects from its last cursor); a disconnect never cancels the command.
  */
 import type http from 'node:http';
+import { outputEventIdSchema } from '../../schemas/api.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { outputStreams, type OutputStream } from '../../schemas/output.ts';
 import { formatSseComment, formatSseEvent, outputSseEvent, type SseEvent } from '../../schemas/sse-frames.ts';
@@ -16,12 +17,12 @@ const HEARTBEAT_MS = 15_000;
 const STALL_MS = 10_000;
 const WAIT_MS = 1_000;
 
-/** `<stream>:<cursor>` of a Last-Event-ID header, or undefined when there is none. */
+/** `<stream>:<cursor>` of a Last-Event-ID header (the gateway's own schema), or undefined when there is none. */
 function resumeAt(header: string | string[] | undefined): { stream: OutputStream; cursor: number } | undefined {
   if (header === undefined) return undefined;
-  const match = /^(stdout|stderr|pty):(\d{1,16})$/.exec(String(header));
-  if (!match) throw new BerthError('invalid_request', 'Last-Event-ID must be <stream>:<cursor>.', { lastEventId: String(header) });
-  return { stream: match[1] as OutputStream, cursor: Number(match[2]) };
+  const parsed = outputEventIdSchema.safeParse(String(header));
+  if (!parsed.success) throw new BerthError('invalid_request', 'Last-Event-ID must be <stream>:<cursor>.', { lastEventId: String(header) });
+  return parsed.data;
 }
 
 export async function followOperation(
