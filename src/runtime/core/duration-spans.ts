@@ -65,6 +65,12 @@ const RULES: SpanRule[] = [
   },
 ];
 
+/** The rules each event type starts or ends, so an append looks up its types instead of scanning every rule. */
+const RULES_BY_TYPE = new Map<string, SpanRule[]>();
+for (const rule of RULES) {
+  for (const type of new Set([rule.start, ...Object.keys(rule.ends)])) RULES_BY_TYPE.set(type, [...(RULES_BY_TYPE.get(type) ?? []), rule]);
+}
+
 /** Open spans kept at most: a flood of work that never ends cannot grow this without bound (the oldest go unmeasured). */
 const MAX_OPEN = 10_000;
 
@@ -82,13 +88,12 @@ export class DurationSpans {
     );
   }
 
-  /** Called once `events` are durable in `stream`. */
+  /** Called once `events` are durable in `stream` (on every append: one map lookup for an event no rule names). */
   appended(stream: string, events: EventData[]): void {
     const now = performance.now();
     for (const e of events) {
-      for (const rule of RULES) {
+      for (const rule of RULES_BY_TYPE.get(e.type) ?? []) {
         const end = rule.ends[e.type];
-        if (e.type !== rule.start && !end) continue;
         const key = `${rule.name} ${stream} ${rule.attempt?.(e.data) ?? ''}`;
         if (e.type === rule.start) {
           this.open.set(key, now);
