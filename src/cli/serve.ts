@@ -19,7 +19,7 @@ import { recordServing } from '../runtime/core/serving-record.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
 
-export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--port PORT] [--store sqlite|esdb://…]
+export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--port PORT] [--store sqlite|sqlite:/file|esdb://…]
                    [--socket PATH] [--tls-cert FILE --tls-key FILE] [--tokens FILE]
   Starts Berth and its HTTP API. The admin token (BERTH_TOKEN, or generated into DIR/token) acts in scope
   "default"; --tokens FILE (or BERTH_TOKENS_FILE) adds tokens as JSON [{"token","scope","role":"admin"|"member"}].

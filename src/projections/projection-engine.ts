@@ -25,6 +25,13 @@ export interface ProjectionEngineOptions {
   pageSize?: number;
 }
 
+/** An event of the log, or one that cannot be decoded, known by its place in the log. */
+type LogItem = RecordedEvent | PlacedCorruptEvent;
+type PlacedCorruptEvent = CorruptEvent & { at: { position: bigint; type: string } };
+
+const isPlaced = (e: unknown): e is PlacedCorruptEvent => e instanceof CorruptEvent && e.at !== undefined;
+const placeOf = (item: LogItem): { position: bigint; type: string } => (item instanceof CorruptEvent ? item.at : item);
+
 interface Entry {
   model: ReadModel;
   /** Position of the last checkpoint set. */
@@ -197,10 +204,10 @@ export class ProjectionEngine {
         }
       } catch (e) {
         if (this.stopping) break;
-        if (e instanceof CorruptEvent && e.at) {
+        if (isPlaced(e)) {
           // Never skipped for a model it is for: that model fails at it. The others pass it, and the loop goes on.
           this.log.error({ err: e }, 'an event cannot be decoded; the read models it is for have failed');
-          this.passCorrupt(e, e.at);
+          this.apply(e);
           await subscription.close().catch(() => undefined);
           continue;
         }
@@ -218,47 +225,40 @@ export class ProjectionEngine {
     }
   }
 
-  private apply(event: RecordedEvent): void {
-    if (this.logIdentity === '') {
+  private apply(item: LogItem): void {
+    if (this.logIdentity === '' && !(item instanceof CorruptEvent)) {
       // Every model started from an empty log, so this is the log's first event: it names the log.
-      this.logIdentity = event.id;
-      this.readModels.adoptLog(event.id);
+      this.logIdentity = item.id;
+      this.readModels.adoptLog(item.id);
     }
-    this.loopPosition = event.position;
+    const { position } = placeOf(item);
+    this.loopPosition = position;
     for (const entry of this.entries.values()) {
       const { model } = entry;
-      if (model.error || event.position <= model.position) continue;
-      this.applyTo(model, event);
+      if (model.error || position <= model.position) continue;
+      this.applyTo(model, item);
       if (model.error) this.condemn(entry);
     }
     if (++this.sinceCheckpoint >= this.checkpointEvery) this.saveCheckpoints();
   }
 
-  /** The undecodable event at `at`: models it is for fail there; every other model has passed it. */
-  private passCorrupt(e: CorruptEvent, at: { position: bigint; type: string }): void {
-    this.loopPosition = at.position;
-    for (const entry of this.entries.values()) {
-      const { model } = entry;
-      if (model.error || at.position <= model.position) continue;
-      if (!matchesFilter({ stream: e.stream, type: at.type }, model.projection.filter)) model.advance(at.position);
-      else {
-        model.fail(e, at.position);
-        this.condemn(entry);
-      }
+  /** One event, or the undecodable one at its place, to one model: a model it is for applies it or fails at it. */
+  private applyTo(model: ReadModel, item: LogItem): void {
+    const { position, type } = placeOf(item);
+    if (!matchesFilter({ stream: item.stream, type }, model.projection.filter)) {
+      model.advance(position);
+      return;
     }
-  }
-
-  private applyTo(model: ReadModel, event: RecordedEvent): void {
-    if (!matchesFilter(event, model.projection.filter)) {
-      model.advance(event.position);
+    if (item instanceof CorruptEvent) {
+      model.fail(item, position);
       return;
     }
     try {
-      this.readModels.write(() => model.projection.reduce(model.tables, event));
-      model.advance(event.position);
+      this.readModels.write(() => model.projection.reduce(model.tables, item));
+      model.advance(position);
     } catch (e) {
-      this.log.error({ err: e, projection: model.name, position: event.position.toString() }, 'projection failed');
-      model.fail(e, event.position);
+      this.log.error({ err: e, projection: model.name, position: position.toString() }, 'projection failed');
+      model.fail(e, position);
     }
   }
 
@@ -278,34 +278,70 @@ export class ProjectionEngine {
     const generation = model.generation + 1;
     const fresh = new ReadModel(model.projection, this.readModels.tables(model.projection, generation), generation);
     let position = -1n;
+    let failedAt: bigint | undefined;
+    /** Applies the next page; false once the log's end is reached. */
     const readPage = async () => {
-      const page = await this.store.readAll({ fromPosition: position < 0n ? 'start' : position, maxCount: this.pageSize });
-      for (const event of page) {
-        this.applyTo(fresh, event);
-        if (fresh.error) throw fresh.error;
-        position = event.position;
+      const page = await this.readPage(position);
+      for (const item of page) {
+        this.applyTo(fresh, item);
+        if (fresh.error) {
+          failedAt = placeOf(item).position;
+          throw fresh.error;
+        }
+        position = placeOf(item).position;
       }
-      return page.length;
+      return page.length === this.pageSize || page.at(-1) instanceof CorruptEvent;
     };
     let open!: () => void;
     try {
       // Bulk of the work while the live model keeps serving; then pause the live loop and close the gap.
-      while ((await readPage()) === this.pageSize);
+      while (await readPage());
       this.gate = new Promise((r) => (open = r));
       // Up to whatever the live loop has handled, which a failed model skipped.
       const target = model.position > this.loopPosition ? model.position : this.loopPosition;
-      while (position < target && (await readPage()) > 0);
+      while (position < target && (await readPage()));
       model.reset(fresh.tables, generation, position > target ? position : target);
       this.readModels.drop(model.name, generation);
       this.saveCheckpoints();
     } catch (e) {
       if (model.generation !== generation) this.readModels.drop(model.name, model.generation);
+      if (failedAt !== undefined) {
+        // Today's code cannot build it from this log: the rows it serves would mislead, so it says so instead.
+        model.fail(fresh.error!.cause, failedAt);
+        this.condemn(entry);
+      }
       throw e;
     } finally {
       this.gate = undefined;
       open?.();
     }
     this.log.info({ projection: model.name, position: model.position.toString() }, 'projection rebuilt');
+  }
+
+  /**
+   * The next page of the log after `position`. A page holding an undecodable event cannot be read whole: it is read
+   * one event at a time up to that event, which ends the page in its place.
+   */
+  private async readPage(position: bigint): Promise<LogItem[]> {
+    const read = (maxCount: number) => this.store.readAll({ fromPosition: position < 0n ? 'start' : position, maxCount });
+    try {
+      return await read(this.pageSize);
+    } catch (e) {
+      if (!isPlaced(e)) throw e;
+    }
+    const page: LogItem[] = [];
+    for (;;) {
+      try {
+        const [event] = await read(1);
+        if (!event) return page;
+        page.push(event);
+        position = event.position;
+      } catch (e) {
+        if (!isPlaced(e)) throw e;
+        page.push(e);
+        return page;
+      }
+    }
   }
 
   private lowestPosition(): bigint {

@@ -22,11 +22,15 @@ export interface ConfigFlags {
   store?: string;
 }
 
+/** `sqlite:PATH` names a store file of its own, which several runtimes (each with its data directory) may share. */
 const storeSpec = z
   .string()
   .trim()
-  .refine((s) => s === 'sqlite' || /^(esdb|eventstoredb)(\+discover)?:\/\/.+/.test(s), {
-    message: 'must be "sqlite" or an esdb:// / eventstoredb:// URL',
+  .refine((s) => s === 'sqlite' || /^sqlite:./.test(s) || /^(esdb|eventstoredb)(\+discover)?:\/\/.+/.test(s), {
+    message: 'must be "sqlite", "sqlite:/absolute/path" or an esdb:// / eventstoredb:// URL',
+  })
+  .refine((s) => !s.startsWith('sqlite:') || isAbsolute(s.slice('sqlite:'.length)), {
+    message: 'the file of "sqlite:PATH" must be an absolute path',
   });
 
 const settingsSchema = z.object({
@@ -53,7 +57,7 @@ export interface Settings {
   dataDir: string;
   host: string;
   port: number;
-  /** 'sqlite' or an EventStoreDB URL. */
+  /** 'sqlite' (`<dataDir>/events.sqlite3`), 'sqlite:/absolute/file' or an EventStoreDB URL. */
   store: string;
   maintenanceMs: number;
   /** BERTH_TOKEN, when set. */

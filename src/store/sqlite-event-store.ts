@@ -21,6 +21,7 @@ import {
 } from './event-store.ts';
 import { AppendSignal } from './sqlite-append-signal.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
+import { assertStoreFileKind, assertStoreSchema } from './sqlite-store-file.ts';
 import { decodeRow, EVENT_COLUMNS, type EventRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
 
@@ -203,11 +204,16 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
-  /** Opens (creating if needed) the store in `file`. Several processes may open the same file. */
+  /**
+   * Opens (creating if needed) the store in `file`. Several processes may open the same file. A file that is not a
+   * store (sqlite-store-file.ts) is refused before anything is written to it.
+   */
   static open(file: string, opts: SqliteEventStoreOptions = {}): SqliteEventStore {
+    assertStoreFileKind(file);
     const db = new Database(file);
     try {
       db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
+      assertStoreSchema(db, file);
       db.pragma('journal_mode = WAL');
       // FULL: an acknowledged append survives power loss (WAL + NORMAL would only survive a process crash).
       db.pragma('synchronous = FULL');

@@ -66,9 +66,9 @@ afterEach(async () => {
 });
 
 /** A model that counts every event it sees, writing before it may throw on the poison stream. */
-function fragileEngine(broken: () => boolean) {
+function fragileEngine(broken: () => boolean, pageSize?: number) {
   const models = SqliteReadModelStore.open(join(dir, 'projections.sqlite3'));
-  const e = new ProjectionEngine({ store, models });
+  const e = new ProjectionEngine({ store, models, pageSize });
   open.push({ close: async () => (await e.stop(), models.close()) });
   const fragile = e.register(
     defineProjection({
@@ -292,5 +292,32 @@ describe('projection engine', () => {
     expect(counters.error).toBeUndefined();
     expect(counters.position).toBe(head);
     expect(counters.query.count('counter-a')).toBe(3);
+  });
+  it('should rebuild past an undecodable event a model does not select, and fail a model it is for', async () => {
+    // Pages of 4, so the damaged event sits inside a page and past the first one.
+    const { e, fragile, counters } = fragileEngine(() => false, 4);
+    await append('counter-a', 5);
+    const corrupt = await append('other-x', 1);
+    await append('counter-a', 3);
+    await e.start();
+    await e.catchUp(5000);
+    expect(e.failed).toEqual([]);
+    // Damaged after both models applied it: only a rebuild meets it.
+    const raw = new Database(join(dir, 'events.sqlite3'));
+    raw.prepare('UPDATE events SET data = ? WHERE position = ?').run('{not json', corrupt);
+    raw.close();
+    await e.rebuild('counters');
+    expect(counters.error).toBeUndefined();
+    expect(counters.query.count('counter-a')).toBe(8);
+    expect(counters.query.applied()).not.toContain(String(corrupt));
+    // `fragile` selects every stream: its rebuild fails at the event, and the model says so instead of serving.
+    await expect(e.rebuild('fragile')).rejects.toMatchObject({ code: 'projection_failed' });
+    expect(fragile.error).toMatchObject({ code: 'projection_failed', detail: { position: String(corrupt) } });
+    expect(() => fragile.query.n()).toThrow(expect.objectContaining({ code: 'projection_failed' }));
+    expect(e.failed).toEqual([expect.objectContaining({ name: 'fragile', position: String(corrupt) })]);
+    // The other model goes on serving and following the log.
+    const head = await append('counter-b', 1);
+    expect(await counters.waitFor(head, 5000)).toBe(true);
+    expect(counters.query.count('counter-b')).toBe(1);
   });
 });

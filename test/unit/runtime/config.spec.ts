@@ -41,6 +41,15 @@ describe('config', () => {
     );
   });
 
+  it('should take a shared store file as sqlite:/absolute/path, and refuse a relative one', () => {
+    expect(resolveSettings({}, { BERTH_EVENTSTORE_URL: 'sqlite:/srv/berth/events.sqlite3' }).store).toBe('sqlite:/srv/berth/events.sqlite3');
+    expect(resolveSettings({ store: 'sqlite:/a.sqlite3' }, {}).store).toBe('sqlite:/a.sqlite3');
+    expect(() => resolveSettings({ store: 'sqlite:events.sqlite3' }, {})).toThrow(
+      expect.objectContaining({ code: 'invalid_request', message: expect.stringMatching(/--store .*absolute path/) }),
+    );
+    expect(() => resolveSettings({ store: 'sqlite:' }, {})).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+  });
+
   it('should keep the runtime id and the generated token across loads, the token private', () => {
     const first = loadConfig({ dataDir: dir }, {});
     expect(first.tokenGenerated).toBe(true);
