@@ -15,6 +15,7 @@ export const errorCodes = {
   operation_conflict: { status: 409, retryable: false, meaning: 'The operationId is taken by a different input.' },
   stale_target: { status: 409, retryable: true, meaning: 'The allocation generation named is no longer current.' },
   invalid_state: { status: 409, retryable: false, meaning: 'The resource is not in a state that accepts this request.' },
+  owned_elsewhere: { status: 409, retryable: false, meaning: 'Another runtime sharing the event store owns the resource: detail.runtimeId names it and detail.url, when known, is where to send the request (the client follows it).' },
   wrong_expected_version: { status: 409, retryable: true, meaning: 'A concurrent writer changed the stream first.' },
   workspace_busy: { status: 409, retryable: true, meaning: 'Another holder owns the workspace storage.' },
   workspace_unavailable: { status: 409, retryable: false, meaning: 'The workspace\'s storage is gone, replaced, or no longer matches the binding recorded (generation, identity, deletion).' },

@@ -33,6 +33,7 @@ import { Mailboxes } from './mailbox.ts';
 import { catchUp, rehydrate, streamOf, type LoadedActor } from './rehydrate.ts';
 import { loadListed, scanUnfinished } from './recovery-scan.ts';
 import { machineVersion } from './machine-version.ts';
+import { ACTOR_ADOPTED, actorAdoptedSchema, mayWrite, ownedElsewhere } from './ownership.ts';
 import { snapshotStreamOf, writeSnapshot } from './snapshot-stream.ts';
 
 /** The pino methods the runtime uses; any pino logger fits. */
@@ -92,6 +93,8 @@ export interface ActorView<C = any> {
   revision: bigint;
   status: string;
   finished: boolean;
+  /** The runtime that owns the actor (ownership.ts); undefined while no runtime has written it. */
+  owner?: string;
 }
 
 export interface RecoveryReport {
@@ -203,7 +206,58 @@ export class ActorRuntime<S = unknown> {
       revision: loaded.revision,
       status: snapshot.status,
       finished: isFinished(actorType, snapshot),
+      owner: loaded.owner,
     };
+  }
+
+  /**
+   * Takes over an actor owned by `from` (a retired runtime): appends `actor.adopted` at the stream's exact revision,
+   * so `from`'s next append fails and it drops the actor without effects. Resolves true once this runtime owns it,
+   * false when it is owned by neither (someone else adopted it first) or does not exist. Send `runtime.recovered`
+   * afterwards to reconcile it.
+   */
+  adopt(type: string, id: string, from: string): Promise<boolean> {
+    const actorType = this.typeOf(type);
+    const stream = this.streamFor(actorType, id);
+    const identity = this.started();
+    return this.track(
+      this.mailboxes.post(stream, async () => {
+        let actor = await this.load(actorType, id, stream);
+        for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+          actor = await catchUp(this.store, actorType, stream, actor);
+          if (actor.owner === identity.runtimeId) return true;
+          if (actor.revision < 0n || (actor.owner !== undefined && actor.owner !== from)) return false;
+          const revision = actor.revision + 1n;
+          const data = { ...(actor.owner ? { from: actor.owner } : {}), to: identity.runtimeId, epoch: identity.epoch, at: Date.now() };
+          const label = stateLabel(actor.snapshot.value);
+          const stored: EventData = {
+            id: decisionEventId(stream, revision, identity, ACTOR_ADOPTED, data),
+            type: ACTOR_ADOPTED,
+            data: actorAdoptedSchema.parse(data),
+            metadata: {
+              runtimeId: identity.runtimeId,
+              epoch: identity.epoch,
+              actorType: actorType.type,
+              from: label,
+              to: label,
+              at: data.at,
+              finished: isFinished(actorType, actor.snapshot),
+            },
+          };
+          stored.metadata!.correlationId = stored.metadata!.causationId = stored.id;
+          try {
+            await this.retryingUnknown(() => this.store.append(stream, [stored], { expectedRevision: actor.revision }));
+          } catch (e) {
+            this.cache.drop(stream);
+            if (!isWrongExpectedVersion(e)) throw e;
+            continue;
+          }
+          this.cache.put(stream, { snapshot: actor.snapshot, revision, owner: identity.runtimeId });
+          return true;
+        }
+        return false;
+      }),
+    );
   }
 
   /**
@@ -222,9 +276,10 @@ export class ActorRuntime<S = unknown> {
     for (const { stream, error } of scan.failed) {
       this.logger.error({ err: error, stream }, 'actor cannot be rehydrated; it is not reconciled');
     }
+    // Another runtime's actors are its own to recover, even when they are listed (a shared store).
     const unfinished = scan.unfinished.filter((a) => {
       this.cache.put(a.stream, a.loaded);
-      return !isFinished(a.actorType, a.loaded.snapshot);
+      return !isFinished(a.actorType, a.loaded.snapshot) && mayWrite(a.loaded.owner, identity.runtimeId);
     });
     const recovered: DomainEvent = {
       type: RUNTIME_RECOVERED,
@@ -311,6 +366,13 @@ export class ActorRuntime<S = unknown> {
     let actor = this.cache.get(stream) ?? (await this.load(actorType, id, stream));
     let lastConflict: unknown;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+      // Only the owner writes (ownership.ts): a lost race may have been an adoption, after which nothing is appended.
+      if (!mayWrite(actor.owner, identity.runtimeId)) {
+        const error = ownedElsewhere(stream, actor.owner!);
+        if (onReject === 'throw') throw error;
+        if (typeof onReject === 'function') for (const event of events) onReject(error, event);
+        return undefined;
+      }
       const steps: Step[] = [];
       const refused: [unknown, DomainEvent][] = [];
       let at = actor;
@@ -345,7 +407,7 @@ export class ActorRuntime<S = unknown> {
           },
         };
         steps.push({ stored, revision, next: decision.next, actions: decision.actions });
-        at = { snapshot: decision.next, revision };
+        at = { snapshot: decision.next, revision, owner: identity.runtimeId };
       }
       if (typeof onReject === 'function') for (const [error, event] of refused) onReject(error, event);
       if (steps.length === 0) return undefined;
@@ -521,6 +583,7 @@ export class ActorRuntime<S = unknown> {
       revision: actor.revision,
       persisted: persist(actorType.machine, actor.snapshot),
       machine: machineVersion(actorType.machine),
+      owner: actor.owner,
     }).then(
       () => void this.stats.snapshots++,
       (err) => this.logger.warn({ err, stream }, 'snapshot not written (rehydration will fold more events)'),

@@ -66,10 +66,10 @@ export interface StoredEvent {
   type: string;
   data: unknown;
   /**
-   * Of the metadata only `schemaVersion` (default 1) and `compacted`: true on the summary a compaction left as the
-   * stream's first event (the revisions before it are gone on purpose).
+   * Of the metadata only `schemaVersion` (default 1), `compacted` (true on the summary a compaction left as the
+   * stream's first event: the revisions before it are gone on purpose) and `runtimeId` (the writer: ownership.ts).
    */
-  metadata: { schemaVersion?: unknown; compacted?: unknown };
+  metadata: { schemaVersion?: unknown; compacted?: unknown; runtimeId?: unknown };
 }
 
 export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
@@ -77,7 +77,10 @@ export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
   revision: r.revision,
   type: r.type,
   data: r.data,
-  metadata: r.metadata.compacted === true ? { schemaVersion: r.metadata.schemaVersion, compacted: true } : { schemaVersion: r.metadata.schemaVersion },
+  metadata:
+    r.metadata.compacted === true
+      ? { schemaVersion: r.metadata.schemaVersion, compacted: true, runtimeId: r.metadata.runtimeId }
+      : { schemaVersion: r.metadata.schemaVersion, runtimeId: r.metadata.runtimeId },
 });
 
 /** Turns a stored event back into the domain event the machine folds: upcast, then validate. */

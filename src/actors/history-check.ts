@@ -11,6 +11,7 @@ import { decide, isFinished } from './decide.ts';
 import { decodeStored, storedEventOf } from './event-codec.ts';
 import { step, stateLabel } from './machine-step.ts';
 import { streamResolver } from './recovery-scan.ts';
+import { ACTOR_ADOPTED } from './ownership.ts';
 import { foldStored, freshActor, type LoadedActor } from './rehydrate.ts';
 
 export type HistoryProblemKind = 'refused' | 'state' | 'finished' | 'undecodable' | 'unknown_type';
@@ -97,6 +98,11 @@ export async function checkHistory(store: EventStore, types: Iterable<ActorType>
       }
       const t = await tracked(e, resolved.actorType, resolved.id);
       seen.add(e.stream);
+      if (e.type === ACTOR_ADOPTED) {
+        // A change of owner, not of state (ownership.ts).
+        t.loaded = foldStored(t.actorType, t.loaded, [storedEventOf(e)]);
+        continue;
+      }
       let next: AnyMachineSnapshot;
       try {
         const event = decodeStored(t.actorType, storedEventOf(e));

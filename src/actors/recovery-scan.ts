@@ -8,7 +8,7 @@
 import type { EventStore, RecordedEvent } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
 import { storedEventOf, type StoredEvent } from './event-codec.ts';
-import { catchUp, foldStored, fromSnapshot, type LoadedActor } from './rehydrate.ts';
+import { catchUp, foldStored, fromSnapshot, withOwner, type LoadedActor } from './rehydrate.ts';
 import { decodeSnapshot, readLatestSnapshot, SNAPSHOT_PREFIX, type StoredSnapshot } from './snapshot-stream.ts';
 
 export interface ScannedActor {
@@ -78,7 +78,7 @@ export async function loadListed(store: EventStore, types: Iterable<ActorType>, 
       starts.map(async ({ actorType, id, stream, loaded }) => {
         try {
           const events = read ? (read.get(stream) ?? []) : undefined;
-          loaded = events ? foldStored(actorType, loaded, events) : await catchUp(store, actorType, stream, loaded);
+          loaded = await withOwner(store, stream, events ? foldStored(actorType, loaded, events) : await catchUp(store, actorType, stream, loaded));
           result.unfinished.push({ actorType, id, stream, loaded });
         } catch (error) {
           result.failed.push({ stream, error });
@@ -179,9 +179,11 @@ export async function scanUnfinished(
     if (e.finished) continue;
     try {
       if (e.error) throw e.error;
-      const loaded = e.reread
-        ? await catchUp(store, e.actorType, stream, fromSnapshot(e.actorType, e.id, e.snapshot))
-        : (e.loaded ?? fromSnapshot(e.actorType, e.id, e.snapshot));
+      const loaded = await withOwner(
+        store,
+        stream,
+        e.reread ? await catchUp(store, e.actorType, stream, fromSnapshot(e.actorType, e.id, e.snapshot)) : (e.loaded ?? fromSnapshot(e.actorType, e.id, e.snapshot)),
+      );
       result.unfinished.push({ actorType: e.actorType, id: e.id, stream, loaded });
     } catch (error) {
       result.failed.push({ stream, error });

@@ -9,12 +9,15 @@ import type { ActorType } from './actor-type.ts';
 import { decodeStored, type StoredEvent } from './event-codec.ts';
 import { initialSnapshot, restore, step } from './machine-step.ts';
 import { machineVersion } from './machine-version.ts';
+import { ACTOR_ADOPTED, ownerAfter } from './ownership.ts';
 import { readLatestSnapshot, type StoredSnapshot } from './snapshot-stream.ts';
 
 /** An actor's state as of `revision` of its stream (-1n: the stream does not exist yet). */
 export interface LoadedActor {
   snapshot: AnyMachineSnapshot;
   revision: bigint;
+  /** The runtime that may write the stream (ownership.ts); undefined while no runtime has written it. */
+  owner?: string;
 }
 
 export const streamOf = (actorType: ActorType, id: string): string => `${actorType.type}-${id}`;
@@ -32,7 +35,7 @@ export const freshActor = (actorType: ActorType, id: string): LoadedActor => ({
 export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot | undefined): LoadedActor {
   if (!s || s.machine !== machineVersion(actorType.machine)) return freshActor(actorType, id);
   try {
-    return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision };
+    return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision, owner: s.owner };
   } catch {
     // A snapshot is only a cache: a machine that changed shape folds from the start instead.
     return freshActor(actorType, id);
@@ -41,19 +44,21 @@ export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot
 
 /**
  * Folds stored events (in revision order, starting right after `from.revision`) onto `from`. Only a compaction's
- * summary may follow a gap: the events it replaced were removed with intent.
+ * summary may follow a gap: the events it replaced were removed with intent. An adoption moves the owner and leaves
+ * the machine as it is.
  */
 export function foldStored(actorType: ActorType, from: LoadedActor, events: StoredEvent[]): LoadedActor {
-  let { snapshot, revision } = from;
+  let { snapshot, revision, owner } = from;
   for (const recorded of events) {
     if (recorded.revision <= revision) continue;
     if (recorded.revision !== revision + 1n && recorded.metadata.compacted !== true) {
       throw new CorruptEvent(recorded.stream, revision + 1n, 'missing from the stream (gap before the next event)');
     }
-    [snapshot] = step(actorType.machine, snapshot, decodeStored(actorType, recorded));
+    if (recorded.type !== ACTOR_ADOPTED) [snapshot] = step(actorType.machine, snapshot, decodeStored(actorType, recorded));
     revision = recorded.revision;
+    owner = ownerAfter(owner, recorded.metadata);
   }
-  return { snapshot, revision };
+  return { snapshot, revision, owner };
 }
 
 async function eventsAfter(store: EventStore, stream: string, revision: bigint): Promise<RecordedEvent[]> {
@@ -79,5 +84,15 @@ export async function rehydrate(store: EventStore, actorType: ActorType, id: str
 /** Loads an actor whose stream is known to exist: its snapshot, then the events after. */
 export async function rehydrateExisting(store: EventStore, actorType: ActorType, id: string): Promise<LoadedActor> {
   const stream = streamOf(actorType, id);
-  return catchUp(store, actorType, stream, fromSnapshot(actorType, id, await readLatestSnapshot(store, stream)));
+  return withOwner(store, stream, await catchUp(store, actorType, stream, fromSnapshot(actorType, id, await readLatestSnapshot(store, stream))));
+}
+
+/**
+ * The loaded actor with its owner: one written before snapshots recorded it, and not written since, learns it from
+ * the writer of its last event.
+ */
+export async function withOwner(store: EventStore, stream: string, loaded: LoadedActor): Promise<LoadedActor> {
+  if (loaded.owner !== undefined || loaded.revision < 0n) return loaded;
+  const [last] = await store.readStream(stream, { direction: 'backwards', maxCount: 1 });
+  return last ? { ...loaded, owner: ownerAfter(undefined, last.metadata) } : loaded;
 }

@@ -20,11 +20,14 @@ export interface StoredSnapshot {
   persisted: PersistedSnapshot;
   /** The version of the machine that folded it (machine-version.ts); absent in snapshots written before it was kept. */
   machine?: string;
+  /** The actor's owner at `revision` (ownership.ts); absent in snapshots written before it was kept. */
+  owner?: string;
 }
 
 const snapshotData = z.object({
   revision: z.string().regex(/^\d+$/),
   machine: z.string().optional(),
+  owner: z.string().optional(),
   snapshot: z.looseObject({ value: z.union([z.string(), z.record(z.string(), z.unknown())]), context: z.unknown() }),
 });
 
@@ -33,7 +36,12 @@ export function snapshotEvent(actorStream: string, s: StoredSnapshot): EventData
     // One id per (actor stream, revision): two runtimes writing the same snapshot write it once.
     id: nameUuid(`${snapshotStreamOf(actorStream)}@${s.revision}`),
     type: SNAPSHOT_TAKEN,
-    data: { revision: s.revision.toString(), ...(s.machine ? { machine: s.machine } : {}), snapshot: s.persisted },
+    data: {
+      revision: s.revision.toString(),
+      ...(s.machine ? { machine: s.machine } : {}),
+      ...(s.owner ? { owner: s.owner } : {}),
+      snapshot: s.persisted,
+    },
   };
 }
 
@@ -42,8 +50,8 @@ export function decodeSnapshot(recorded: RecordedEvent): StoredSnapshot {
   if (recorded.type !== SNAPSHOT_TAKEN || !parsed.success) {
     throw new CorruptEvent(recorded.stream, recorded.revision, 'not a snapshot.taken event');
   }
-  const { revision, machine, snapshot } = parsed.data;
-  return { revision: BigInt(revision), persisted: snapshot as PersistedSnapshot, ...(machine ? { machine } : {}) };
+  const { revision, machine, owner, snapshot } = parsed.data;
+  return { revision: BigInt(revision), persisted: snapshot as PersistedSnapshot, ...(machine ? { machine } : {}), ...(owner ? { owner } : {}) };
 }
 
 export async function readLatestSnapshot(store: EventStore, actorStream: string): Promise<StoredSnapshot | undefined> {

@@ -165,13 +165,13 @@ describe('ActorRuntime: batched effect outcomes', () => {
     expect(await rt.get('relay', 'r1')).toMatchObject({ state: 'ended', revision: 3n, finished: true, context: { steps: [1, 2] } });
   });
 
-  it('decides the whole batch again on the new state when another runtime appended first', async () => {
+  it('decides the whole batch again on the new state when another incarnation appended first', async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const a = await relayRuntime('rt-a', gate);
-    const b = await relayRuntime('rt-b');
+    const b = await relayRuntime('rt-a'); // a later start of the same runtime (epoch 2): it may write, ownership-wise
     await a.rt.send('relay', 'r1', { type: 'relay.begun' });
-    // rt-b steps the relay first; rt-a's cached state is now one event behind when its effect answers.
+    // The later incarnation steps the relay first; the older one's cached state is now one event behind when its effect answers.
     await b.rt.send('relay', 'r1', { type: 'relay.stepped', n: 7 });
     open();
     await a.rt.whenIdle();

@@ -136,11 +136,12 @@ describe('ActorRuntime: deciding and appending', () => {
     expect(events.map((e) => (e.data as { by: number }).by)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it('re-decides on the new state when another runtime appended first', async () => {
+  it('re-decides on the new state when another incarnation appended first', async () => {
     const other = SqliteEventStore.open(file);
     opened.push(other);
     const a = await started();
-    const b = new ActorRuntime<CounterServices>({ store: other, runtimeId: 'rt-b', services: { inspected: [] } });
+    // A later start of the same runtime (epoch 2) may write its actors; a runtime with another id may not (ownership).
+    const b = new ActorRuntime<CounterServices>({ store: other, runtimeId: 'rt-a', services: { inspected: [] } });
     b.register(counterActor);
     runtimes.push(b);
     await b.start();
