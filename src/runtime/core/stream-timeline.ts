@@ -1,12 +1,15 @@
 /**
  * One page of a stream's timeline for the web console: the replay steps (state before → after, context diff) of
- * revisions [from, from + limit), folded from the stream's start only as far as the page's end, so the first page of
- * a 10,000-event stream costs what the first page of a short one does. `failures` keeps only the steps that record a
- * failure (that filter folds the whole stream: a failure may be anywhere). An absent stream is `not_found`.
+ * revisions [from, from + limit), folded from the latest snapshot at or before the page (else from the stream's
+ * start), so a page of a 10,000-event stream costs what a page of a short one does, wherever it is. `failures` keeps
+ * only the steps that record a failure (that filter folds the whole stream: a failure may be anywhere). An absent
+ * stream is `not_found`.
  */
-import type { ReplayedStep } from './stream-replay.ts';
+import { fromSnapshot, foldStored } from '../../actors/rehydrate.ts';
+import { decodeSnapshot, snapshotStreamOf, type StoredSnapshot } from '../../actors/snapshot-stream.ts';
 import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
-import { replayStoredStream } from './stream-replay.ts';
+import { actorTypeOfStream, actorTypes } from '../registry.ts';
+import { replayFrom, replayStoredStream, type ReplayedStep } from './stream-replay.ts';
 
 export interface TimelinePage {
   stream: string;
@@ -47,8 +50,47 @@ export async function timelinePage(
     const more = failing[opts.limit];
     return { stream, actorType: all.actorType, ...bounds, steps, next: more ? Number(more.event.revision) : null };
   }
-  const end = Math.max(opts.from, bounds.firstRevision) + opts.limit - 1;
-  const replay = await replayStoredStream(store, stream, { at: BigInt(end) });
-  const steps = replay.steps.filter((s) => Number(s.event.revision) >= opts.from);
-  return { stream, actorType: replay.actorType, ...bounds, steps, next: end < bounds.lastRevision ? end + 1 : null };
+  const from = Math.max(opts.from, bounds.firstRevision);
+  const end = from + opts.limit - 1;
+  const next = end < bounds.lastRevision ? end + 1 : null;
+  const actorType = actorTypeOfStream(stream, actorTypes);
+  if (!actorType) {
+    const events = await store.readStream(stream, { from: BigInt(from), maxCount: opts.limit });
+    return { stream, actorType: null, ...bounds, steps: events.map((event) => ({ event, stateBefore: null, stateAfter: null, contextDiff: null })), next };
+  }
+  // A snapshot of another machine version (or none) folds from the start, as rehydration does.
+  const snapshot = await snapshotAtOrBefore(store, stream, BigInt(from - 1));
+  const start = fromSnapshot(actorType, stream.slice(actorType.type.length + 1), snapshot);
+  const read = await store.readStream(stream, { from: start.revision < 0n ? 'start' : start.revision + 1n, maxCount: end - Number(start.revision) });
+  // A compacted stream starts at its summary: a read from the start may reach past the page's end.
+  const events = read.filter((e) => e.revision <= BigInt(end));
+  const page = events.filter((e) => e.revision >= BigInt(from));
+  const before = foldStored(actorType, start, events.slice(0, events.length - page.length));
+  return { stream, actorType: actorType.type, ...bounds, steps: replayFrom(actorType, before, page), next };
+}
+
+/**
+ * The latest snapshot of `actorStream` that reflects `revision` or less, found by halving the snapshot stream (its
+ * snapshots follow the actor's revisions). Undefined when there is none.
+ */
+async function snapshotAtOrBefore(store: EventStore, actorStream: string, revision: bigint): Promise<StoredSnapshot | undefined> {
+  if (revision < 0n) return undefined;
+  const stream = snapshotStreamOf(actorStream);
+  const last = await store.streamRevision(stream);
+  if (last === 'no_stream') return undefined;
+  const at = async (r: bigint): Promise<StoredSnapshot | undefined> => {
+    const [recorded] = await store.readStream(stream, { from: r, maxCount: 1 });
+    return recorded && decodeSnapshot(recorded);
+  };
+  let [low, high] = [0n, last];
+  let found: StoredSnapshot | undefined;
+  while (low <= high) {
+    const mid = (low + high) / 2n;
+    const s = await at(mid);
+    if (s && s.revision <= revision) {
+      found = s;
+      low = mid + 1n;
+    } else high = mid - 1n;
+  }
+  return found;
 }
