@@ -61,6 +61,11 @@ export const allocationEvents = {
     generation: z.number().int().positive(),
     /** The environment's profile: its limits were applied in place before the claim (Provider.pooling). */
     profile: profileSchema,
+    /**
+     * The environment's content version the claim shows the container (Provider.pooling.applyContent): applied once
+     * this is durable, before the environment hears `allocated`, and again by the environment's recovery.
+     */
+    contentVersion: z.number().int().positive().optional(),
     at: atSchema,
   }),
   /** The outcome of the provider call in flight (allocate or inspect). */

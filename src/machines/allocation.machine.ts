@@ -15,7 +15,8 @@
  * - admission uses of an older epoch of the recovering runtime are dropped; execution, mount and physical uses
  *   survive a restart (a restart is no proof that remote work stopped);
  * - a warm pool's allocation (its `environmentId` a pool id) tells no environment anything and is never reclaimed
- *   for idleness (its pool retires it); `allocation.claimed` rebinds it, ready and unused, to an environment once.
+ *   for idleness (its pool retires it); `allocation.claimed` rebinds it, ready and unused, to an environment once,
+ *   recording the content version it shows; the claiming environment's effect tells it, once the version is shown.
  */
 import { and, assign, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
@@ -235,9 +236,11 @@ const allocationSetup = setup({
         ...(mounts?.length ? { mounts } : {}),
       };
     }),
-    claim: assign(({ event }) =>
-      event.type === 'allocation.claimed' ? { environmentId: event.environmentId, generation: event.generation, profile: event.profile } : {},
-    ),
+    claim: assign(({ event }) => {
+      if (event.type !== 'allocation.claimed') return {};
+      const { environmentId, generation, profile, contentVersion } = event;
+      return { environmentId, generation, profile, ...(contentVersion !== undefined ? { contentVersion } : {}) };
+    }),
     callAllocate: assign({ call: 'allocate' }),
     callInspect: assign({ call: 'inspect' }),
     callDeallocate: assign({ call: 'deallocate' }),
@@ -389,8 +392,8 @@ export const allocationMachine = allocationSetup.createMachine({
         ],
         'allocation.use_acquired': { actions: ['acquireUse', 'touch', 'stamp'] },
         'allocation.use_released': { guard: 'useHeld', actions: ['releaseUse', 'touch', 'stamp'] },
-        // The environment hears `allocated` with the generation it asked for, as from a fresh allocation.
-        'allocation.claimed': { guard: 'claimable', actions: ['claim', 'touch', 'stamp', notify('ready')] },
+        // The claiming environment's effect tells it `allocated` itself, once the claim's content version is shown.
+        'allocation.claimed': { guard: 'claimable', actions: ['claim', 'touch', 'stamp'] },
         'allocation.reconcile_requested': { guard: 'noCall', actions: ['callInspect', 'stamp', inspect] },
         'runtime.recovered': { actions: ['dropStaleAdmissions', 'callInspect', 'stamp', inspect] },
         'allocation.release_requested': releaseRoute(true),
@@ -502,7 +505,11 @@ export const reject = (snapshot: AllocationSnapshot, event: IncomingEvent): Reje
       // A claim sent again (recovery of the environment that made it): say what that environment may have missed.
       const again = context.environmentId === event.environmentId && context.generation === event.generation;
       const environmentEvent = again ? environmentEventFor(context, state, at) : null;
-      if (environmentEvent) return { code: 'invalid_state', message: 'The allocation was already claimed.', detail: { ...detail, reason: 'already_claimed', environmentEvent } };
+      if (environmentEvent) {
+        // The version the claim recorded: the one to show again, whatever is active now.
+        const contentVersion = context.contentVersion ?? null;
+        return { code: 'invalid_state', message: 'The allocation was already claimed.', detail: { ...detail, reason: 'already_claimed', environmentEvent, contentVersion } };
+      }
       return invalid('The allocation is not a ready pooled allocation nobody uses.', 'not_claimable');
     }
     case 'allocation.resume_requested':

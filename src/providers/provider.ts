@@ -106,6 +106,11 @@ export interface Provider {
    */
   admit?(admission: Admission, profile: Profile): void | Promise<void>;
   /**
+   * Refuses, when an environment is created or its profile changed, a profile this provider can never run (a remote
+   * profile naming no configured host): invalid_request whose detail names the field.
+   */
+  checkProfile?(profile: Profile): void;
+  /**
    * How a workspace's writable view reaches a command: `directory`, the host directory itself is bound per command
    * (executions carry its `source`); `materialized`, the view lives in the allocation (a staging volume made with it,
    * shown at WORKSPACE_TARGET) and the runtime fills and captures it through `fileHost`; `none`, executions are never
@@ -144,9 +149,17 @@ export interface PoolingCapability {
   fits(pool: Profile, wanted: Profile): boolean;
   /**
    * Checks the allocation still runs as recorded and applies `wanted`'s limits in place where they differ. `gone`
-   * when it does not run as recorded (nothing applied: reconcile it and take another); throws when it cannot tell.
+   * when it does not run as recorded (nothing applied: reconcile it and take another); `cold` when `withContent`
+   * and it cannot take a content version (nothing applied: it stays pooled, this acquire goes cold); throws when it
+   * cannot tell.
    */
-  personalize(ref: AllocationRef, wanted: Profile): Promise<'ready' | 'gone'>;
+  personalize(ref: AllocationRef, wanted: Profile, withContent: boolean): Promise<'ready' | 'gone' | 'cold'>;
+  /**
+   * Shows `version` (the environment's content version) to the claimed allocation's commands exactly and read-only
+   * at `version.target`, in place of whatever an earlier, interrupted apply left. Run only once the claim is
+   * durable, so it never fills an allocation another environment holds. Throws when it cannot.
+   */
+  applyContent(ref: AllocationRef, version: ReadOnlyMount): Promise<void>;
 }
 
 /** What `Provider.versionedCommand` composes from. */

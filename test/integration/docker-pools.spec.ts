@@ -1,11 +1,12 @@
 /**
  * Warm pools on a real Docker engine (issue 20): a claim hands out a ready pooled container, personalized and as
  * hardened as a cold one, whose first command runs with the environment's own variables; concurrent claims never
- * share a container and the pool's misses go cold; a pool whose image is missing backs off, says why, and leaves
- * acquires failing fast with a typed error.
+ * share a container and the pool's misses go cold; a claim shows the environment's content version, exactly and
+ * read-only, and the next claim the version active then; a pool whose image is missing backs off, says why, and
+ * leaves acquires failing fast with a typed error.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -41,6 +42,22 @@ async function start(...pools: PoolSettings[]): Promise<Berth> {
 }
 
 const statusOf = (b: Berth) => b.api.pools(admin)[0];
+/** Writes `files` into the environment's source and builds them into its next, active version. */
+async function buildVersion(b: Berth, environmentId: string, files: Record<string, string>): Promise<number> {
+  const content = b.api.content!;
+  for (const [path, text] of Object.entries(files)) await content.writeFile(admin, environmentId, path, [Buffer.from(text)]);
+  const { version } = await content.startBuild(admin, environmentId);
+  const built = await waitFor(() => content.getBuild(admin, environmentId, version), { until: (r) => r.status !== 'building', timeoutMs: 60_000, what: `build ${version}` });
+  expect(built).toMatchObject({ status: 'ready', active: true });
+  return version;
+}
+/** Runs `script` in the environment to its end: its record and stdout. */
+async function runIn(b: Berth, environmentId: string, script: string) {
+  const x = await b.api.submitExecution(admin, { operationId: `run-${randomUUID()}`, environment: environmentId, command: ['/bin/sh', '-c', script] });
+  return { record: await settled(b.api, x.id), stdout: (await readAll(b.api, x.id, 'stdout')).toString() };
+}
+/** What a command sees under /env: every path, and each file's bytes after its path. */
+const LIST_ENV = 'cd /env && find . | sort | while read -r p; do if [ -f "$p" ]; then echo "$p $(cat "$p")"; else echo "$p"; fi; done';
 const poolReady = (b: Berth, n: number) =>
   waitFor(() => statusOf(b), { until: (s) => s.ready >= n, timeoutMs: 60_000, what: `${n} pooled containers ready` });
 const createDocker = (b: Berth, profile: Partial<Profile> = {}) =>
@@ -71,7 +88,7 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     const a = await b.api.acquire(admin, env.id);
     expect(a).toMatchObject({ environmentId: env.id, generation: 1, state: 'ready', provider: 'docker' });
     expect(a.identity?.resourceId).toBe(pooled);
-    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 0 });
+    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 0, fallback: 0 });
 
     const info = await rawDocker.getContainer(pooled).inspect();
     expectHardened(info, { memoryMb: 128, pidsLimit: 48 });
@@ -104,7 +121,7 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     const containers = allocations.map((a) => a.identity!.resourceId);
     expect(new Set(containers).size).toBe(20);
     expect(containers.filter((c) => pooled.has(c))).toHaveLength(5);
-    expect(statusOf(b).claims).toEqual({ hit: 5, miss: 15 });
+    expect(statusOf(b).claims).toEqual({ hit: 5, miss: 15, fallback: 0 });
     const metrics = await b.api.metrics(admin);
     expect(metrics).toMatch(/berth_pool_claims_total\{pool="warm",result="hit"\} 5/);
     expect(metrics).toMatch(/berth_pool_claims_total\{pool="warm",result="miss"\} 15/);
@@ -122,10 +139,43 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     const held = (await Promise.all(envs.map((e) => b.api.acquire(admin, e.id)))).map((a) => a.identity!.resourceId);
     expect(held).not.toContain(dead);
     expect(held).toContain(alive);
-    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 1 });
+    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 1, fallback: 0 });
     // The dead one is found lost, released (its container removed) and replaced.
     await waitFor(async () => (await rawDocker.listContainers({ all: true, filters: { id: [dead] } })).length, { until: (n) => n === 0, timeoutMs: 30_000, what: 'the dead container removed' });
     await poolReady(b, 2);
+  });
+
+  it('should show a claim the environment\'s content version, exactly and read-only, and the next claim the version active then', async () => {
+    const b = await start(pool(2));
+    await poolReady(b, 2);
+    const pooled = pooledContainers(b);
+    const env = await createDocker(b, { memoryMb: 256, pidsLimit: 64 });
+    expect(await buildVersion(b, env.id, { 'marker.txt': 'one', 'bin/tool.sh': 'echo tool' })).toBe(1);
+
+    const first = await b.api.acquire(admin, env.id);
+    expect(pooled).toContain(first.identity!.resourceId);
+    expect(statusOf(b).claims).toEqual({ hit: 1, miss: 0, fallback: 0 });
+    const seen = await runIn(b, env.id, `${LIST_ENV}; echo "root=$PROJECT_ROOT"`);
+    expect(seen.record).toMatchObject({ status: 'exited', exitCode: 0, version: 1, target: { allocationId: first.allocationId } });
+    // Exactly the version's files, where a cold container's bind shows them, and nothing else.
+    expect(seen.stdout.trim().split('\n')).toEqual(['.', `./${env.slug}`, `./${env.slug}/bin`, `./${env.slug}/bin/tool.sh echo tool`, `./${env.slug}/marker.txt one`, `root=/env/${env.slug}`]);
+
+    // Read-only to the command: neither a file of the version nor /env itself can be changed.
+    const writes = await runIn(b, env.id, `echo two > /env/${env.slug}/marker.txt || echo refused-file; mkdir /env/x || echo refused-dir; rm -f /env/${env.slug}/bin/tool.sh || echo refused-rm`);
+    expect(writes.stdout).toContain('refused-file');
+    expect(writes.stdout).toContain('refused-dir');
+    expect(writes.stdout).toContain('refused-rm');
+    expect(readFileSync(join(dir, 'environments', env.id, 'versions', '1', 'marker.txt'), 'utf8')).toBe('one');
+
+    // Another version active: the allocation nothing uses is replaced, and the next claim shows that version.
+    expect(await buildVersion(b, env.id, { 'marker.txt': 'two' })).toBe(2);
+    const second = await b.api.acquire(admin, env.id);
+    expect(second.allocationId).not.toBe(first.allocationId);
+    expect(statusOf(b).claims).toMatchObject({ hit: 2, fallback: 0 });
+    const next = await runIn(b, env.id, LIST_ENV);
+    expect(next.record).toMatchObject({ status: 'exited', version: 2, target: { allocationId: second.allocationId } });
+    expect(next.stdout).toContain(`./${env.slug}/marker.txt two`);
+    expect(next.stdout).not.toContain('marker.txt one');
   });
 
   it('should back off refilling a pool whose image is missing, say why, and let an acquire fail fast with a typed error', async () => {

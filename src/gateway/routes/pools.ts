@@ -21,7 +21,7 @@ const poolSchema = z.object({
   lastErrorAt: z.number().int().nullable(),
   nextAttemptAt: z.number().int().nullable().describe('When refilling resumes after failures (ms since the epoch)'),
   attemptsLastMinute: z.number().int(),
-  claims: z.object({ hit: z.number().int(), miss: z.number().int() }),
+  claims: z.object({ hit: z.number().int(), miss: z.number().int(), fallback: z.number().int() }),
 });
 
 export const poolsPlugin = resourcePlugin([

@@ -34,6 +34,8 @@ export interface ResourceNames {
   network: string;
   volume: string;
   workspace: string;
+  /** A pooled container's content volume (pool-content.ts), made only for pool members. */
+  content: string;
 }
 
 export function containerSpec(
@@ -41,6 +43,8 @@ export function containerSpec(
   names: ResourceNames,
   labels: Labels,
   defaultImage: string = DEFAULT_IMAGE,
+  /** More of the allocation's own volumes (a pooled container's content volume). */
+  volumes: Docker.MountSettings[] = [],
 ): Docker.ContainerCreateOptions {
   const { profile } = intent;
   // The content version is bound read-only: writes fail with EROFS even for root (seed 001 §6).
@@ -49,6 +53,7 @@ export function containerSpec(
     { Type: 'volume', Source: names.volume, Target: SPOOL_PATH, ReadOnly: false },
     { Type: 'volume', Source: names.workspace, Target: WORKSPACE_TARGET, ReadOnly: false },
     ...content,
+    ...volumes,
   ]);
   return {
     name: names.container,

@@ -1,13 +1,18 @@
 /**
  * Warm pools on Docker (Provider.pooling): a pooled container serves an environment whose profile differs from the
  * pool's only in what the engine updates in place on a running container (memory, CPU, pids); image, network, HOME
- * and workspace sizes are fixed at create. Personalizing first checks the container still runs as recorded.
+ * and workspace sizes are fixed at create. Personalizing first checks the container still runs as recorded. Its
+ * content version is shown through the content volume it was made with (pool-content.ts), filled once claimed.
  */
 import type Docker from 'dockerode';
 import { DEFAULT_HOME_MB, DEFAULT_WORKSPACE_MB, type Profile } from '../../../schemas/profile.ts';
-import type { AllocationRef, PoolingCapability } from '../provider.ts';
+import { BerthError } from '../../../schemas/errors.ts';
+import type { PoolingCapability } from '../provider.ts';
+import { identityOf, isServing } from './container-identity.ts';
 import { hardenedHostConfig } from './container-spec.ts';
 import { engineStatus } from './docker-client.ts';
+import { resourceNames } from './labels.ts';
+import { contentVolumePath, fillContent } from './pool-content.ts';
 
 /** What only a new container could change, with the defaults a container is made with. */
 const fixedAtCreate = (p: Profile, defaultImage: string) => ({
@@ -31,7 +36,7 @@ export function dockerPooling(docker: Docker, defaultImage: string): PoolingCapa
       const [a, b] = [fixedAtCreate(pool, defaultImage), fixedAtCreate(wanted, defaultImage)];
       return a.image === b.image && a.network === b.network && a.homeMb === b.homeMb && a.workspaceMb === b.workspaceMb;
     },
-    async personalize(ref: AllocationRef, wanted: Profile) {
+    async personalize(ref, wanted, withContent) {
       const id = ref.identity?.resourceId;
       if (!id) return 'gone';
       const container = docker.getContainer(id);
@@ -42,14 +47,19 @@ export function dockerPooling(docker: Docker, defaultImage: string): PoolingCapa
         if (engineStatus(error) === 404) return 'gone';
         throw error;
       }
-      const running = info.State.Running && !info.State.Paused && !info.State.Restarting;
-      if (!running || `${info.Id}@${info.State.StartedAt}` !== ref.identity?.incarnation) return 'gone';
+      if (!isServing(info) || identityOf(info).incarnation !== ref.identity?.incarnation) return 'gone';
+      if (withContent && !(await contentVolumePath(docker, resourceNames(ref.requestId), ref))) return 'cold';
       // Compared with what the container has now: an earlier claim that was given back may have changed them.
       const to = updatableLimits(wanted);
       const h = info.HostConfig;
       const now = { Memory: h.Memory, MemorySwap: h.MemorySwap, NanoCpus: h.NanoCpus ?? 0, PidsLimit: h.PidsLimit };
       if (JSON.stringify(now) !== JSON.stringify(to)) await container.update(to);
       return 'ready';
+    },
+    async applyContent(ref, version) {
+      const root = await contentVolumePath(docker, resourceNames(ref.requestId), ref);
+      if (!root) throw new BerthError('unavailable', 'The pooled container has no content volume this host can fill.', { allocationId: ref.allocationId });
+      await fillContent(root, version);
     },
   };
 }

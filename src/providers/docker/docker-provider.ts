@@ -22,10 +22,11 @@
  */
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
+import { isPoolId } from '../../../schemas/ids.ts';
 import type { Profile } from '../../../schemas/profile.ts';
 import { crashAt } from '../crash-point.ts';
 import type { FileHost } from '../file-host.ts';
-import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, PoolingCapability, Provider } from '../provider.ts';
+import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PoolingCapability, Provider } from '../provider.ts';
 import { workspaceCwd } from '../workspace-view.ts';
 import { BuildContainer, removeBuild, type BuildContainerOptions } from './build-container.ts';
 import { COMMAND_UID, containerSpec, DEFAULT_IMAGE, networkSpec, SPOOL_PATH, volumeSpec } from './container-spec.ts';
@@ -38,9 +39,11 @@ import {
   ignoreMissing,
   isDefiniteRefusal,
 } from './docker-client.ts';
+import { identityOf, isServing } from './container-identity.ts';
 import { DockerExecutor } from './docker-executor.ts';
 import { dockerPooling } from './docker-pooling.ts';
 import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
+import { contentVolumeMount, contentVolumeSpec } from './pool-content.ts';
 import { prepareSpool } from './spool-volume.ts';
 import { versionedInContainer } from './versioned-command.ts';
 import { ensureWorkspaceVolume, workspaceFileHost } from './workspace-volume.ts';
@@ -239,9 +242,12 @@ export class DockerProvider implements Provider {
     if (!(await ensureWorkspaceVolume(this.docker, names, labels, intent.profile))) {
       return { status: 'unknown', reason: `volume ${names.workspace} exists and is not this allocation's` };
     }
+    // A pool's container learns its content version only when claimed: it gets a volume to show it in.
+    const pooled = isPoolId(intent.environmentId);
+    if (pooled) await this.docker.createVolume(contentVolumeSpec(names, labels));
     let container: Docker.Container;
     try {
-      container = await this.docker.createContainer(containerSpec(intent, names, labels, this.defaultImage));
+      container = await this.docker.createContainer(containerSpec(intent, names, labels, this.defaultImage, pooled ? [contentVolumeMount(names)] : []));
     } catch (error) {
       // The name is derived from the request id: a conflict means a racing allocate of this request created it.
       if (engineStatus(error) !== 409) throw error;
@@ -330,23 +336,6 @@ export class DockerProvider implements Provider {
 }
 
 const describeEndpoint = (e: DockerEndpoint): string => ('socketPath' in e ? `unix://${e.socketPath}` : `tcp://${e.host}:${e.port ?? ''}`);
-
-function identityOf(info: Docker.ContainerInspectInfo): PhysicalIdentity {
-  // NetworkMode 'none' is the engine's built-in network, not one of the allocation's.
-  const networkMode = info.HostConfig.NetworkMode;
-  const networkId = networkMode && networkMode !== 'none' ? info.NetworkSettings.Networks?.[networkMode]?.NetworkID : undefined;
-  const volume = info.Mounts.find((m) => m.Destination === SPOOL_PATH)?.Name;
-  return {
-    provider: 'docker',
-    resourceId: info.Id,
-    incarnation: `${info.Id}@${info.State.StartedAt}`,
-    ...(networkId ? { networkId } : {}),
-    ...(volume ? { volume } : {}),
-  };
-}
-
-const isServing = (info: Docker.ContainerInspectInfo) =>
-  info.State.Running && !info.State.Paused && !info.State.Restarting;
 
 function serving(info: Docker.ContainerInspectInfo): AllocationReport {
   const identity = identityOf(info);

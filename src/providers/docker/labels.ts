@@ -44,9 +44,9 @@ export const ownedBy = (key: string, value: string) => ({ label: [`${LABEL.manag
  * one with that name, so two racing allocations cannot both create), network, spool volume and workspace volume. The hash keeps names unique
  * when sanitising or truncating the request id made two of them look alike.
  */
-export function resourceNames(requestId: string, prefix = 'berth'): { container: string; network: string; volume: string; workspace: string } {
+export function resourceNames(requestId: string, prefix = 'berth'): { container: string; network: string; volume: string; workspace: string; content: string } {
   const readable = requestId.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 48);
   const digest = createHash('sha256').update(requestId).digest('hex').slice(0, 10);
   const base = `${prefix}-${readable}-${digest}`;
-  return { container: base, network: `${base}-net`, volume: `${base}-spool`, workspace: `${base}-workspace` };
+  return { container: base, network: `${base}-net`, volume: `${base}-spool`, workspace: `${base}-workspace`, content: `${base}-content` };
 }

@@ -30,7 +30,8 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
     p.then(resolve, reject).finally(() => clearTimeout(timer));
   });
 
-const refOf = (p: ProviderCallParams): AllocationRef => ({
+/** How a provider is told which allocation a call is about (also the warm pool's claim: pools/). */
+export const allocationRef = (p: ProviderCallParams): AllocationRef => ({
   requestId: p.requestId,
   allocationId: p.allocationId,
   environmentId: p.environmentId,
@@ -65,13 +66,13 @@ export const allocationActor = defineActor<typeof allocationMachine, Services>({
       return { type: 'allocation.reported', report, at: ctx.services.now() };
     },
     'provider.inspect': async (p: ProviderCallParams, ctx) => {
-      const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).inspect(refOf(p)) as Promise<AllocationReportData>);
+      const report = await reportOf(() => ctx.services.providers.get(p.profile.provider).inspect(allocationRef(p)) as Promise<AllocationReportData>);
       return { type: 'allocation.reported', report, at: ctx.services.now() };
     },
     'provider.deallocate': async (p: ProviderCallParams, ctx) => {
       let result: 'terminated' | 'unknown';
       try {
-        result = await withTimeout(ctx.services.providers.get(p.profile.provider).deallocate(refOf(p)), PROVIDER_CALL_TIMEOUT_MS);
+        result = await withTimeout(ctx.services.providers.get(p.profile.provider).deallocate(allocationRef(p)), PROVIDER_CALL_TIMEOUT_MS);
       } catch {
         result = 'unknown';
       }

@@ -298,12 +298,12 @@ export class EnvironmentService {
 
   /**
    * Claims a warm pool's ready allocation when a pool fits the profile: the environment asks for it as its next
-   * generation (`pooled`), and the effect of that rebinds it (allocation.claimed). A pooled container binds no
-   * content version, so an environment with an active one on such a provider goes cold. True when one was claimed.
+   * generation (`pooled`), and the effect of that rebinds it (allocation.claimed) and shows it the active content
+   * version (pools/pool-claim.ts). True when one was claimed.
    */
   private async claimPooled(id: string, env: EnvironmentContext, deadline: number): Promise<boolean> {
     const { pools, actors } = this.deps;
-    if (!pools || (env.activeVersion !== null && this.bindsContentAtAllocation(env.profile))) return false;
+    if (!pools) return false;
     const rebind = async (c: { allocationId: string; requestId: string }): Promise<RebindOutcome> => {
       const now = await actors.get<EnvironmentContext>('environment', id);
       if (now?.state !== 'idle' && now?.state !== 'lost') return 'unused';
@@ -325,7 +325,8 @@ export class EnvironmentService {
       await waitUntil(settled, deadline, ACQUIRE_POLL_MAX_MS);
       return after?.state === 'allocated' && after.context.acquisition?.allocationId === c.allocationId ? 'claimed' : 'refused';
     };
-    return (await pools.claim(env.profile, rebind)) !== undefined;
+    const withContent = env.activeVersion !== null && this.deps.describeContent !== undefined && this.bindsContentAtAllocation(env.profile);
+    return (await pools.claim(env.profile, rebind, withContent)) !== undefined;
   }
 
   /**

@@ -12,25 +12,12 @@ import {
   type BuildStartParams,
 } from '../../machines/environment.machine.ts';
 import { INTERRUPTED } from '../../machines/build.machine.ts';
-import { defineActor, type DomainEvent, type EffectContext } from '../../actors/actor-type.ts';
+import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import { isBerthError } from '../../../schemas/errors.ts';
 import { buildIdOf } from '../builds/content-runtime.ts';
 import type { Services } from '../services.ts';
 import { allocationContent } from '../executions/version-exec.ts';
-
-/** A warm pool's allocation is rebound, not intended (AllocationIntendParams.pooled). */
-async function claimPooled(p: AllocationIntendParams, ctx: EffectContext<Services>): Promise<DomainEvent | undefined> {
-  const at = ctx.services.now();
-  try {
-    await ctx.send('allocation', p.allocationId, { type: 'allocation.claimed', environmentId: p.environmentId, generation: p.generation, profile: p.profile, at });
-    return undefined;
-  } catch (e) {
-    if (!isBerthError(e)) throw e;
-    const missed = isBerthError(e, 'invalid_state') ? e.detail.environmentEvent : undefined;
-    if (missed && typeof missed === 'object') return missed as DomainEvent;
-    return { type: 'environment.allocation_failed', allocationId: p.allocationId, reason: `pool claim refused: ${e.message}`, at };
-  }
-}
+import { claimPooled } from '../pools/pool-claim.ts';
 
 export const environmentActor = defineActor<typeof environmentMachine, Services>({
   type: 'environment',
@@ -43,7 +30,7 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
     /**
      * Re-sent by recovery: an allocation that already exists tells what this environment may have missed. The intent
      * records its provider's ownership, and, where the provider binds content at allocation, the content version it
-     * binds (version-exec.ts: read when the intent is written).
+     * binds (version-exec.ts: read when the intent is written). A warm pool's allocation is claimed (pool-claim.ts).
      */
     'allocation.intend': async (p: AllocationIntendParams, ctx) => {
       if (p.pooled) return claimPooled(p, ctx);

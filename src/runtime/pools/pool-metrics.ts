@@ -23,7 +23,7 @@ export function poolMetrics(metrics: BerthMetrics, status: () => PoolStatus[]): 
       for (const p of status()) this.set({ pool: p.name }, p.ready);
     },
   });
-  const claims = metrics.counter({ name: 'berth_pool_claims_total', help: 'Acquires a warm pool fits, by result: hit (claimed a ready allocation) or miss (went cold).', labelNames: ['pool', 'result'] });
+  const claims = metrics.counter({ name: 'berth_pool_claims_total', help: 'Acquires a warm pool fits, by result: hit (claimed a ready allocation), miss (none ready: went cold) or fallback (the one taken could not show the content version: went cold).', labelNames: ['pool', 'result'] });
   const failures = metrics.counter({ name: 'berth_pool_refill_failures_total', help: 'Pooled allocations that could not be made or did not answer their probe.', labelNames: ['pool'] });
   return {
     claimed(pool, result, seconds) {

@@ -12,7 +12,8 @@ import type { Profile } from '../../../schemas/profile.ts';
 import type { ActorRuntime } from '../../actors/actor-runtime.ts';
 import type { AllocationContext } from '../../machines/allocation.machine.ts';
 import type { ActiveAllocation } from '../../projections/active-allocations.projection.ts';
-import type { AllocationRef, Executor, PoolingCapability } from '../../providers/provider.ts';
+import type { Executor, PoolingCapability } from '../../providers/provider.ts';
+import { allocationRef } from '../environments/allocation.actor.ts';
 import type { ProviderRegistry } from '../provider-registry.ts';
 import type { PoolSettings } from './pool-config.ts';
 import type { ClaimResult, PoolObserver, PoolStatus } from './pool-stats.ts';
@@ -57,13 +58,16 @@ interface Member {
 class Pool {
   readonly id: string;
   readonly members = new Map<string, Member>();
-  /** Ready members, oldest first (the oldest is claimed first: it is nearest its maximum age). */
-  readonly ready: string[] = [];
-  readonly claims: Record<ClaimResult, number> = { hit: 0, miss: 0 };
+  readonly claims: Record<ClaimResult, number> = { hit: 0, miss: 0, fallback: 0 };
   readonly backoff = new RefillBackoff();
 
   constructor(readonly settings: PoolSettings) {
     this.id = `hpool_${settings.name}`;
+  }
+
+  /** Ready members, oldest first (the oldest is claimed first: it is nearest its maximum age). */
+  ready(): string[] {
+    return [...this.members].filter(([, m]) => m.state === 'ready').sort(([, a], [, b]) => a.bornAt - b.bornAt).map(([id]) => id);
   }
 
   status(): PoolStatus {
@@ -73,7 +77,7 @@ class Pool {
       profile: this.settings.profile,
       size: this.settings.size,
       ...(this.settings.maxAgeSeconds ? { maxAgeSeconds: this.settings.maxAgeSeconds } : {}),
-      ready: this.ready.length,
+      ready: count('ready'),
       starting: count('starting') + count('probing'),
       retiring: count('retiring'),
       ...this.backoff.status(),
@@ -125,15 +129,16 @@ export class PoolService {
 
   /**
    * Hands a ready pooled allocation to `rebind` (the environment's claim) if a pool fits `profile`: each candidate
-   * is taken out of the ready list at once (a concurrent claim gets another), checked and personalized; one found
-   * gone is reconciled and the next one tried. Undefined when no pool fits or none is ready (a miss: acquire cold).
+   * is marked claiming at once (a concurrent claim gets another), checked and personalized; one found gone is
+   * reconciled and the next one tried. Undefined when no pool fits, none is ready (a miss), or the one taken cannot
+   * show a content version `withContent` asks for (a fallback: it stays pooled): the acquire goes cold.
    */
-  async claim(profile: Profile, rebind: (c: PooledAllocation) => Promise<RebindOutcome>): Promise<string | undefined> {
+  async claim(profile: Profile, rebind: (c: PooledAllocation) => Promise<RebindOutcome>, withContent = false): Promise<string | undefined> {
     const pool = this.pools.find((p) => this.pooling(p.settings.profile).fits(p.settings.profile, profile));
     if (!pool) return undefined;
     const started = performance.now();
     for (;;) {
-      const allocationId = pool.ready.shift();
+      const [allocationId] = pool.ready();
       if (!allocationId) {
         this.counted(pool, 'miss');
         this.wake();
@@ -146,14 +151,20 @@ export class PoolService {
         member.state = 'starting'; // the refill loop looks at what it became
         continue;
       }
-      let look: 'ready' | 'gone';
+      let look: 'ready' | 'gone' | 'cold';
       try {
-        look = await this.pooling(profile).personalize(refOf(allocationId, view.context), profile);
+        const { identity, ...recorded } = view.context;
+        look = await this.pooling(profile).personalize(allocationRef({ allocationId, ...recorded, ...(identity ? { identity } : {}) }), profile, withContent);
       } catch (e) {
         // The engine cannot tell: this claim goes cold; the allocation stays in the pool.
         this.deps.logger?.warn({ pool: pool.settings.name, allocationId, err: e }, 'pooled allocation could not be checked');
-        this.giveBack(pool, allocationId);
+        member.state = 'ready';
         this.counted(pool, 'miss');
+        return undefined;
+      }
+      if (look === 'cold') {
+        member.state = 'ready';
+        this.counted(pool, 'fallback');
         return undefined;
       }
       if (look === 'gone') {
@@ -169,7 +180,7 @@ export class PoolService {
         throw e;
       }
       if (outcome === 'unused') {
-        this.giveBack(pool, allocationId);
+        member.state = 'ready';
         return undefined;
       }
       pool.members.delete(allocationId);
@@ -185,7 +196,7 @@ export class PoolService {
   async drain(name: string): Promise<number> {
     const pool = this.pools.find((p) => p.settings.name === name);
     if (!pool) return 0;
-    const drained = pool.ready.splice(0);
+    const drained = pool.ready();
     for (const id of drained) await this.retire(pool, id);
     this.wake();
     return drained.length;
@@ -222,10 +233,7 @@ export class PoolService {
     }
     const maxAgeMs = (pool.settings.maxAgeSeconds ?? 0) * 1000;
     if (maxAgeMs > 0) {
-      for (const id of pool.ready.filter((id) => now - pool.members.get(id)!.bornAt >= maxAgeMs)) {
-        pool.ready.splice(pool.ready.indexOf(id), 1);
-        await this.retire(pool, id);
-      }
+      for (const id of pool.ready().filter((id) => now - pool.members.get(id)!.bornAt >= maxAgeMs)) await this.retire(pool, id);
     }
     const lacking = pool.settings.size - pool.members.size;
     const starts = pool.backoff.allowed(lacking, now);
@@ -297,7 +305,6 @@ export class PoolService {
     }
     pool.backoff.succeeded();
     member.state = 'ready';
-    pool.ready.push(id);
   }
 
   private async retire(pool: Pool, id: string): Promise<void> {
@@ -316,11 +323,6 @@ export class PoolService {
     this.deps.observer?.refillFailed(pool.settings.name);
   }
 
-  private giveBack(pool: Pool, id: string): void {
-    pool.members.get(id)!.state = 'ready';
-    pool.ready.unshift(id);
-  }
-
   private pooling(profile: Profile): PoolingCapability {
     const provider = this.deps.providers.get(profile.provider);
     if (!provider.pooling) throw new BerthError('invalid_request', `invalid configuration: provider ${profile.provider} keeps no warm pools`, { provider: profile.provider });
@@ -335,10 +337,3 @@ export class PoolService {
     }
   }
 }
-
-const refOf = (allocationId: string, c: AllocationContext): AllocationRef => ({
-  allocationId,
-  requestId: c.requestId,
-  environmentId: c.environmentId,
-  ...(c.identity ? { identity: c.identity } : {}),
-});

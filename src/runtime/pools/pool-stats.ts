@@ -1,10 +1,11 @@
 /**
  * What an admin sees of a warm pool (GET /v1/pools), and how its claims and refills are reported to /metrics
- * (pool-metrics.ts): a hit took a ready allocation, a miss found none and the acquire went cold.
+ * (pool-metrics.ts): a hit took a ready allocation, a miss found none and the acquire went cold, a fallback took one
+ * that could not show the environment's content version (it stayed pooled) and the acquire went cold.
  */
 import type { Profile } from '../../../schemas/profile.ts';
 
-export type ClaimResult = 'hit' | 'miss';
+export type ClaimResult = 'hit' | 'miss' | 'fallback';
 
 export interface PoolStatus {
   name: string;

@@ -1,7 +1,8 @@
 /**
  * A warm pool's allocation in the allocation machine (issue 20): while the pool owns it, it tells no environment and
- * is never reclaimed for idleness; `allocation.claimed` rebinds it once, ready and unused, to an environment, which
- * then hears `allocated` with the generation it asked for; a claim sent again answers as a missed notification.
+ * is never reclaimed for idleness; `allocation.claimed` rebinds it once, ready and unused, to an environment and
+ * records the content version it shows, telling that environment nothing itself (the claiming effect does, once the
+ * version is shown); a claim sent again answers as a missed notification, with the version the claim recorded.
  */
 import { describe, expect, it } from 'vitest';
 import { actorSpec } from '../../../src/actors/index.ts';
@@ -20,7 +21,14 @@ const identity = { provider: 'docker' as const, resourceId: 'c0ffee', incarnatio
 
 const intended = { type: 'allocation.intended', environmentId: POOL, requestId: 'req-p', generation: 1, profile: poolProfile, ownership: 'managed', at: 1_000 };
 const ready = { type: 'allocation.reported', report: { status: 'ready', identity }, at: 2_000 };
-const claimed = (environmentId = ENV, generation = 4, at = 5_000) => ({ type: 'allocation.claimed', environmentId, generation, profile: envProfile, at });
+const claimed = (environmentId = ENV, generation = 4, at = 5_000, contentVersion?: number) => ({
+  type: 'allocation.claimed',
+  environmentId,
+  generation,
+  profile: envProfile,
+  ...(contentVersion ? { contentVersion } : {}),
+  at,
+});
 const use = { type: 'allocation.use_acquired', useId: 'x-1', kind: 'execution', at: 3_000 };
 
 describe('allocation machine: a warm pool\'s allocation', () => {
@@ -32,24 +40,25 @@ describe('allocation machine: a warm pool\'s allocation', () => {
     expect(reclaimableAt(viewOf(snapshotAfter(allocationActor, ID, [intended, ready])))).toBeNull();
   });
 
-  it('should be rebound by a claim to the environment, its generation and profile, and tell that environment', () => {
-    spec.given([intended, ready]).when(claimed()).then(({ state, context, actions }) => {
+  it('should be rebound by a claim to the environment, its generation, profile and content version, telling nobody itself', () => {
+    spec.given([intended, ready]).when(claimed(ENV, 4, 5_000, 3)).then(({ state, context, actions }) => {
       expect(state).toBe('ready');
-      expect(context).toMatchObject({ environmentId: ENV, generation: 4, profile: envProfile, lastActivityAt: 5_000 });
-      expect(actions).toEqual([
-        { type: 'environment.notify', params: { environmentId: ENV, event: { type: 'environment.allocated', allocationId: ID, generation: 4, at: 5_000 } } },
-      ]);
+      expect(context).toMatchObject({ environmentId: ENV, generation: 4, profile: envProfile, contentVersion: 3, lastActivityAt: 5_000 });
+      // The environment's claiming effect says `allocated` once the version is shown (src/runtime/pools/pool-claim.ts).
+      expect(actions).toEqual([]);
     });
     // Claimed, it is reclaimed after the environment's idle interval like any other.
     expect(reclaimableAt(viewOf(snapshotAfter(allocationActor, ID, [intended, ready, claimed()])))).toBe(5_000 + 30_000);
   });
 
   it('should accept one claim only: a claim sent again answers what the environment missed, another one is refused', () => {
-    const after = snapshotAfter(allocationActor, ID, [intended, ready, claimed()]);
+    const after = snapshotAfter(allocationActor, ID, [intended, ready, claimed(ENV, 4, 5_000, 3)]);
     spec.given([intended, ready, claimed()]).when(claimed()).thenRejects('invalid_state');
-    expect(reject(after, claimed(ENV, 4, 9_000)).detail).toMatchObject({
+    // The version recorded, not the one the claim sent again names (another may be active by then).
+    expect(reject(after, claimed(ENV, 4, 9_000, 7)).detail).toMatchObject({
       reason: 'already_claimed',
       environmentEvent: { type: 'environment.allocated', allocationId: ID, generation: 4, at: 9_000 },
+      contentVersion: 3,
     });
     expect(reject(after, claimed(OTHER, 1)).detail).toMatchObject({ reason: 'not_claimable' });
   });
