@@ -22,7 +22,7 @@ import type { ArtifactStore } from '../../store/artifact-store.ts';
 import { inScope, listedScope } from '../caller.ts';
 import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.ts';
 import type { EnvironmentService } from '../environments/environment-service.ts';
-import { waitForEntry, waitPastStep } from './lifecycle-wait.ts';
+import { stepShown, waitForEntry, waitPastStep } from './lifecycle-wait.ts';
 import { assertQuota, isMember, outputLimitOf, type RolePolicy } from '../role-policy.ts';
 import type { Caller, ExecutionQuery, ExecutionRecord, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
 import type { Services } from '../services.ts';
@@ -359,13 +359,15 @@ export class ExecutionService {
    * a watched stream holds bytes past its cursor or has ended, or the lifecycle moves past the step the caller read.
    */
   async waitForOutput(caller: Caller, id: string, timeoutMs: number, seen?: OutputSeen): Promise<void> {
+    // Before the actor: the model never shows a step the actor has not reached (see waitPastStep).
+    const shown = seen && stepShown(this.deps.activity, id);
     const view = await this.view(caller, id);
     const step = String(view.state);
     if (SETTLED.has(step)) return;
     if (seen) {
       if (seen.step !== undefined && seen.step !== step) return; // it moved since the caller looked
       const stop = new AbortController();
-      const waits: Promise<unknown>[] = [waitPastStep(this.deps.activity, id, step, timeoutMs, stop.signal)];
+      const waits: Promise<unknown>[] = [waitPastStep(this.deps.activity, id, shown, timeoutMs, stop.signal)];
       // Streams are watched from dispatch on (as readOutput reads them); an ended one is not (its receipt is there).
       if (!UNSUBMITTED.has(step) && Object.keys(seen.cursors).length > 0) {
         const executor = await this.deps.services.executorFor(view.context.target.allocationId);

@@ -1,23 +1,13 @@
 /**
  * Waiting on an execution's lifecycle as the activity read model shows it: until its entry satisfies a condition
- * (settled, started, past the step a follower read). Only the model moving wakes a wait, so a waiter costs nothing
- * between events; a follower that read step S is woken by the first step after S and by nothing else (other
- * executions' events, or the model catching up to S itself after lagging behind the actor), so it never spins.
+ * (settled, started, moved from the step the model showed). Only the model moving wakes a wait, so a waiter costs
+ * nothing between events; a follower is woken by the model's own next step for the execution and by nothing else
+ * (other executions' events), whatever the steps are called, so it never spins.
  */
 import type { ActivityEntry } from '../../projections/activity.projection.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** The steps in the order an execution goes through them while its output can still change, as the model shows them. */
-const UNSETTLED_ORDER = ['pristine', 'accepted', 'dispatched', 'running', 'exited', 'drained'];
-/**
- * Steps of the actor that the model shows as another: `checkpointing` (a command in a turn) comes of
- * execution.drained, folded as `drained`. Counted as unknown, the model's `drained` was past it: a follower that read
- * `checkpointing` was woken at once, forever, without a macrotask between, and the whole server stopped (the
- * checkpoint it waited for too).
- */
-const SHOWN_AS: Record<string, string> = { checkpointing: 'drained' };
 
 /**
  * Resolves true once the activity entry of `id` satisfies `done`, false at the deadline or when `stop` aborts; never
@@ -47,14 +37,14 @@ export async function waitForEntry(
   }
 }
 
-/** Resolves once `id` is at a step after `step` (every settled step is after the unsettled ones), or as waitForEntry. */
-export function waitPastStep(activity: ReadModel, id: string, step: string, timeoutMs: number, stop: AbortSignal): Promise<boolean> {
-  const after = UNSETTLED_ORDER.indexOf(SHOWN_AS[step] ?? step);
-  const past = (x: ActivityEntry) => {
-    const at = UNSETTLED_ORDER.indexOf(x.step);
-    // Unlisted steps are the settled ones, after every listed step; a listed one is never after an unknown `step`
-    // (its follower then waits out its timeout instead of spinning).
-    return at < 0 ? x.step !== step : after >= 0 && at > after;
-  };
-  return waitForEntry(activity, id, past, Date.now() + timeoutMs, stop);
+/** The step the model shows `id` at now (undefined before it folded the execution): what `waitPastStep` starts from. */
+export const stepShown = (activity: ReadModel, id: string): string | undefined => (activity.query.get(id) as ActivityEntry | undefined)?.step;
+
+/**
+ * Resolves once the model shows `id` at another step than `shown`, or as waitForEntry. The model's steps only move
+ * forwards, and it lags the actor: a `shown` read before the actor was looked at is at or before the step the
+ * follower saw, so no move after that look is missed (a lagging model catching up wakes it once, early).
+ */
+export function waitPastStep(activity: ReadModel, id: string, shown: string | undefined, timeoutMs: number, stop: AbortSignal): Promise<boolean> {
+  return waitForEntry(activity, id, (x) => x.step !== shown, Date.now() + timeoutMs, stop);
 }
