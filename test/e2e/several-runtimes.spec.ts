@@ -104,6 +104,17 @@ function sharedStoreCases(name: string, openStore: (scratch: string) => Promise<
       await ownExecutionsSurviveTheOthersKill(pair!);
     });
 
+    it('should read the shared store with the CLI\'s --store, both runtimes\' events in it', { timeout: 120_000 }, async () => {
+      const p = pair!;
+      const env = cleanEnv({ BERTH_DATA_DIR: join(p.scratch, 'no-server') });
+      const listed = await berth(['events', '--store', p.spec, '--json'], env);
+      expect(listed, listed.stderr).toMatchObject({ code: 0 });
+      const writers = new Set(listed.stdout.trim().split('\n').map((line) => JSON.parse(line).metadata.runtimeId));
+      expect([...writers]).toEqual(expect.arrayContaining([p.rtA, p.rtB]));
+      const checked = await berth(['check-history', '--store', p.spec], env);
+      expect(checked, checked.stderr).toMatchObject({ code: 0 });
+    });
+
     it.skipIf(name !== 'sqlite')("should change nothing of A's when B stops cleanly and starts again", { timeout: 240_000 }, async () => {
       const p = pair!;
       const runs = join(p.scratch, 'runs-a2.txt');
