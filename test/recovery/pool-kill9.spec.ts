@@ -2,14 +2,16 @@
  * The kill -9 matrix of warm pools (issue 20): a real `berth serve` on a real Docker engine with a pool of two,
  * SIGKILLed by its own crash points during the refill after a claim (container created and not started; started,
  * its report not durable) and during a claim (the environment's pooled request durable, the claim not; the claim
- * durable, the environment not told); restarted on the same data directory. Every row: the environment ends holding
- * one container, no container is held by two environments or by an environment and the pool, every container the
- * pool's label names is accounted for (no leak), and the pool refills to its size.
+ * durable, the environment not told; the claim durable, its content version not yet shown); restarted on the same
+ * data directory. Every row: the environment ends holding one container, no container is held by two environments or
+ * by an environment and the pool, every container the pool's label names is accounted for (no leak), and the pool
+ * refills to its size; with a content version, the first command sees exactly that version.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { createEnvironment, restartAfterCrash, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { build, putFile, run } from '../e2e/content-client.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 import { dockerAvailable, rawDocker, removeTestResources } from '../integration/docker-env.ts';
 
@@ -63,9 +65,16 @@ async function expectNoLeak(s: Scene, held: string[]): Promise<void> {
   expect(containers).toHaveLength(SIZE + pooledHeld.length);
 }
 
-async function crashAndRecover(crash: Record<string, string>, crashAt: string): Promise<void> {
+/** `cd /env && find . | sort`, each file with its bytes. */
+const LIST_ENV = 'cd /env && find . | sort | while read -r p; do if [ -f "$p" ]; then echo "$p $(cat "$p")"; else echo "$p"; fi; done';
+
+async function crashAndRecover(crash: Record<string, string>, crashAt: string, withContent = false): Promise<void> {
   const s = await scene();
   const first = await createEnvironment(s.server, tokens.alice, PROFILE);
+  if (withContent) {
+    await putFile(s.server, first, 'marker.txt', 'one');
+    expect(await build(s.server, first)).toMatchObject({ version: 1, status: 'ready', active: true });
+  }
   await s.server.restart('SIGTERM', { ...s.env, ...crash });
   await refilled(s); // its members probed again: the acquire is a claim
   // The claim, or the refill that follows it, kills the server: the answer may never come.
@@ -78,6 +87,13 @@ async function crashAndRecover(crash: Record<string, string>, crashAt: string): 
   expect(new Set(held).size).toBe(held.length);
   // Acquired again, the first environment keeps the one allocation it held.
   expect((await acquire(s, first)).allocationId).toBe(claimed.allocationId);
+  if (withContent) {
+    // The version the claim recorded, whole: recovery showed it before the environment heard `allocated`.
+    const { slug } = await s.server.json<{ slug: string }>(`/v1/environments/${first}`);
+    const seen = await run(s.server, first, LIST_ENV);
+    expect(seen.record).toMatchObject({ status: 'exited', exitCode: 0, version: 1, target: { allocationId: claimed.allocationId } });
+    expect(seen.stdout.trim().split('\n')).toEqual(['.', `./${slug}`, `./${slug}/marker.txt one`]);
+  }
   await expectNoLeak(s, held);
 }
 
@@ -93,4 +109,7 @@ describe.skipIf(!dockerAvailable)('warm pools killed with -9', () => {
 
   it('should recover a claim killed after the allocation was claimed, the environment not told', () =>
     crashAndRecover({ BERTH_CRASH_AFTER: 'allocation.claimed' }, 'allocation.claimed'), 180_000);
+
+  it('should recover a claim killed after the allocation was claimed with a content version, the version not yet shown', () =>
+    crashAndRecover({ BERTH_CRASH_AFTER: 'allocation.claimed' }, 'allocation.claimed', true), 240_000);
 });
