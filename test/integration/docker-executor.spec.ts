@@ -47,7 +47,8 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
   let ref: AllocationRef;
   let executor: Executor;
 
-  beforeAll(async () => {
+  /** A new ready container of the default profile. */
+  const allocated = async () => {
     const intent = {
       environmentId: `henv_${randomUUID()}`,
       allocationId: `halloc_${randomUUID()}`,
@@ -57,8 +58,13 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
     };
     const report = await provider.allocate(intent);
     if (report.status !== 'ready') throw new Error(JSON.stringify(report));
-    ref = { ...intent, identity: report.identity };
-    executor = provider.executor(ref, intent.profile);
+    return { ...intent, identity: report.identity };
+  };
+
+  beforeAll(async () => {
+    const made = await allocated();
+    ref = made;
+    executor = provider.executor(made, made.profile);
   });
 
   it('should reach the spool the way it was asked to', async () => {
@@ -237,21 +243,12 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
   });
 
   it('should report a supervisor killed with its container as absent, never running', async () => {
-    const intent = {
-      environmentId: `henv_${randomUUID()}`,
-      allocationId: `halloc_${randomUUID()}`,
-      requestId: `hreq_${randomUUID()}`,
-      generation: 1,
-      profile: { provider: 'docker' as const },
-    };
-    const report = await provider.allocate(intent);
-    if (report.status !== 'ready') throw new Error(JSON.stringify(report));
-    const other = { ...intent, identity: report.identity };
+    const other = await allocated();
     try {
-      const ex = provider.executor(other, intent.profile);
+      const ex = provider.executor(other, other.profile);
       const s = spec(['sleep', '1000']);
       expect((await ex.submit(s)).state).toBe('running');
-      await rawDocker.getContainer(report.identity.resourceId).restart({ t: 0 });
+      await rawDocker.getContainer(other.identity.resourceId).restart({ t: 0 });
       expect((await ex.status(s.operationId)).state).toBe('absent');
     } finally {
       await provider.deallocate(other);
