@@ -85,7 +85,8 @@ async function indexAsLeft(store: SqliteEventStore): Promise<void> {
 
 async function recovery(): Promise<{ s: number; report: Awaited<ReturnType<ActorRuntime['recover']>> }> {
   const store = SqliteEventStore.open(file);
-  const rt = new ActorRuntime({ store, runtimeId: 'bench-after' }).register(tallyActor);
+  // A restart keeps its runtime id: it owns what it recovers.
+  const rt = new ActorRuntime({ store, runtimeId: 'bench-before' }).register(tallyActor);
   await rt.start();
   const start = process.hrtime.bigint();
   const models = SqliteReadModelStore.open(join(dir, 'projections.sqlite3'));
@@ -93,7 +94,7 @@ async function recovery(): Promise<{ s: number; report: Awaited<ReturnType<Actor
   const index = engine.register(unfinishedActorsProjection);
   await engine.start();
   await engine.catchUp();
-  const report = await rt.recover(index.query.streams());
+  const report = await rt.recover(index.query.streams('bench-before'));
   await rt.whenIdle();
   const s = seconds(start);
   await engine.stop();

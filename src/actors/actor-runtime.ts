@@ -31,7 +31,7 @@ import { schemaVersionOf, splitEvent, validateIncoming } from './event-codec.ts'
 import { persist, stateLabel, type YieldedAction } from './machine-step.ts';
 import { Mailboxes } from './mailbox.ts';
 import { catchUp, rehydrate, streamOf, type LoadedActor } from './rehydrate.ts';
-import { loadListed, scanUnfinished } from './recovery-scan.ts';
+import { loadListed, scanUnfinished, streamResolver } from './recovery-scan.ts';
 import { machineVersion } from './machine-version.ts';
 import { ACTOR_ADOPTED, actorAdoptedSchema, mayWrite, ownedElsewhere } from './ownership.ts';
 import { snapshotStreamOf, writeSnapshot } from './snapshot-stream.ts';
@@ -62,6 +62,8 @@ export interface ActorRuntimeOptions<S = unknown> {
    * (default 15 s): found, its effects run; absent, nothing happened.
    */
   settleMs?: number;
+  /** Where another runtime sharing the store answers, if known: an owned_elsewhere refusal names it. */
+  locate?: (runtimeId: string) => string | undefined;
 }
 
 export interface SendOptions {
@@ -128,6 +130,7 @@ export class ActorRuntime<S = unknown> {
   private readonly logger: ActorLogger;
   private readonly maxAttempts: number;
   private readonly settleMs: number;
+  private readonly locate: (runtimeId: string) => string | undefined;
   private readonly types = new Map<string, ActorType>();
   private readonly cache: ActorCache;
   private readonly mailboxes = new Mailboxes();
@@ -145,6 +148,7 @@ export class ActorRuntime<S = unknown> {
     this.logger = opts.logger ?? pino({ name: 'berth-actors', level: 'warn' }, pino.destination(2));
     this.maxAttempts = opts.maxAttempts ?? 5;
     this.settleMs = opts.settleMs ?? 15_000;
+    this.locate = opts.locate ?? (() => undefined);
     this.cache = new ActorCache(opts.cacheSize ?? 20_000);
   }
 
@@ -208,6 +212,15 @@ export class ActorRuntime<S = unknown> {
       finished: isFinished(actorType, snapshot),
       owner: loaded.owner,
     };
+  }
+
+  /**
+   * Refuses (owned_elsewhere) when another runtime owns the actor: for a command that starts work here on the
+   * strength of it (an execution on an environment), which must go to its owner instead.
+   */
+  async assertOwned(type: string, id: string): Promise<void> {
+    const owner = (await this.get(type, id))?.owner;
+    if (!mayWrite(owner, this.runtimeId)) throw ownedElsewhere(`${type}-${id}`, owner!, this.locate(owner!));
   }
 
   /**
@@ -306,6 +319,25 @@ export class ActorRuntime<S = unknown> {
     return { actors: unfinished.length + scan.failed.length, recovered: accepted, failed, ms: performance.now() - t0 };
   }
 
+  /**
+   * Takes over the listed actor streams that `from` (a retired runtime) owns, then reconciles them as a recovery
+   * does: each adopted one whose state accepts `runtime.recovered` gets it, and its inspection effects run here.
+   */
+  async adoptFrom(from: string, streams: readonly string[]): Promise<RecoveryReport & { adopted: number }> {
+    const resolve = streamResolver(this.types.values());
+    const adopted: string[] = [];
+    const window = 256;
+    for (let i = 0; i < streams.length; i += window) {
+      await Promise.all(
+        streams.slice(i, i + window).map(async (stream) => {
+          const r = resolve(stream);
+          if (r && (await this.adopt(r.actorType.type, r.id, from))) adopted.push(stream);
+        }),
+      );
+    }
+    return { ...(await this.recover(adopted)), adopted: adopted.length };
+  }
+
   /** Resolves when no mailbox job, effect or snapshot write is under way (including ones started meanwhile). */
   async whenIdle(): Promise<void> {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
@@ -368,7 +400,7 @@ export class ActorRuntime<S = unknown> {
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       // Only the owner writes (ownership.ts): a lost race may have been an adoption, after which nothing is appended.
       if (!mayWrite(actor.owner, identity.runtimeId)) {
-        const error = ownedElsewhere(stream, actor.owner!);
+        const error = ownedElsewhere(stream, actor.owner!, this.locate(actor.owner!));
         if (onReject === 'throw') throw error;
         if (typeof onReject === 'function') for (const event of events) onReject(error, event);
         return undefined;

@@ -1,46 +1,84 @@
 /**
- * Epoch fencing (DESIGN §4 rule 8): a starting runtime appends `runtime.started` {epoch: previous + 1} to
- * `runtime-<runtimeId>` with the exact expected revision, so of two processes starting the same runtimeId at once
- * exactly one wins; the other gets WrongExpectedVersion and must not start.
+ * A runtime's own stream, `runtime-<runtimeId>`: its lifecycle as other runtimes sharing the store see it (DESIGN
+ * §4 rule 8; issue #17). `runtime.started` fences a new epoch: appended at the exact expected revision, so of two
+ * processes starting the same runtimeId at once exactly one wins (the other gets WrongExpectedVersion and must not
+ * start). `runtime.serving` advertises where it answers, `runtime.stopped` a clean stop, and `runtime.retired` (by
+ * another runtime, which then adopts its actors) that it owns nothing any more. Every one carries the epoch it
+ * belongs to, so a start reads one event to know the next.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { CorruptEvent, type EventStore } from '../store/event-store.ts';
+import { CorruptEvent, type EventStore, type RecordedEvent } from '../store/event-store.ts';
 import { isBerthError } from '../../schemas/errors.ts';
 
 export const RUNTIME_STARTED = 'runtime.started';
+export const RUNTIME_SERVING = 'runtime.serving';
+export const RUNTIME_STOPPED = 'runtime.stopped';
+export const RUNTIME_RETIRED = 'runtime.retired';
 
-export const runtimeStartedSchema = z.object({
-  epoch: z.number().int().positive(),
-  at: z.number().int().nonnegative(),
-  pid: z.number().int(),
-  hostname: z.string(),
-});
+const epoch = z.number().int().positive();
+const at = z.number().int().nonnegative();
+
+export const runtimeEventSchemas = {
+  [RUNTIME_STARTED]: z.object({ epoch, at, pid: z.number().int(), hostname: z.string() }),
+  [RUNTIME_SERVING]: z.object({ epoch, at, url: z.string().url() }),
+  [RUNTIME_STOPPED]: z.object({ epoch, at }),
+  /** `by`: the runtime that retired it (and adopts its actors). */
+  [RUNTIME_RETIRED]: z.object({ epoch, at, by: z.string().min(1) }),
+} as const;
+
+export const runtimeStartedSchema = runtimeEventSchemas[RUNTIME_STARTED];
+
+export type RuntimeEventType = keyof typeof runtimeEventSchemas;
 
 export const runtimeStreamOf = (runtimeId: string): string => `runtime-${runtimeId}`;
 
+/** A runtime event's data, checked; a CorruptEvent when it is none. */
+export function decodeRuntimeEvent(event: RecordedEvent): { type: RuntimeEventType; data: { epoch: number; at: number } & Record<string, unknown> } {
+  const schema = Object.hasOwn(runtimeEventSchemas, event.type) ? runtimeEventSchemas[event.type as RuntimeEventType] : undefined;
+  const parsed = schema?.safeParse(event.data);
+  if (!parsed?.success) throw new CorruptEvent(event.stream, event.revision, 'not a runtime lifecycle event');
+  return { type: event.type as RuntimeEventType, data: parsed.data };
+}
+
+/** The stream's last event (its revision and epoch), or undefined for a runtime never started. */
+async function lastOf(store: EventStore, runtimeId: string): Promise<{ revision: bigint; epoch: number } | undefined> {
+  try {
+    const [event] = await store.readStream(runtimeStreamOf(runtimeId), { direction: 'backwards', maxCount: 1 });
+    return event ? { revision: event.revision, epoch: decodeRuntimeEvent(event).data.epoch } : undefined;
+  } catch (e) {
+    if (isBerthError(e, 'not_found')) return undefined;
+    throw e;
+  }
+}
+
 /** Appends the next `runtime.started`; resolves with the new epoch (1 for a runtime's first start). */
 export async function fenceEpoch(store: EventStore, runtimeId: string): Promise<number> {
-  const stream = runtimeStreamOf(runtimeId);
-  let last: { revision: bigint; epoch: number } | undefined;
-  try {
-    const [event] = await store.readStream(stream, { direction: 'backwards', maxCount: 1 });
-    if (event) {
-      const parsed = runtimeStartedSchema.safeParse(event.data);
-      if (event.type !== RUNTIME_STARTED || !parsed.success) {
-        throw new CorruptEvent(stream, event.revision, 'not a runtime.started event');
-      }
-      last = { revision: event.revision, epoch: parsed.data.epoch };
-    }
-  } catch (e) {
-    if (!isBerthError(e, 'not_found')) throw e;
-  }
-  const epoch = (last?.epoch ?? 0) + 1;
-  const data = { epoch, at: Date.now(), pid: process.pid, hostname: hostname() };
+  const last = await lastOf(store, runtimeId);
+  const next = (last?.epoch ?? 0) + 1;
+  const data = { epoch: next, at: Date.now(), pid: process.pid, hostname: hostname() };
   // A random id: a start is never retried, and two starts must never pass for one (same pid, same millisecond).
-  await store.append(stream, [{ id: randomUUID(), type: RUNTIME_STARTED, data }], {
+  await store.append(runtimeStreamOf(runtimeId), [{ id: randomUUID(), type: RUNTIME_STARTED, data }], {
     expectedRevision: last ? last.revision : 'no_stream',
   });
-  return epoch;
+  return next;
+}
+
+/**
+ * Appends a later lifecycle event of `runtimeId` at its current epoch: resolves false when the runtime was never
+ * started, or started again since `epoch` (when given), and so the event would describe another incarnation.
+ */
+export async function recordRuntimeEvent(
+  store: EventStore,
+  runtimeId: string,
+  type: Exclude<RuntimeEventType, typeof RUNTIME_STARTED>,
+  fields: Record<string, unknown>,
+  epoch?: number,
+): Promise<boolean> {
+  const last = await lastOf(store, runtimeId);
+  if (!last || (epoch !== undefined && last.epoch !== epoch)) return false;
+  const data = runtimeEventSchemas[type].parse({ ...fields, epoch: last.epoch, at: Date.now() });
+  await store.append(runtimeStreamOf(runtimeId), [{ id: randomUUID(), type, data }], { expectedRevision: last.revision });
+  return true;
 }

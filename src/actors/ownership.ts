@@ -27,6 +27,11 @@ export const ownerAfter = (owner: string | undefined, metadata: { runtimeId?: un
 /** Whether `runtimeId` may write a stream whose owner is `owner`. */
 export const mayWrite = (owner: string | undefined, runtimeId: string): boolean => owner === undefined || owner === runtimeId;
 
-export function ownedElsewhere(stream: string, owner: string): BerthError {
-  return new BerthError('owned_elsewhere', `${stream} is owned by runtime ${owner}; send the request there`, { stream, runtimeId: owner });
+/** The refusal of a non-owner; `url` (where the owner answers, when known) lets a client send the request there. */
+export function ownedElsewhere(stream: string, owner: string, url?: string): BerthError {
+  return new BerthError('owned_elsewhere', `${stream} is owned by runtime ${owner}; send the request there`, {
+    stream,
+    runtimeId: owner,
+    ...(url ? { url } : {}),
+  });
 }

@@ -33,6 +33,7 @@ commands:
   check-history  fold every actor stream through today's machines; name each event they would fold differently
   projections    the server's read models (position, lag, failure); rebuild NAME after a fix (admin)
   help       this text (also --help); --version prints the version
+  runtime        the runtimes sharing the event store; retire ID adopts one's unfinished actors here (admin)
 
   Every command but serve (and host):
 ${remoteUsage}

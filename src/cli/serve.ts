@@ -122,6 +122,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     await berth.stop();
   };
   try {
+  // Runtimes sharing the store send the requests this one owns here (their owned_elsewhere answers name the URL).
+  if (http) await berth.runtime.announce(http.url).catch((err: unknown) => log.warn({ err }, 'the URL could not be announced in the runtime stream'));
     for (const address of addresses) listeners.push(await listen(gateway, address, tls));
   } catch (e) {
     await close();

@@ -73,6 +73,19 @@ export type BindLease = z.input<typeof bindLeaseBody>;
 export type LeasePause = { cause: { kind: string; message?: string }; retryAt?: number };
 export type LeaseQuery = { workKind?: string; workId?: string };
 export type ProjectionState = { name: string; position: string; lag: string; failed: { position: string; message: string } | null };
+/** A runtime sharing the event store (GET /v1/runtimes). */
+export type RuntimeState = {
+  runtimeId: string;
+  epoch: number;
+  state: 'started' | 'serving' | 'stopped' | 'retired';
+  url: string | null;
+  hostname: string;
+  pid: number;
+  startedAt: string;
+  retiredBy: string | null;
+  self: boolean;
+};
+export type RetirementReport = { runtimeId: string; adopted: number; recovered: number; failed: number };
 /** Checkpoints are listed oldest first only. */
 export type CheckpointPageOptions = Omit<PageOptions, 'order'>;
 
@@ -347,6 +360,12 @@ export class BerthCore {
     replay: (stream: string, at?: number) =>
       this.http.json<ReplayStepJson[]>('GET', `/v1/streams/${path(stream)}`, { query: { at } }),
   };
+  /** The runtimes sharing the server's event store (the admin's), and the retirement of one (its actors adopted here). */
+  readonly runtimes = {
+    list: () => this.http.json<RuntimeState[]>('GET', '/v1/runtimes'),
+    retire: (runtimeId: string) => this.http.json<RetirementReport>('POST', `/v1/runtimes/${path(runtimeId)}/retire`, { body: {} }),
+  };
+
 
   readonly events = {
     /** The scope's audit feed after `fromPosition` (exclusive; default: from the start; 'now': what comes next), resumed across drops. */

@@ -8,6 +8,21 @@ export interface RequestOptions {
   bytes?: { stream: AsyncIterable<Uint8Array> | Uint8Array; contentType: string };
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** Set on the one repeat of a request at the runtime that owns its resource: it is not sent on again. */
+  ownerFollowed?: boolean;
+}
+
+/**
+ * Where to repeat a request another runtime sharing the store owns (`owned_elsewhere` with `detail.url`): once, with
+ * a body that can be sent again, and never from https down to http (the token goes with it).
+ */
+function ownerUrl(error: BerthApiError, baseUrl: string, options: RequestOptions): string | undefined {
+  const url = error.code === 'owned_elsewhere' ? error.detail.url : undefined;
+  if (typeof url !== 'string' || options.ownerFollowed) return undefined;
+  if (options.bytes && !(options.bytes.stream instanceof Uint8Array)) return undefined;
+  const scheme = /^(https?):\/\//.exec(url)?.[1];
+  if (!scheme || (baseUrl.startsWith('https:') && scheme !== 'https')) return undefined;
+  return url;
 }
 
 export class HttpTransport {
@@ -53,7 +68,12 @@ export class HttpTransport {
       init.body = JSON.stringify(options.body);
     }
     const response = await fetch(this.url(path, options.query), init);
-    if (!response.ok) throw BerthApiError.fromBody(response.status, await response.text());
+    if (!response.ok) {
+      const error = BerthApiError.fromBody(response.status, await response.text());
+      const owner = ownerUrl(error, this.baseUrl, options);
+      if (owner) return new HttpTransport(owner, this.token).send(method, path, { ...options, ownerFollowed: true });
+      throw error;
+    }
     return response;
   }
 

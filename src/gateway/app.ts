@@ -34,6 +34,7 @@ import { leasesPlugin } from './routes/leases.ts';
 import { machinesPlugin } from './routes/machines.ts';
 import { openApiPlugin } from './routes/openapi.ts';
 import { projectionsPlugin } from './routes/projections.ts';
+import { runtimesPlugin } from './routes/runtimes.ts';
 import { retentionPlugin } from './routes/retention.ts';
 import { poolsPlugin } from './routes/pools.ts';
 import { sessionsPlugin } from './routes/sessions.ts';
@@ -117,6 +118,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     retentionPlugin,
     poolsPlugin,
     projectionsPlugin,
+    runtimesPlugin,
     uiPlugin,
   ];
   plugins.push(openApiPlugin(() => routes, { title: 'Berth', version: packageVersion }));

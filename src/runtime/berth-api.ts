@@ -31,6 +31,8 @@ import type {
   OutputRead,
   OutputSeen,
   ProjectionStatus,
+  RetirementReport,
+  RuntimeStatus,
   ReplayStep,
   RuntimeApi,
   CreateSessionInput,
@@ -457,6 +459,21 @@ export class BerthApi implements RuntimeApi {
   private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {
     const view = await this.runtime.actors.get<SessionContext>('session', id).catch((e) => (isBerthError(e) ? undefined : Promise.reject(e)));
     if (!view || view.state === 'pristine' || view.state === 'deleted' || !inScope(caller, view.context.scope)) {
+  runtimes(caller: Caller): RuntimeStatus[] {
+    if (isMember(caller)) throw new BerthError('forbidden', 'The runtimes sharing the store are the admin\'s to see.', { role: caller.role });
+    return this.runtime.runtimes().map((r) => ({
+      ...r,
+      startedAt: new Date(r.startedAt).toISOString(),
+      self: r.runtimeId === this.runtime.identity.runtimeId,
+    }));
+  }
+
+  async retireRuntime(caller: Caller, runtimeId: string): Promise<RetirementReport> {
+    if (isMember(caller)) throw new BerthError('forbidden', 'Retiring a runtime needs an admin token.', { role: caller.role });
+    const { adopted, recovered, failed } = await this.runtime.retire(runtimeId);
+    return { runtimeId, adopted, recovered, failed };
+  }
+
       throw new BerthError('not_found', 'No such session.', { sessionId: id });
     }
     return view.context;

@@ -269,6 +269,32 @@ export interface ProjectionStatus {
   /** Global position of the last event it reflects. */
   position: string;
   lag: string;
+  /** The runtimes sharing the event store (the admin's). */
+  runtimes(caller: Caller): RuntimeStatus[];
+  /** Retires another runtime and adopts its unfinished actors here (the admin's; issue #17). */
+  retireRuntime(caller: Caller, runtimeId: string): Promise<RetirementReport>;
+}
+
+export interface RuntimeStatus {
+  runtimeId: string;
+  epoch: number;
+  state: 'started' | 'serving' | 'stopped' | 'retired';
+  url: string | null;
+  hostname: string;
+  pid: number;
+  startedAt: string;
+  retiredBy: string | null;
+  /** The runtime answering this request. */
+  self: boolean;
+}
+
+export interface RetirementReport {
+  runtimeId: string;
+  /** Unfinished actors it owned that this runtime took over. */
+  adopted: number;
+  /** Of those, the ones reconciled (sent runtime.recovered). */
+  recovered: number;
+  failed: number;
   /** Set when it failed: it answers `projection_failed` until rebuilt. */
   failed: { position: string; message: string } | null;
 }

@@ -70,6 +70,8 @@ describe('OpenAPI', () => {
         'post /v1/leases/{key}/hold', 'post /v1/leases/{key}/resume', 'post /v1/leases/{key}/release', 'get /v1/leases/{key}/events',
         // Read models: their state and a rebuild after a poisoned event (issue 17; test/e2e/projection-poison.spec.ts).
         'get /v1/projections', 'post /v1/projections/{name}/rebuild',
+        // Runtimes sharing one store and the retirement of one (issue 17; test/e2e/several-runtimes.spec.ts).
+        'get /v1/runtimes', 'post /v1/runtimes/{runtimeId}/retire',
         // Warm pools (issue 20; test/integration/docker-pools.spec.ts): the admin's state and drain.
         'get /v1/pools', 'post /v1/pools/{name}/drain',
         // The web console (issue 19; test/e2e/console.spec.ts, test/security/console-routes.spec.ts).

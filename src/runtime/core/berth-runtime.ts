@@ -11,7 +11,9 @@ import { ActorRuntime, type RecoveryReport } from '../../actors/index.ts';
 import type { ActorType, RuntimeIdentity } from '../../actors/actor-type.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { ProjectionEngine } from '../../projections/projection-engine.ts';
-import { unfinishedActorsProjection } from '../../projections/unfinished-actors.projection.ts';
+import { unfinishedActorsProjection, type UnfinishedActor } from '../../projections/unfinished-actors.projection.ts';
+import { runtimesProjection, type RuntimeRow } from '../../projections/runtimes.projection.ts';
+import { recordRuntimeEvent, RUNTIME_RETIRED, RUNTIME_SERVING, RUNTIME_STOPPED } from '../../actors/epoch-fence.ts';
 import { SqliteReadModelStore } from '../../projections/sqlite-read-model-store.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import type { Settings } from '../config.ts';
@@ -83,7 +85,15 @@ export class BerthRuntime<S = unknown> {
     const store = new TimedEventStore(await openConfiguredStore(settings), metrics);
     const undo: (() => Promise<unknown> | unknown)[] = [() => store.close()];
     try {
-      const actors = new ActorRuntime<S>({ store, runtimeId: opts.runtimeId, services: opts.services, logger: log });
+      // Where another runtime answers comes from the runtimes model, which exists only once the projections do.
+      let locate: ((runtimeId: string) => string | undefined) | undefined;
+      const actors = new ActorRuntime<S>({
+        store,
+        runtimeId: opts.runtimeId,
+        services: opts.services,
+        logger: log,
+        locate: (runtimeId) => locate?.(runtimeId),
+      });
       for (const t of opts.actorTypes) actors.register(t);
       opts.onActors?.(actors);
       const identity = await fence(actors);
@@ -93,8 +103,10 @@ export class BerthRuntime<S = unknown> {
       undo.unshift(() => readModels.close());
       const projections = new ProjectionEngine({ store, models: readModels, logger: log });
       for (const p of opts.projections) projections.register(p);
-      // The runtime's own model: recovery reads it, so no composition can leave a start scanning the whole log.
+      // The runtime's own models: recovery reads the first, so no composition can leave a start scanning the whole
+      // log; the second says where the other runtimes sharing the store answer.
       const unfinished = projections.register(unfinishedActorsProjection);
+      projections.register(runtimesProjection);
       await projections.start();
       undo.unshift(() => projections.stop());
       await projections.catchUp();
@@ -102,8 +114,14 @@ export class BerthRuntime<S = unknown> {
 
       // The index of unfinished actors is caught up with the log: recovery reads exactly the work in flight. Should
       // that index have failed on an event, recovery scans the log instead: slower, never a work item missed.
-      const recovery = await actors.recover(unfinished.error ? undefined : unfinished.query.streams());
+      const recovery = await actors.recover(unfinished.error ? undefined : unfinished.query.streams(identity.runtimeId));
       log.info({ ...recovery }, 'recovery done');
+
+      const runtimes = projections.get(runtimesProjection.name)!;
+      locate = (runtimeId) => {
+        const row = runtimes.error ? undefined : (runtimes.query.get(runtimeId) as RuntimeRow | undefined);
+        return row?.state === 'serving' && row.url ? row.url : undefined;
+      };
 
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
       for (const task of opts.maintenanceTasks ?? []) maintenance.add(task);
@@ -116,12 +134,50 @@ export class BerthRuntime<S = unknown> {
     }
   }
 
+  /** Tells the runtimes sharing the store where this one answers (their owned_elsewhere answers point there). */
+  async announce(url: string): Promise<void> {
+    await recordRuntimeEvent(this.store, this.identity.runtimeId, RUNTIME_SERVING, { url }, this.identity.epoch);
+  }
+
+  /** The runtimes that share the store, as their own streams describe them. */
+  runtimes(): RuntimeRow[] {
+    return this.runtimesModel().query.all() as RuntimeRow[];
+  }
+
+  /**
+   * Retires another runtime (issue #17): records it retired, then adopts every unfinished actor it owns at that
+   * actor's exact revision (so it, if still alive, can append to none of them again) and reconciles them here.
+   * Repeating it adopts what is left. The caller vouches that the actors' resources are reachable from here (a
+   * Docker engine or a remote host both can reach, or native processes of this machine).
+   */
+  async retire(runtimeId: string): Promise<RecoveryReport & { adopted: number }> {
+    if (runtimeId === this.identity.runtimeId) {
+      throw new BerthError('invalid_request', 'A runtime cannot retire itself; retire it from another runtime.', { runtimeId });
+    }
+    if (!(await recordRuntimeEvent(this.store, runtimeId, RUNTIME_RETIRED, { by: this.identity.runtimeId }))) {
+      throw new BerthError('not_found', 'No runtime with that id has used this store.', { runtimeId });
+    }
+    await this.projections.catchUp();
+    const unfinished = this.projections.get(unfinishedActorsProjection.name)!;
+    const owned = (unfinished.query.ownedBy(runtimeId) as UnfinishedActor[]).map((a) => a.stream);
+    const report = await this.actors.adoptFrom(runtimeId, owned);
+    this.log.warn({ runtimeId, ...report }, 'runtime retired; its unfinished actors adopted');
+    return report;
+  }
+
+  private runtimesModel() {
+    return this.projections.get(runtimesProjection.name)!;
+  }
+
   /** Drains the maintenance loop, then in-flight commands and effects, then saves projections and closes the store. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       await this.maintenance.stop();
       this.shutdown?.abort();
       await this.actors.whenIdle();
+      await recordRuntimeEvent(this.store, this.identity.runtimeId, RUNTIME_STOPPED, {}, this.identity.epoch).catch((err: unknown) =>
+        this.log.warn({ err }, 'the stop could not be recorded in the runtime stream'),
+      );
       await this.projections.stop();
       this.readModels.close();
       await this.store.close();

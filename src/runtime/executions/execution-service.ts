@@ -208,6 +208,8 @@ export class ExecutionService {
     workspace?: WorkspaceRef,
   ): Promise<{ record: ExecutionRecord; position?: bigint }> {
     const command = argvOf(input.command);
+    // Work on another runtime's environment is that runtime's to run (several runtimes on one store).
+    await this.deps.actors.assertOwned('environment', environmentId);
     const active = await versionOf?.();
     if (!workspace) await this.providerAdmits(caller, environmentId, input.cwd, active);
     const target = input.target ? await this.currentTarget(caller, environmentId, input.target) : await this.acquire(caller, environmentId);

@@ -42,20 +42,24 @@ describe('unfinished actors', () => {
     await first.engine.catchUp();
     const open = Array.from({ length: 10 }, (_, k) => `tally-t${k * 3}`);
     // Snapshots (every 5 events) and the epoch fence are streams too, but not actors.
-    expect(first.index.query.streams().sort()).toEqual([...open].sort());
+    expect(first.index.query.streams('rt_first').sort()).toEqual([...open].sort());
     await first.close();
     await store.close();
 
     const counting = new CountingEventStore(SqliteEventStore.open(join(dir, 'events.sqlite3')));
-    const second = await runtimeOn(counting, 'rt_second');
+    // The same runtime started again (a restart keeps its runtime id): it owns, and so recovers, the open actors.
+    const second = await runtimeOn(counting, 'rt_first');
     const scanned = counting.readAllEvents;
-    const report = await second.actors.recover(second.index.query.streams());
+    const report = await second.actors.recover(second.index.query.streams('rt_first'));
     expect(report).toMatchObject({ actors: 10, recovered: 10, failed: 0 });
     // Recovery read no page of the log, and of the streams only the open actors' (and their snapshots').
     expect(counting.readAllEvents).toBe(scanned);
     expect([...counting.streamReads.keys()].filter((s) => s.startsWith('tally-')).sort()).toEqual([...open].sort());
     // Each rehydrated from its snapshot: 7 events, a snapshot at 5, so at most the 2 after it.
     for (const s of open) expect(counting.streamReads.get(s)).toBeLessThanOrEqual(2);
+    // Another runtime on the same store owns none of them: its recovery list is empty.
+    expect(second.index.query.streams('rt_other')).toEqual([]);
+    expect((second.index.query.ownedBy('rt_first') as { stream: string }[]).map((a) => a.stream).sort()).toEqual([...open].sort());
     await second.close();
     await counting.close();
   });

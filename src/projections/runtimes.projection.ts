@@ -1,0 +1,65 @@
+/**
+ * The runtimes sharing the event store (issue #17), from their `runtime-<id>` streams (src/actors/epoch-fence.ts):
+ * each one's latest epoch, where it answers, and whether it serves, stopped or was retired. Requests for an actor
+ * another runtime owns are sent to the URL found here; `GET /v1/runtimes` lists them.
+ */
+import type { RecordedEvent } from '../store/event-store.ts';
+import { decodeRuntimeEvent, RUNTIME_RETIRED, RUNTIME_SERVING, RUNTIME_STARTED, RUNTIME_STOPPED } from '../actors/epoch-fence.ts';
+import { defineProjection, table, type Tables } from './projection.ts';
+
+export interface RuntimeRow {
+  runtimeId: string;
+  epoch: number;
+  /** `started`: fenced, not listening yet (or a CLI command's in-process runtime). */
+  state: 'started' | 'serving' | 'stopped' | 'retired';
+  url: string | null;
+  hostname: string;
+  pid: number;
+  startedAt: number;
+  /** The runtime that retired it (and adopted its actors). */
+  retiredBy: string | null;
+}
+
+const PREFIX = 'runtime-';
+
+function reduce(t: Tables<{ runtimes: RuntimeRow }>, e: RecordedEvent): void {
+  let event: ReturnType<typeof decodeRuntimeEvent>;
+  try {
+    event = decodeRuntimeEvent(e);
+  } catch {
+    return; // not a lifecycle event: nothing to show
+  }
+  const runtimeId = e.stream.slice(PREFIX.length);
+  const { data } = event;
+  const row = t.runtimes.get(runtimeId);
+  if (event.type === RUNTIME_STARTED) {
+    const started = data as { epoch: number; at: number; hostname: string; pid: number };
+    t.runtimes.put(runtimeId, {
+      runtimeId,
+      epoch: started.epoch,
+      state: 'started',
+      url: null,
+      hostname: started.hostname,
+      pid: started.pid,
+      startedAt: started.at,
+      retiredBy: null,
+    });
+    return;
+  }
+  if (!row || row.epoch !== data.epoch) return;
+  if (event.type === RUNTIME_SERVING) t.runtimes.put(runtimeId, { ...row, state: 'serving', url: String(data.url) });
+  else if (event.type === RUNTIME_STOPPED) t.runtimes.put(runtimeId, { ...row, state: 'stopped' });
+  else if (event.type === RUNTIME_RETIRED) t.runtimes.put(runtimeId, { ...row, state: 'retired', retiredBy: String(data.by) });
+}
+
+export const runtimesProjection = defineProjection({
+  name: 'runtimes',
+  version: 1,
+  filter: { streamPrefixes: [PREFIX] },
+  tables: { runtimes: table<RuntimeRow>() },
+  reduce,
+  queries: {
+    all: (t): RuntimeRow[] => t.runtimes.all(),
+    get: (t, runtimeId: string): RuntimeRow | undefined => t.runtimes.get(runtimeId),
+  },
+});
