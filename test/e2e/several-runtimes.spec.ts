@@ -115,6 +115,21 @@ function sharedStoreCases(name: string, openStore: (scratch: string) => Promise<
       expect(checked, checked.stderr).toMatchObject({ code: 0 });
     });
 
+    it("should serve A's execution output from B, or send the reader to A (the bytes are in A's artifacts)", { timeout: 120_000 }, async () => {
+      const { a, b, rtA } = pair!;
+      const env = await createEnvironment(a, admin);
+      const exec = await submit(a, env, ['echo', 'from-a'], {}, admin);
+      expect(await finished(a, exec.id, admin)).toMatchObject({ status: 'exited', exitCode: 0 });
+      await waitFor(() => a.call(`/v1/executions/${exec.id}/output?stream=stdout`, { token: admin }).then((r) => r.headers.get('x-berth-complete')), {
+        what: "A's output saved",
+        until: (complete) => complete === 'true',
+      });
+      const viaB = await b.call(`/v1/executions/${exec.id}/output?stream=stdout`, { token: admin });
+      const answer = viaB.status === 409 ? await viaB.json() : await viaB.text();
+      const redirect = { error: expect.objectContaining({ code: 'owned_elsewhere', detail: expect.objectContaining({ runtimeId: rtA, url: a.url }) }) };
+      expect(answer).toEqual(viaB.status === 409 ? redirect : 'from-a\n');
+    });
+
     it.skipIf(name !== 'sqlite')("should change nothing of A's when B stops cleanly and starts again", { timeout: 240_000 }, async () => {
       const p = pair!;
       const runs = join(p.scratch, 'runs-a2.txt');
@@ -138,7 +153,7 @@ function sharedStoreCases(name: string, openStore: (scratch: string) => Promise<
       async () => {
         const p = pair!;
         const env = await createEnvironment(p.a, admin, { provider: 'docker', image: 'berth-base:latest' });
-        const exec = await submit(p.a, env, ['sh', '-c', 'echo run >> /tmp/runs; echo d-start; sleep 8; echo d-end'], {}, admin);
+        const exec = await submit(p.a, env, ['sh', '-c', 'echo run >> /tmp/runs; echo d-start; sleep 25; echo d-end'], {}, admin);
         await running(p.a, exec.id, admin);
         await waitFor(() => output(p.a, exec.id), { what: 'the Docker command to start', until: (t) => t === 'd-start\n', timeoutMs: 60_000 });
 
@@ -161,7 +176,8 @@ function sharedStoreCases(name: string, openStore: (scratch: string) => Promise<
         const adoption = events.findIndex((e) => e.type === 'actor.adopted');
         expect(events[adoption]).toMatchObject({ data: { from: p.rtA, to: p.rtB }, metadata: { runtimeId: p.rtB } });
         expect(events.slice(adoption + 1).filter((e) => writerOf(e) === p.rtA).map((e) => e.type)).toEqual([]);
-        expect(events.filter((e) => e.type === 'execution.exited')).toHaveLength(1);
+        // Adopted while it ran: B recorded its exit.
+        expect(events.filter((e) => e.type === 'execution.exited').map((e) => [events.indexOf(e) > adoption, writerOf(e)])).toEqual([[true, p.rtB]]);
       },
     );
   });
