@@ -11,7 +11,7 @@ import type { Duplex } from 'node:stream';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import type { DockerExecutor } from '../src/providers/docker/docker-executor.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
-import type { AllocationRef } from '../src/providers/provider.ts';
+import { allocatedRef, newAllocationIntent } from '../test/integration/docker-env.ts';
 import { figure, median } from './figure.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 21);
@@ -72,18 +72,10 @@ if (!(await provider.available()) || process.getuid?.() !== 0) {
   process.exit(0);
 }
 
-const intent = {
-  environmentId: `henv_${randomUUID()}`,
-  allocationId: `halloc_${randomUUID()}`,
-  requestId: `hreq_${randomUUID()}`,
-  generation: 1,
-  profile: { provider: 'docker' as const },
-};
-const report = await provider.allocate(intent);
-if (report.status !== 'ready') throw new Error(`allocate: ${JSON.stringify(report)}`);
-const ref: AllocationRef = { ...intent, identity: report.identity };
+const intent = newAllocationIntent();
+const ref = await allocatedRef(provider, intent);
 const executor = provider.executor(ref, intent.profile) as DockerExecutor;
-const containerId = report.identity.resourceId;
+const containerId = ref.identity!.resourceId;
 
 try {
   await timed(() => raw(containerId));

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DockerExecutor } from '../../src/providers/docker/docker-executor.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import type { AllocationRef, ExecSpec, Executor, Receipt } from '../../src/providers/provider.ts';
-import { dockerAvailable, dockerEndpoint, execIn, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
+import { allocatedRef, dockerAvailable, dockerEndpoint, execIn, newAllocationIntent, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
 
 const run = newTestRun();
 const env = { PATH: '/usr/bin:/bin', HOME: '/home/user' };
@@ -47,24 +47,10 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
   let ref: AllocationRef;
   let executor: Executor;
 
-  /** A new ready container of the default profile. */
-  const allocated = async () => {
-    const intent = {
-      environmentId: `henv_${randomUUID()}`,
-      allocationId: `halloc_${randomUUID()}`,
-      requestId: `hreq_${randomUUID()}`,
-      generation: 1,
-      profile: { provider: 'docker' as const },
-    };
-    const report = await provider.allocate(intent);
-    if (report.status !== 'ready') throw new Error(JSON.stringify(report));
-    return { ...intent, identity: report.identity };
-  };
-
   beforeAll(async () => {
-    const made = await allocated();
-    ref = made;
-    executor = provider.executor(made, made.profile);
+    const intent = newAllocationIntent();
+    ref = await allocatedRef(provider, intent);
+    executor = provider.executor(ref, intent.profile);
   });
 
   it('should reach the spool the way it was asked to', async () => {
@@ -243,12 +229,13 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
   });
 
   it('should report a supervisor killed with its container as absent, never running', async () => {
-    const other = await allocated();
+    const intent = newAllocationIntent();
+    const other = await allocatedRef(provider, intent);
     try {
-      const ex = provider.executor(other, other.profile);
+      const ex = provider.executor(other, intent.profile);
       const s = spec(['sleep', '1000']);
       expect((await ex.submit(s)).state).toBe('running');
-      await rawDocker.getContainer(other.identity.resourceId).restart({ t: 0 });
+      await rawDocker.getContainer(other.identity!.resourceId).restart({ t: 0 });
       expect((await ex.status(s.operationId)).state).toBe('absent');
     } finally {
       await provider.deallocate(other);
