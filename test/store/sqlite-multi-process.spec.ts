@@ -162,6 +162,20 @@ describe('one SQLite store file, two processes', () => {
     expect(latencies[latencies.length - 1]).toBeLessThan(1000);
   });
 
+  it("should keep a SIGKILLed writer's batches whole or absent, and let the others write on", { timeout: 60_000 }, async () => {
+    const prefix = `torn-${randomUUID()}`;
+    const killed = await storeProcess('killed');
+    void killed.call('batches', { prefix, size: 50 }).catch(() => undefined);
+    await waitFor(() => a.call<number[]>('streamSizes', { prefix }), { what: 'some batches', until: (sizes) => sizes.length >= 20 });
+    killed.child.kill('SIGKILL');
+    await new Promise((r) => killed.child.once('exit', r));
+    // The write lock the killed process may have held goes with it.
+    await a.call('appendStamped', { stream: `after-kill-${randomUUID()}` });
+    const sizes = await b.call<number[]>('streamSizes', { prefix });
+    expect(new Set(sizes)).toEqual(new Set([50]));
+    expect(gapFreeFromOne(await b.call<string[]>('readAll'))).toBe(true);
+  });
+
   it('should never show a partial stream to one process while the other compacts it', { timeout: 60_000 }, async () => {
     const stream = `compact-${randomUUID()}`;
     const events = Array.from({ length: 200 }, () => ({ id: randomUUID(), type: 'step', data: {} }));
