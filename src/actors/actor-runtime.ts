@@ -111,6 +111,9 @@ export interface RecoveryReport {
 
 const RESERVED_TYPES = new Set(['runtime', 'snapshot']);
 
+/** Errors of the store, not refusals by the actor: an outcome that met one is lost, and its actor stranded. */
+const STORE_FAILURES = new Set<string>(['unavailable', 'wrong_expected_version', 'internal', 'corrupt_event']);
+
 /** One accepted event of a command: what is appended, and the transition it makes. */
 interface Step {
   stored: EventData;
@@ -138,6 +141,11 @@ export class ActorRuntime<S = unknown> {
   private readonly inflight = new Set<Promise<unknown>>();
   /** Effects running per actor stream, so a re-drive never starts while the effect it would repeat still runs. */
   private readonly effectsRunning = new Map<string, number>();
+  /**
+   * Actors left waiting for an outcome nothing will record (an effect threw, its outcome could not be appended, or
+   * an append that may have landed could not be settled), with when: `redriveStranded` reconciles them.
+   */
+  private readonly stranded = new Map<string, { actorType: ActorType; id: string; since: number }>();
   private identity: RuntimeIdentity | undefined;
 
   constructor(opts: ActorRuntimeOptions<S>) {
@@ -454,7 +462,14 @@ export class ActorRuntime<S = unknown> {
         this.cache.drop(stream);
         // An append that may have landed is looked for in the log: if it did, it succeeded (and its effects run
         // below, never stranded); if another writer's events stand there, it lost a race.
-        const settled = isBerthError(e, 'unavailable') && !opts.compact ? await this.settle(stream, steps, actor.revision, e) : undefined;
+        const settled =
+          isBerthError(e, 'unavailable') && !opts.compact
+            ? await this.settle(stream, steps, actor.revision, e).catch((unsettled: unknown) => {
+                // It may have landed with nobody to run its effects: look again once the store answers.
+                if (steps.some((x) => x.actions.length > 0)) this.strand(actorType, id, stream);
+                throw unsettled;
+              })
+            : undefined;
         if (settled && settled !== 'lost') result = settled;
         else {
           if (!settled && !isWrongExpectedVersion(e)) throw e;
@@ -582,6 +597,7 @@ export class ActorRuntime<S = unknown> {
         } catch (err) {
           this.stats.effectsFailed++;
           this.logger.error({ err, stream, action: action.type, cause: cause.id }, 'effect threw; nothing is sent for it');
+          this.strand(actorType, id, stream);
           continue;
         }
         const events = outcome ? [outcome].flat() : [];
@@ -589,7 +605,9 @@ export class ActorRuntime<S = unknown> {
           if (events.length === 1) await ctx.send(actorType.type, id, events[0]);
           else if (events.length > 1) await this.sendOutcomes(actorType, id, stream, events, sendOptions, action.type);
         } catch (err) {
-          this.logger.warn({ err, stream, action: action.type, events: events.map((e) => e.type) }, 'an effect outcome was refused');
+          this.logger.warn({ err, stream, action: action.type, events: events.map((e) => e.type) }, 'an effect outcome was not recorded');
+          // A refusal means the actor moved on; a store that failed means the outcome is lost, not the actor's step.
+          if (!isBerthError(err) || STORE_FAILURES.has(err.code)) this.strand(actorType, id, stream);
         }
       }
     };
@@ -600,6 +618,33 @@ export class ActorRuntime<S = unknown> {
         else this.effectsRunning.delete(stream);
       }),
     );
+  }
+
+  private strand(actorType: ActorType, id: string, stream: string): void {
+    if (!this.stranded.has(stream)) this.stranded.set(stream, { actorType, id, since: Date.now() });
+  }
+
+  /**
+   * Reconciles the actors stranded for at least `afterMs` whose effects are no longer running here: each gets
+   * `runtime.recovered` (its inspection effects, never the original one), as after a restart. One that cannot be
+   * reached yet (the store still fails) stays for the next call. Resolves with how many were sent it.
+   */
+  async redriveStranded(afterMs: number): Promise<number> {
+    const identity = this.started();
+    let sent = 0;
+    for (const [stream, { actorType, id, since }] of this.stranded) {
+      if (Date.now() - since < afterMs || this.effectsRunning.has(stream)) continue;
+      const recovered = { type: RUNTIME_RECOVERED, runtimeId: identity.runtimeId, epoch: identity.epoch, at: Date.now() };
+      try {
+        this.cache.drop(stream); // whatever is in the log is what counts
+        if (await this.enqueue(actorType.type, id, [recovered], {}, 'skip')) sent++;
+        this.stranded.delete(stream);
+      } catch (err) {
+        if (isBerthError(err, 'owned_elsewhere')) this.stranded.delete(stream);
+        else this.logger.warn({ err, stream }, 'a stranded actor could not be reconciled yet');
+      }
+    }
+    return sent;
   }
 
   /** Whether an effect of this actor is running in this process (a slow drain or save is not stalled). */

@@ -90,3 +90,28 @@ describe('an append whose answer is lost', () => {
     expect((await rt.send('counter', 'c2', { type: 'counter.incremented', by: 1 })).context.count).toBe(10);
   });
 });
+
+describe('an effect whose outcome could not be recorded', () => {
+  it('leaves its actor stranded until redriveStranded reconciles it, once the store answers', async () => {
+    const short = new ActorRuntime<CounterServices>({ store, runtimeId: 'rt-lost', services: { inspected: [] }, settleMs: 200 });
+    short.register(counterActor);
+    await short.start();
+    await short.send('counter', 'c3', { type: 'counter.incremented', by: 5 });
+    // Crossing ten yields `announce`; its outcome meets a store that is down for longer than the runtime settles for.
+    await short.send('counter', 'c3', { type: 'counter.incremented', by: 5 });
+    const downUntil = Date.now() + 3_000;
+    store.arm(false, 3_000);
+    await short.whenIdle();
+    expect(Date.now()).toBeLessThan(downUntil);
+    // The store still fails: the re-drive keeps the actor for later.
+    expect(await short.redriveStranded(0)).toBe(0);
+    await new Promise((r) => setTimeout(r, downUntil - Date.now() + 50));
+    expect(await short.redriveStranded(0)).toBe(1);
+    await short.whenIdle();
+    const events = await sqlite.readStream('counter-c3');
+    expect(events.map((e) => e.type)).toEqual(['counter.incremented', 'counter.incremented', 'runtime.recovered']);
+    expect(short.stats.effectsFailed).toBe(0);
+    // Reconciled once: nothing is left stranded.
+    expect(await short.redriveStranded(0)).toBe(0);
+  });
+});

@@ -39,6 +39,9 @@ export interface BerthRuntimeOptions<S = unknown> {
   metrics?: BerthMetrics;
 }
 
+/** How long an actor whose effect's outcome was lost waits before it is reconciled (the store may be recovering). */
+const STRANDED_AFTER_MS = 5_000;
+
 export class BerthRuntime<S = unknown> {
   readonly store: EventStore;
   readonly actors: ActorRuntime<S>;
@@ -125,6 +128,8 @@ export class BerthRuntime<S = unknown> {
 
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
       for (const task of opts.maintenanceTasks ?? []) maintenance.add(task);
+      // No effect stays stranded until the next restart: an actor whose effect's outcome was lost is reconciled.
+      maintenance.add({ name: 'redrive-stranded-effects', run: async () => void (await actors.redriveStranded(STRANDED_AFTER_MS)) });
       maintenance.start();
       return new BerthRuntime({ store, actors, projections, readModels, maintenance, identity, recovery, metrics, log, shutdown: opts.shutdown });
     } catch (e) {
