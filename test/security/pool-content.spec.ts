@@ -8,15 +8,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/providers/docker/labels.ts';
-import { createEnvironment, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { createEnvironment, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { build, putFile, run } from '../e2e/content-client.ts';
-import { waitFor } from '../fixtures/wait-for.ts';
-import { dockerAvailable, execIn, removeTestResources } from '../integration/docker-env.ts';
+import { dockerAvailable, execIn } from '../integration/docker-env.ts';
+import { POOL_PROFILE as PROFILE, startPoolServer, type PoolServer } from './pool-server.ts';
 
-const POOL = 'sec-content';
-const PROFILE = { provider: 'docker', memoryMb: 256, pidsLimit: 64 };
 const SECRET = `host-secret-${process.pid}-${Date.now()}`;
+let pool: PoolServer;
 let server: BerthServer;
 let hostDir: string;
 
@@ -24,25 +22,17 @@ beforeAll(async () => {
   if (!dockerAvailable) return;
   hostDir = mkdtempSync(join(tmpdir(), 'berth-pool-content-'));
   writeFileSync(join(hostDir, 'secret.txt'), SECRET);
-  server = await startServer([], { BERTH_POOLS: JSON.stringify([{ name: POOL, profile: PROFILE, size: 2 }]) });
-  await ready();
+  pool = await startPoolServer('sec-content', 2);
+  server = pool.server;
 }, 90_000);
 afterAll(async () => {
-  if (!dockerAvailable) return;
-  await server.close();
-  await removeTestResources({ [LABEL.environmentId]: `hpool_${POOL}` });
-  rmSync(hostDir, { recursive: true, force: true });
+  await pool?.close();
+  if (hostDir) rmSync(hostDir, { recursive: true, force: true });
 });
 
-const ready = () =>
-  waitFor(async () => (await server.json<{ pools: { ready: number }[] }>('/v1/pools', { token: tokens.admin })).pools[0], {
-    until: (p) => p.ready === 2,
-    timeoutMs: 60_000,
-    what: 'two pooled containers ready',
-  });
-const claims = async () => (await server.json<{ pools: { claims: Record<string, number> }[] }>('/v1/pools', { token: tokens.admin })).pools[0]!.claims;
-const claim = (token: string, environmentId: string) =>
-  server.json<{ allocationId: string; identity: { resourceId: string } }>(`/v1/environments/${environmentId}/allocations`, { method: 'POST', body: {}, token });
+const ready = () => pool.ready();
+const claims = () => pool.claims();
+const claim = (token: string, environmentId: string) => pool.acquire(token, environmentId);
 const slugOf = async (token: string, environmentId: string) => (await server.json<{ slug: string }>(`/v1/environments/${environmentId}`, { token })).slug;
 
 describe.skipIf(!dockerAvailable)('a warm claim\'s content version and other tenants', () => {

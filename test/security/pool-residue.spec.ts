@@ -5,35 +5,23 @@
  * is none at all (the readiness probe's spool is gone).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/providers/docker/labels.ts';
-import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { createEnvironment, finished, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
-import { dockerAvailable, execIn, rawDocker, removeTestResources } from '../integration/docker-env.ts';
+import { dockerAvailable, execIn, rawDocker } from '../integration/docker-env.ts';
+import { POOL_PROFILE as PROFILE, startPoolServer, type PoolServer } from './pool-server.ts';
 
-const POOL = 'sec-residue';
-const PROFILE = { provider: 'docker', memoryMb: 256, pidsLimit: 64 };
+let pool: PoolServer;
 let server: BerthServer;
 
 beforeAll(async () => {
   if (!dockerAvailable) return;
-  server = await startServer([], { BERTH_POOLS: JSON.stringify([{ name: POOL, profile: PROFILE, size: 1 }]) });
-  await ready();
+  pool = await startPoolServer('sec-residue', 1);
+  server = pool.server;
 }, 90_000);
-afterAll(async () => {
-  if (!dockerAvailable) return;
-  await server.close();
-  await removeTestResources({ [LABEL.environmentId]: `hpool_${POOL}` });
-});
+afterAll(() => pool?.close());
 
-const ready = () =>
-  waitFor(async () => (await server.json<{ pools: { ready: number }[] }>('/v1/pools', { token: tokens.admin })).pools[0], {
-    until: (p) => p.ready === 1,
-    timeoutMs: 60_000,
-    what: 'a pooled container ready',
-  });
-
-const claim = (token: string, environmentId: string) =>
-  server.json<{ allocationId: string; identity: { resourceId: string } }>(`/v1/environments/${environmentId}/allocations`, { method: 'POST', body: {}, token });
+const ready = () => pool.ready();
+const claim = (token: string, environmentId: string) => pool.acquire(token, environmentId);
 
 describe.skipIf(!dockerAvailable)('a claimed container and the tenant before', () => {
   it('should hand the next tenant another container, with nothing of the last one and no probe left in its spool', async () => {
