@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import { allocationRef } from '../../src/runtime/environments/allocation.actor.ts';
 import type { PoolSettings } from '../../src/runtime/pools/pool-config.ts';
 import { MAX_ATTEMPTS_PER_MINUTE } from '../../src/runtime/pools/refill-backoff.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
@@ -176,6 +177,22 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     expect(next.record).toMatchObject({ status: 'exited', version: 2, target: { allocationId: second.allocationId } });
     expect(next.stdout).toContain(`./${env.slug}/marker.txt two`);
     expect(next.stdout).not.toContain('marker.txt one');
+  });
+
+  it('should answer cold for a container with no content volume, changing nothing, and refuse to fill it', async () => {
+    const b = await start(pool(1));
+    // No pool fits HOME's size: made cold, its version (none yet) bound at create, with no content volume.
+    const env = await createDocker(b, { homeMb: 128, memoryMb: 256, pidsLimit: 64 });
+    const a = await b.api.acquire(admin, env.id);
+    expect(statusOf(b).claims).toEqual({ hit: 0, miss: 0, fallback: 0 });
+    const { identity, ...recorded } = await b.services.allocation(a.allocationId);
+    const ref = allocationRef({ allocationId: a.allocationId, ...recorded, ...(identity ? { identity } : {}) });
+    const pooling = b.services.providers.get('docker').pooling!;
+
+    expect(await pooling.personalize(ref, { provider: 'docker', homeMb: 128, memoryMb: 128, pidsLimit: 32 }, true)).toBe('cold');
+    const { HostConfig: limits } = await rawDocker.getContainer(a.identity!.resourceId).inspect();
+    expect({ memory: limits.Memory, pids: limits.PidsLimit }).toEqual({ memory: 256 * 1024 * 1024, pids: 64 }); // untouched
+    await expect(pooling.applyContent(ref, { source: dir, target: '/env/x' })).rejects.toMatchObject({ code: 'unavailable' });
   });
 
   it('should back off refilling a pool whose image is missing, say why, and let an acquire fail fast with a typed error', async () => {
