@@ -222,6 +222,11 @@ export class ActorRuntime<S = unknown> {
     };
   }
 
+  /** Whether this runtime may write the actor seen (it owns it, or no runtime does). */
+  owns(view: Pick<ActorView, 'owner'>): boolean {
+    return mayWrite(view.owner, this.runtimeId);
+  }
+
   /**
    * Refuses (owned_elsewhere) when another runtime owns the actor: for a command that starts work here on the
    * strength of it (an execution on an environment), which must go to its owner instead.

@@ -69,7 +69,8 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
       async run(now) {
         for (const a of active()) {
           const view = await parts.actors().get<AllocationContext>('allocation', a.allocationId);
-          if (!view) continue;
+          // Another runtime's allocations (a shared store) are its own to reclaim and reconcile.
+          if (!view || !parts.actors().owns(view)) continue;
           const at = reclaimableAt(view);
           if (at === null || at > now.getTime()) continue;
           await tolerate(
@@ -112,7 +113,9 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
         const actors = parts.actors();
         const graceMs = parts.orphanedUseMs ?? 60_000;
         for (const a of active()) {
-          const uses = (await actors.get<AllocationContext>('allocation', a.allocationId))?.context.uses ?? {};
+          const allocation = await actors.get<AllocationContext>('allocation', a.allocationId);
+          if (!allocation || !actors.owns(allocation)) continue;
+          const uses = allocation.context.uses ?? {};
           for (const [useId, use] of Object.entries(uses)) {
             if (use.kind !== 'execution') continue;
             const x = await actors.get('execution', useId).catch(() => undefined);
