@@ -21,7 +21,7 @@ import {
 } from './event-store.ts';
 import { AppendSignal } from './sqlite-append-signal.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
-import { assertStoreFileKind, assertStoreSchema } from './sqlite-store-file.ts';
+import { assertStoreFileKind, assertStoreSchema, keepStorePrivate } from './sqlite-store-file.ts';
 import { decodeRow, EVENT_COLUMNS, type EventRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
 
@@ -214,6 +214,7 @@ export class SqliteEventStore implements EventStore {
     try {
       db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
       assertStoreSchema(db, file);
+      keepStorePrivate(file);
       db.pragma('journal_mode = WAL');
       // FULL: an acknowledged append survives power loss (WAL + NORMAL would only survive a process crash).
       db.pragma('synchronous = FULL');

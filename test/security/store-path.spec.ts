@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -109,6 +109,19 @@ describe('a store path that is not a Berth event store', () => {
     const again = await openConfiguredStore({ store: `sqlite:${fresh}`, dataDir: ownDataDir }, { mustExist: true });
     expect(await again.streamRevision('probe-1')).toBe(0n);
     await again.close();
+  });
+
+  it("should keep a store file and its log private to the server's user (contained commands see the host read-only)", async () => {
+    mkdirSync(join(root, 'open-dir'), { mode: 0o755 });
+    const file = join(root, 'open-dir', 'events.sqlite3');
+    const store = await openConfiguredStore({ store: `sqlite:${file}`, dataDir: ownDataDir });
+    await store.append('probe-2', [{ id: '00000000-0000-4000-8000-000000000002', type: 'probe', data: {} }], { expectedRevision: 'no_stream' });
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) expect(statSync(f).mode & 0o777, f).toBe(0o600);
+    await store.close();
+    // A store made readable by others (a copy, an umask) is narrowed again when it is opened.
+    chmodSync(file, 0o644);
+    await (await openConfiguredStore({ store: `sqlite:${file}`, dataDir: ownDataDir })).close();
+    expect(statSync(file).mode & 0o777).toBe(0o600);
     const otherLog = await openConfiguredStore({ store: `sqlite:${join(otherDataDir, 'events.sqlite3')}`, dataDir: ownDataDir });
     await otherLog.close();
   });
