@@ -10,7 +10,7 @@ import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
 import { allocationLabels, resourceNames } from '../src/providers/docker/labels.ts';
 import type { AllocationIntent } from '../src/providers/provider.ts';
 import { figure, median } from './figure.ts';
-import { removeTestResources } from '../test/integration/docker-env.ts';
+import { newAllocationIntent, removeTestResources } from '../test/integration/docker-env.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const TARGET = 1.15;
@@ -19,14 +19,6 @@ const benchLabel = { 'berth.bench-run': randomUUID() };
 const endpoint = endpointFromEnv();
 const docker = createDockerClient(endpoint, 30_000);
 const provider = new DockerProvider({ endpoint, extraLabels: benchLabel });
-
-const newIntent = (): AllocationIntent => ({
-  environmentId: `henv_${randomUUID()}`,
-  allocationId: `halloc_${randomUUID()}`,
-  requestId: `hreq_${randomUUID()}`,
-  generation: 1,
-  profile: { provider: 'docker' },
-});
 
 async function viaProvider(intent: AllocationIntent): Promise<void> {
   const report = await provider.allocate(intent);
@@ -46,7 +38,7 @@ async function raw(intent: AllocationIntent): Promise<void> {
 const cleanup = (): Promise<void> => removeTestResources(benchLabel, docker);
 
 async function timed(fn: (intent: AllocationIntent) => Promise<void>): Promise<number> {
-  const intent = newIntent();
+  const intent = newAllocationIntent();
   const start = process.hrtime.bigint();
   await fn(intent);
   const ms = Number(process.hrtime.bigint() - start) / 1e6;

@@ -2,27 +2,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
-import type { Profile } from '../../schemas/profile.ts';
 import { containerSpec, networkSpec, volumeSpec, workspaceVolumeSpec } from '../../src/providers/docker/container-spec.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import { layOutThroughArchive } from '../../src/providers/docker/spool-volume.ts';
 import { allocationLabels, LABEL, resourceNames } from '../../src/providers/docker/labels.ts';
 import type { AllocationIntent, AllocationReport, PhysicalIdentity } from '../../src/providers/provider.ts';
-import { dockerAvailable, dockerEndpoint, execIn, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
+import { dockerAvailable, dockerEndpoint, execIn, newAllocationIntent, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
 import { expectContainedCommands, expectHardened } from './docker-hardening.ts';
 
 const run = newTestRun();
 const provider = new DockerProvider({ endpoint: dockerEndpoint, extraLabels: run });
-
-function newIntent(profile: Partial<Profile> = {}): AllocationIntent {
-  return {
-    environmentId: `henv_${randomUUID()}`,
-    allocationId: `halloc_${randomUUID()}`,
-    requestId: `hreq_${randomUUID()}`,
-    generation: 1,
-    profile: { provider: 'docker', ...profile },
-  };
-}
 
 function readyIdentity(report: AllocationReport): PhysicalIdentity {
   if (report.status !== 'ready') throw new Error(`expected ready, got ${JSON.stringify(report)}`);
@@ -47,7 +36,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should create a locked-down, labelled container on its own bridge network', async () => {
-    const intent = newIntent({ memoryMb: 256, pidsLimit: 64, cpus: 0.5 });
+    const intent = newAllocationIntent({ memoryMb: 256, pidsLimit: 64, cpus: 0.5 });
     const identity = readyIdentity(await provider.allocate(intent));
     const info = await rawDocker.getContainer(identity.resourceId).inspect();
 
@@ -72,7 +61,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should run without any network when the profile says none', async () => {
-    const intent = newIntent({ network: 'none' });
+    const intent = newAllocationIntent({ network: 'none' });
     const identity = readyIdentity(await provider.allocate(intent));
     const info = await rawDocker.getContainer(identity.resourceId).inspect();
     expect(info.HostConfig.NetworkMode).toBe('none');
@@ -81,7 +70,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should adopt the same container when allocate is repeated with the same request id', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     const first = readyIdentity(await provider.allocate(intent));
     const second = readyIdentity(await provider.allocate(intent));
     expect(second).toEqual(first);
@@ -89,7 +78,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should leave no container, network or volume after deallocate, and confirm it', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     const identity = readyIdentity(await provider.allocate(intent));
     expect(await provider.deallocate({ ...intent, identity })).toBe('terminated');
     expect(await leftovers(intent)).toEqual({ containers: 0, networks: 0, volumes: 0 });
@@ -98,7 +87,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should report a created-but-never-started container as pending and resume it on allocate', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     // What a runtime that crashed between create and start leaves behind.
     const names = resourceNames(intent.requestId);
     const labels = allocationLabels(intent, run);
@@ -119,7 +108,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should lay out the spool through the archive API when the volume is not reachable from this host', async () => {
-    const intent = newIntent({ network: 'none' });
+    const intent = newAllocationIntent({ network: 'none' });
     const names = resourceNames(intent.requestId);
     const labels = allocationLabels(intent, run);
     await rawDocker.createVolume(volumeSpec(names, labels));
@@ -139,7 +128,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should say absent when the acknowledged container was removed behind its back, leftovers notwithstanding', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     const identity = readyIdentity(await provider.allocate(intent));
     await rawDocker.getContainer(identity.resourceId).remove({ force: true });
 
@@ -151,7 +140,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should fence a container restarted behind its back', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     const identity = readyIdentity(await provider.allocate(intent));
     expect(await provider.inspect({ ...intent, identity })).toEqual({ status: 'ready', identity });
 
@@ -165,7 +154,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should fence a container stopped behind its back, and never restart it', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     const identity = readyIdentity(await provider.allocate(intent));
     await rawDocker.getContainer(identity.resourceId).kill({ signal: 'SIGKILL' });
 
@@ -175,7 +164,7 @@ describe.skipIf(!dockerAvailable)('DockerProvider on a real engine', () => {
   });
 
   it('should refuse an image that is not on the host without leaving anything behind', async () => {
-    const intent = newIntent({ image: `berth-missing-${randomUUID()}:latest` });
+    const intent = newAllocationIntent({ image: `berth-missing-${randomUUID()}:latest` });
     const error = await provider.allocate(intent).catch((e: unknown) => e);
     expect(isBerthError(error, 'environment_invalid')).toBe(true);
     expect(await leftovers(intent)).toEqual({ containers: 0, networks: 0, volumes: 0 });
@@ -186,7 +175,7 @@ describe('DockerProvider with an unreachable engine', () => {
   const bogus = new DockerProvider({ endpoint: { socketPath: `/tmp/berth-no-such-${randomUUID()}.sock` } });
 
   it('should be unavailable, refuse to allocate having sent nothing, and report unknown, never absent', async () => {
-    const intent = newIntent();
+    const intent = newAllocationIntent();
     expect(await bogus.available()).toBe(false);
     await expect(bogus.allocate(intent)).rejects.toMatchObject({ code: 'provider_unavailable' });
     expect(await bogus.inspect(intent)).toMatchObject({ status: 'unknown' });
