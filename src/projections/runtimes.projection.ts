@@ -48,7 +48,8 @@ function reduce(t: Tables<{ runtimes: RuntimeRow }>, e: RecordedEvent): void {
   }
   if (!row || row.epoch !== data.epoch) return;
   if (event.type === RUNTIME_SERVING) t.runtimes.put(runtimeId, { ...row, state: 'serving', url: String(data.url) });
-  else if (event.type === RUNTIME_STOPPED) t.runtimes.put(runtimeId, { ...row, state: 'stopped' });
+  // A retired runtime that stops afterwards stays retired: what it owned is another's now.
+  else if (event.type === RUNTIME_STOPPED && row.state !== 'retired') t.runtimes.put(runtimeId, { ...row, state: 'stopped' });
   else if (event.type === RUNTIME_RETIRED) t.runtimes.put(runtimeId, { ...row, state: 'retired', retiredBy: String(data.by) });
 }
 
