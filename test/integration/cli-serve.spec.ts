@@ -73,7 +73,7 @@ describe('berth serve', () => {
     expect(bad.stderr).toMatch(/invalid configuration: --port \/ BERTH_PORT/);
     const store = await berth(['serve', '--data-dir', dir], cleanEnv({ BERTH_EVENTSTORE_URL: 'mysql://x' }));
     expect(store.code).toBe(1);
-    expect(store.stderr).toMatch(/--store \/ BERTH_EVENTSTORE_URL: must be "sqlite" or an esdb/);
+    expect(store.stderr).toMatch(/--store \/ BERTH_EVENTSTORE_URL: must be "sqlite", "sqlite:\/absolute\/path" or an esdb/);
     const usage = await berth(['serve', '--bogus']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/usage: berth serve/);
