@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { wireReportSchema } from '../schemas/host-protocol.ts';
+import { allocationReportSchema } from '../schemas/events/allocation.ts';
 import { commandEnv } from '../src/providers/command-env.ts';
 import { NativeExecutor } from '../src/providers/native/native-executor.ts';
 import type { Executor } from '../src/providers/provider.ts';
@@ -44,7 +44,7 @@ async function startHost(name: string, listen: string[]) {
 async function remoteExecutor(config: RemoteHostConfig): Promise<{ executor: Executor; client: HostClient }> {
   const client = new HostClient(config);
   const target = { environmentId: 'henv_bench', allocationId: `halloc_${config.name}`, requestId: `req_${config.name}`, generation: 1 };
-  const report = await client.call('/v1/provider/allocate', { target, profile: { provider: 'remote', host: config.name } }, wireReportSchema);
+  const report = await client.call('/v1/provider/allocate', { target, profile: { provider: 'remote', host: config.name } }, allocationReportSchema);
   if (report.status !== 'ready') throw new Error(`allocate on ${config.name}: ${report.status}`);
   return { executor: new RemoteExecutor(client, { ...target, incarnation: report.identity.incarnation }), client };
 }

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-// The version needs no command module: answered here, it costs one file read instead of loading the whole CLI.
+// The version is answered here only (main.ts leaves it to this file): one file read, no module of the CLI loaded.
 if (process.argv[2] === '--version' && process.argv.length === 3) {
   console.log(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
   process.exit(0);

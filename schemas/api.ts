@@ -444,10 +444,14 @@ export const streamParams = z.strictObject({
 
 export const replayQuery = z.strictObject({ at: decimalQuery(Number.MAX_SAFE_INTEGER).optional() });
 
+/** The context keys one event changed, each with its value before and after (null: no machine folds the stream). */
+export const contextDiffSchema = z.record(z.string(), z.strictObject({ before: z.unknown(), after: z.unknown() })).nullable();
+
 export const replayStepSchema = z.strictObject({
   event: recordedEventJsonSchema,
   stateBefore: z.unknown(),
   stateAfter: z.unknown(),
+  contextDiff: contextDiffSchema,
 });
 
 /** Audit feed start: `after` (exclusive global position, or `now`) or the Last-Event-ID header. */
@@ -478,6 +482,9 @@ export const bindLeaseBody = z.strictObject({
   idleSeconds: z.number().int().min(0).max(31_536_000).optional(),
 });
 
+/** `POST /v1/leases/{key}/timeout`: the lease is released this long from now (null: never, the default). */
+export const leaseTimeoutBody = z.strictObject({ timeoutMs: z.number().int().min(0).max(31_536_000_000).nullable() });
+
 export const listLeasesQuery = z.strictObject({ ...pageQuery, workKind: workSchema.shape.kind.optional(), workId: workSchema.shape.id.optional() });
 
 export const acquireLeaseBody = z.strictObject({ suspend: z.boolean().optional() }).default({});
@@ -498,6 +505,8 @@ export const leaseSchema = z.looseObject({
   machine: z.looseObject({ allocationId: z.string(), generation: z.number() }).nullable(),
   pause: leasePauseJson.nullable(),
   idleSeconds: z.number(),
+  /** When the server releases the lease (ms since the epoch: its timeout), or null. */
+  deadline: z.number().nullable(),
   createdAt: z.number(),
   updatedAt: z.number(),
 });

@@ -1,6 +1,6 @@
 /** Wire shapes of the web console's two read routes: a machine's structure and one page of a stream's timeline. */
 import { z } from 'zod';
-import { decimalQuery, recordedEventJsonSchema } from './api.ts';
+import { contextDiffSchema, decimalQuery, recordedEventJsonSchema } from './api.ts';
 
 export const machineKindParams = z.strictObject({ kind: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'expected an actor type name') });
 
@@ -51,7 +51,7 @@ export const timelinePageSchema = z.strictObject({
       event: recordedEventJsonSchema,
       stateBefore: z.unknown(),
       stateAfter: z.unknown(),
-      contextDiff: z.record(z.string(), z.strictObject({ before: z.unknown(), after: z.unknown() })).nullable(),
+      contextDiff: contextDiffSchema,
     }),
   ),
 });

@@ -24,6 +24,8 @@ export const helloSchema = z.strictObject({
   protocol: z.number().int(),
   /** The host's data directory's identity: another one at the same address (reinstalled, replaced) is foreign. */
   incarnation: z.string().min(1),
+  /** The providers it runs remote profiles with (a profile's `backend`): native, and docker with `berth host --docker`. */
+  backends: z.array(z.enum(['native', 'docker'])).optional(),
 });
 export type Hello = z.infer<typeof helloSchema>;
 
@@ -49,6 +51,8 @@ const wireExecSpec = z.strictObject({
   pty: z.strictObject({ cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) }).optional(),
   timeoutMs: z.number().int().positive().optional(),
   settleMs: z.number().int().min(0).max(10_000).optional(),
+  /** The allocation's workspace view (kept on the host, filled and captured by the file calls): where it starts, relative. */
+  workspace: z.strictObject({ cwd: z.string().max(4096), hidden: z.array(z.string().min(1).max(255)).max(16) }).optional(),
 });
 
 const operation = { target: hostTargetSchema, operationId: id };
@@ -86,19 +90,54 @@ export const wireReceiptSchema = z.strictObject({
   sizes: perOutputStream(z.number().int().min(0)).optional(),
 });
 
-export const physicalIdentitySchema = z.strictObject({
-  provider: z.literal('remote'),
-  resourceId: z.string(),
-  incarnation: z.string().optional(),
+/** The provider calls (allocate, inspect) answer the providers' own report (allocationReportSchema, schemas/events/allocation.ts). */
+export const deallocateAnswerSchema = z.strictObject({ result: z.enum(['terminated', 'unknown']) });
+
+/**
+ * The workspace file host of an allocation (src/providers/file-host.ts), one `POST /v1/files/<op>` each. Their bodies
+ * and answers are framed, not JSON: `[u32 big-endian length][head: JSON][raw bytes]`. capture's head is the call and
+ * its answer's the manifest, followed by the pack bytes it wrote; apply's head is the call followed by the bytes of
+ * each blob it lists, in order.
+ */
+export const MAX_FILES_HEAD_BYTES = 64 << 20;
+/** The most blob bytes one apply may send (a view's whole content: the capture bound is 4 GiB). */
+export const MAX_APPLY_BYTES = 16 * 1024 ** 3;
+
+const blobLocationSchema = z.strictObject({ pack: z.string().min(1).max(200), offset: z.number().int().min(0) });
+const treeEntrySchema = z.strictObject({
+  path: z.string().min(1).max(4096),
+  type: z.enum(['file', 'directory', 'symlink']),
+  mode: z.number().int().min(0),
+  size: z.number().int().min(0),
+  hash: z.string().max(100).optional(),
+  blob: blobLocationSchema.optional(),
+  target: z.string().max(4096).optional(),
+  stat: z.string().max(200).optional(),
+});
+/** A checkpoint manifest's shape; what it names is checked again where it is applied (tree-manifest-check.ts). */
+export const treeManifestSchema = z.strictObject({
+  version: z.literal(1),
+  entries: z.array(treeEntrySchema),
+  files: z.number().int().min(0),
+  bytes: z.number().int().min(0),
+  skipped: z.number().int().min(0),
 });
 
-/** The provider calls' answers (allocate, inspect): Provider's AllocationReport, as the host sends it. */
-export const wireReportSchema = z.discriminatedUnion('status', [
-  z.strictObject({ status: z.literal('ready'), identity: physicalIdentitySchema }),
-  z.strictObject({ status: z.literal('pending'), identity: physicalIdentitySchema.optional(), reason: z.string() }),
-  z.strictObject({ status: z.literal('absent') }),
-  z.strictObject({ status: z.literal('unknown'), reason: z.string() }),
-  z.strictObject({ status: z.literal('fenced'), identity: physicalIdentitySchema, reason: z.string() }),
-]);
-
-export const deallocateAnswerSchema = z.strictObject({ result: z.enum(['terminated', 'unknown']) });
+export const filesCallSchemas = {
+  capture: z.strictObject({
+    target: hostTargetSchema,
+    previous: treeManifestSchema.optional(),
+    limits: z.strictObject({ maxEntries: z.number().int().min(0), maxBytes: z.number().int().min(0) }),
+    /** The control plane's pack: its name and the offset its next blob lands at (the manifest's locations name both). */
+    pack: z.strictObject({ name: blobLocationSchema.shape.pack, offset: z.number().int().min(0) }),
+  }),
+  apply: z.strictObject({
+    target: hostTargetSchema,
+    manifest: treeManifestSchema,
+    base: treeManifestSchema.optional(),
+    /** The blobs whose bytes follow the head, in order. */
+    blobs: z.array(blobLocationSchema.extend({ size: z.number().int().min(0) })),
+  }),
+} as const;
+export type FilesOp = keyof typeof filesCallSchemas;
+export type FilesCall<O extends FilesOp> = z.infer<(typeof filesCallSchemas)[O]>;

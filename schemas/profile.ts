@@ -33,6 +33,8 @@ export const profileSchema = z.strictObject({
   workspaceMb: z.number().int().min(1).max(1_048_576).optional(),
   /** remote: the name of an Execution Host the admin configured (BERTH_REMOTE_HOSTS, src/runtime/config.ts). */
   host: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a host name the admin configured ([a-z0-9-])').optional(),
+  /** remote: which provider of the host runs it, its native one (default) or its local Docker engine (`berth host --docker`). */
+  backend: z.enum(['native', 'docker']).optional(),
 });
 
 /** The size of a container command's HOME when the profile names none. */

@@ -41,6 +41,11 @@ export const leaseEvents = {
   'lease.acquired': z.strictObject({ allocationId: resourceIdSchema, generation: z.number().int().positive(), at: atSchema }),
   /** The work paused: `retryAt` sets a timer that resumes it (persisted: a restart keeps the original time). */
   'lease.paused': z.strictObject({ cause: pauseCauseSchema, retryAt: atSchema.optional(), at: atSchema }),
+  /**
+   * The lease's deadline (a sandbox's timeout): at `deadline` (ms since the epoch) the maintenance loop releases it
+   * unless a later one replaced it; null clears it. Persisted: a restart keeps it.
+   */
+  'lease.deadline_set': z.strictObject({ deadline: atSchema.nullable(), at: atSchema }),
   /** A person holds the work: the timer stops; only a resume ends it. */
   'lease.held': z.strictObject({ at: atSchema }),
   'lease.resumed': z.strictObject({ by: z.enum(['request', 'timer']), at: atSchema }),

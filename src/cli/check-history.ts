@@ -10,10 +10,8 @@ import { openConfiguredStore } from '../runtime/core/open-configured-store.ts';
 import { actorTypes } from '../runtime/registry.ts';
 import { parseCommandArgs, storeOptions } from './command-args.ts';
 import { writeLine } from './stdout-lines.ts';
+import { checkHistoryUsage } from './usage.ts';
 
-export const checkHistoryUsage = `usage: berth check-history [--data-dir DIR | --store SPEC] [--json]
-  Folds every actor stream through today's machines; names each event they would refuse or fold differently.
-  Exit 0 when the log replays the same, 1 when it does not.`;
 
 export async function checkHistoryCommand(argv: string[]): Promise<number> {
   const { values } = parseCommandArgs(argv, { ...storeOptions, json: { type: 'boolean' } }, checkHistoryUsage);

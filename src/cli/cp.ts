@@ -11,18 +11,11 @@ import { isBerthApiError } from '../client/berth-api-error.ts';
 import { FILE_LIMIT_BYTES, type TurnFiles } from '../client/turn-files.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 import { humanSize } from './human-size.ts';
-import { remoteOptions, remoteUsage, withServer } from './remote.ts';
+import { remoteOptions, withServer } from './remote.ts';
 import { milliseconds } from './subcommands.ts';
 import { busyExplained } from './turn.ts';
+import { cpUsage } from './usage.ts';
 
-export const cpUsage = `usage: berth cp [-r] [--turn TURN] [--wait MS] SRC DST
-  Copies between this machine and a session's workspace: one of SRC and DST is SESSION:PATH (PATH relative to the
-  workspace root, empty for the root), the other a host path (write a host path with a colon as ./like:this).
-  Without --turn it opens a turn of the session for the copy and releases it after (--wait MS waits for a busy
-  workspace); with --turn it copies inside that open turn. A destination that is an existing directory receives the
-  file under its own name. -r copies a directory and everything under it (links and special files are skipped, with
-  a note). Each file is at most 64 MiB (the workspace file tools' limit) and travels as one streamed request.
-${remoteUsage}`;
 
 const options = { ...remoteOptions, turn: { type: 'string' }, wait: { type: 'string' }, recursive: { type: 'boolean', short: 'r' } } as const;
 

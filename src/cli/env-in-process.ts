@@ -35,6 +35,7 @@ export async function openInProcess(options: { dataDir?: string; store?: string;
       const { items, next } = await api.listEnvironments(caller, { cursor, limit: PAGE_LIMIT_MAX });
       return { items: items.map((e) => environmentSchema.parse(e)), ...(next !== undefined ? { next } : {}) };
     },
+    resolve: (ref) => api.resolveEnvironment(caller, ref),
     get: async (id) => environmentSchema.parse(await api.getEnvironment(caller, id)),
     remove: (id) => api.deleteEnvironment(caller, id),
     acquire: async (id) => allocationSchema.parse(await api.acquire(caller, id)),

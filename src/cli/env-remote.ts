@@ -12,6 +12,8 @@ export function remoteEnvironmentCommands(berth: Berth, url: string): Environmen
     contentUnavailable: berth.capabilities.environments ? undefined : `The server at ${url} does not implement environment content.`,
     create: environments.create,
     page: (cursor?: string) => environments.page({ cursor, limit: PAGE_LIMIT_MAX }),
+    // The server resolves a name wherever an id is: its environment answers with the id.
+    resolve: async (ref) => (await environments.get(ref)).id,
     get: environments.get,
     remove: environments.delete,
     acquire: environments.acquire,

@@ -12,30 +12,11 @@ import { describeImport, describeVersion, followBuild, pushDirectory } from './e
 import { openInProcess } from './env-in-process.ts';
 import { remoteEnvironmentCommands } from './env-remote.ts';
 import type { EnvironmentCommands } from './environment-commands.ts';
-import { findEnvironmentId } from './environment-ref.ts';
-import { findServer, remoteOptions, remoteUsage, withServer } from './remote.ts';
+import { findServer, remoteOptions, withServer } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
 import { table as textTable } from './text-table.ts';
+import { envUsage } from './usage.ts';
 
-export const envUsage = `usage: berth env create NAME [--provider native|docker] [--image IMAGE] [--memory-mb N] [--cpus N]
-                        [--pids-limit N] [--network none|bridge] [--idle-seconds N] [--reuse session|workspace|scope]
-                        [--contain] [--description TEXT]
-       berth env ls
-       berth env show ENV
-       berth env acquire ENV
-       berth env release ENV [ALLOCATION_ID]
-       berth env rm ENV
-       berth env push ENV DIR [--replace]
-       berth env build ENV [--follow]
-       berth env versions ENV
-       berth env activate ENV VERSION
-  ENV is an environment id, name or slug. push imports DIR into ENV's source as a tar stream (node_modules, .venv and
-  .git left out), with --replace clearing the source first; build starts the next version (--follow prints the
-  installers' log until it is ready or failed); versions lists every build and the active one; activate makes a
-  finished version the active one. Common flags: --json, --data-dir DIR.
-${remoteUsage}
-  With no server, the runtime runs in this process on the data directory, as an admin of --scope SCOPE (default
-  "default") with --store SPEC; a build started there runs to its end before the command exits.`;
 
 const profileFlags = ['provider', 'image', 'memory-mb', 'cpus', 'pids-limit', 'network', 'idle-seconds', 'reuse', 'contain', 'description'] as const;
 const inProcessFlags = ['scope', 'store'] as const;
@@ -75,7 +56,7 @@ interface Subcommand {
 
 type Print = (json: unknown, text: string) => Promise<void>;
 
-const ref = (port: EnvironmentCommands, name: string) => findEnvironmentId(name, everyItem(port.page));
+const ref = (port: EnvironmentCommands, name: string) => port.resolve(name);
 
 const table: Record<string, Subcommand> = {
   create: {

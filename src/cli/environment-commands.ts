@@ -12,6 +12,8 @@ export interface EnvironmentCommands {
   create(input: { name: string; description?: string; profile: Partial<Profile> }): Promise<Environment>;
   /** One page of the caller's environments (the largest a server gives), from `cursor`. */
   page(cursor?: string): Promise<Page<Environment>>;
+  /** The id an environment's id, name or slug names in the caller's scope (the runtime's resolver, in either form). */
+  resolve(ref: string): Promise<string>;
   get(id: string): Promise<Environment>;
   remove(id: string): Promise<void>;
   acquire(id: string): Promise<Allocation>;

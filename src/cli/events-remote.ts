@@ -6,8 +6,8 @@
 import { BerthError } from '../../schemas/errors.ts';
 import type { Berth } from '../client/berth-client.ts';
 import type { RecordedEvent } from '../store/event-store.ts';
-import { eventHuman, eventJson } from './event-lines.ts';
 import { withServer, type ServerTarget, type TargetFlags } from './remote.ts';
+import { replayHeader, replayHuman, replayJson } from './replay-lines.ts';
 import { replayStream } from './replay-target.ts';
 import { writeLine } from './stdout-lines.ts';
 
@@ -49,14 +49,10 @@ export function replayOverHttp(
       // The client does not know its token's scope: the server finds the execution by its operationId.
       const stream = await replayStream(positionals, values.operation, (op) => executionOfOperation(berth, op), usage);
       const steps = await berth.streams.replay(stream, values.at === undefined ? undefined : Number(values.at));
-      if (!values.json) await writeLine(`${stream}: ${steps.length} events`);
+      if (!values.json) await writeLine(replayHeader(stream, steps.length));
       for (const step of steps) {
-        const event: RecordedEvent = { ...step.event, revision: BigInt(step.event.revision), position: BigInt(step.event.position) };
-        await writeLine(
-          values.json
-            ? eventJson(event, { stateBefore: step.stateBefore, stateAfter: step.stateAfter })
-            : `${eventHuman(event)}\n    state: ${JSON.stringify(step.stateBefore)} -> ${JSON.stringify(step.stateAfter)}`,
-        );
+        const line = { ...step, event: { ...step.event, revision: BigInt(step.event.revision), position: BigInt(step.event.position) } as RecordedEvent };
+        await writeLine(values.json ? replayJson(line) : replayHuman(line));
       }
       return 0;
     },

@@ -10,14 +10,10 @@ import { openConfiguredStore } from '../runtime/core/open-configured-store.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { eventHuman, eventJson } from './event-lines.ts';
 import { eventsOverHttp } from './events-remote.ts';
-import { findServer, remoteOptions, remoteUsage } from './remote.ts';
+import { findServer, remoteOptions } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
+import { eventsUsage } from './usage.ts';
 
-export const eventsUsage = `usage: berth events [--follow] [--after POSITION] [--prefix STREAM_PREFIX]... [--json] [--data-dir DIR]
-  Prints every event of the log in global order (after POSITION, exclusive); --follow keeps printing new ones until
-  Ctrl-C. A server shows the audit feed of the token's scope.
-${remoteUsage}
-  With no server, the data directory's store (or --store SPEC) is read in this process.`;
 
 const pageSize = 1000;
 

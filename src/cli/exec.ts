@@ -17,22 +17,9 @@ import type { TerminalSize } from '../client/execution-follower.ts';
 import { UsageError } from './command-args.ts';
 import { commandLineOptions, parseCommandLine } from './command-line.ts';
 import { exitStatusOf, FAILED_EXIT } from './exit-status.ts';
-import { findEnvironment, findServer, remoteOptions, remoteUsage, withServer, type ServerTarget } from './remote.ts';
+import { findServer, remoteOptions, withServer, type ServerTarget } from './remote.ts';
+import { execUsage } from './usage.ts';
 
-export const execUsage = `usage: berth exec [-i] [-t] [-d] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]... [--timeout MS]
-                  [--url URL] [--token TOKEN] ENV -- COMMAND [ARG...]
-       berth exec [options] --session SESSION [--turn TURN] -- COMMAND [ARG...]
-  Runs COMMAND in the environment ENV (id, name or slug), streams its output and exits with its exit code: 127 when
-  the command is not found, 126 when it cannot be executed, 124 when --timeout ended it, 128+n when signal n
-  killed it, 125 when Berth could not run it (a wrong environment, a missing engine) or its outcome is unknown.
-  -i forwards stdin; -t runs it on a terminal of this terminal's size. -d (--detach) starts it, prints its id and
-  leaves it running. Without -t, Ctrl-C cancels the command after a second unless a second Ctrl-C detaches (it
-  keeps running: \`berth logs -f ID\` follows it). A repeated --operation-id re-attaches to the first run instead
-  of running twice. --session runs it in the session's environment; with --turn (a tool turn of that session:
-  \`berth turn open\`) it runs in the session's workspace, its cwd relative to the session's, and holds the turn
-  until it ends. \`berth run\` is the same command.
-${remoteUsage}
-  With no server it runs through a runtime in this process on the data directory (not with --session or -d).`;
 
 const options = {
   ...remoteOptions,
@@ -69,7 +56,7 @@ function onServer(line: Extract<ReturnType<typeof parseCommandLine<typeof option
     values,
     async (berth) => {
       const where: RunWhere =
-        line.environment === undefined ? { session: values.session!, ...(values.turn !== undefined ? { turn: values.turn } : {}) } : await findEnvironment(berth, line.environment);
+        line.environment === undefined ? { session: values.session!, ...(values.turn !== undefined ? { turn: values.turn } : {}) } : line.environment;
       return execute(berth, where, command, {
         operationId: values['operation-id'] ?? `exec-${randomUUID()}`,
         interactive: values.interactive ?? false,

@@ -1,17 +1,18 @@
-/** `berth help`: the list of commands; `berth --version`: the package's version. */
-import { packageVersion } from '../package-version.ts';
-import { eventsUsage } from './events.ts';
-import { cpUsage } from './cp.ts';
-import { execUsage } from './exec.ts';
-import { leaseUsage } from './lease.ts';
-import { logsUsage } from './logs.ts';
-import { psUsage } from './ps.ts';
-import { remoteUsage } from './remote.ts';
-import { replayUsage } from './replay.ts';
-import { serveUsage } from './serve.ts';
-import { sessionUsage } from './session.ts';
-import { turnUsage } from './turn.ts';
-import { workspaceUsage } from './workspace.ts';
+/** `berth help`: the list of commands (from usage.ts alone: no command module is loaded to print it). */
+import {
+  cpUsage,
+  eventsUsage,
+  execUsage,
+  leaseUsage,
+  logsUsage,
+  psUsage,
+  remoteUsage,
+  replayUsage,
+  serveUsage,
+  sessionUsage,
+  turnUsage,
+  workspaceUsage,
+} from './usage.ts';
 
 export const overview = `berth: control plane for agent execution environments
 
@@ -32,8 +33,8 @@ commands:
   replay     print a stream's events with the machine state before -> after each
   check-history  fold every actor stream through today's machines; name each event they would fold differently
   projections    the server's read models (position, lag, failure); rebuild NAME after a fix (admin)
-  help       this text (also --help); --version prints the version
   runtime        the runtimes sharing the event store; retire ID adopts one's unfinished actors here (admin)
+  help       this text (also --help); --version prints the version
 
   Every command but serve (and host):
 ${remoteUsage}
@@ -60,11 +61,6 @@ ${cpUsage}
 ${eventsUsage}
 
 ${replayUsage}`;
-
-export async function versionCommand(): Promise<number> {
-  console.log(packageVersion);
-  return 0;
-}
 
 export async function helpCommand(): Promise<number> {
   console.log(overview);

@@ -1,18 +1,19 @@
 /**
- * `berth host`: runs an Execution Host (src/host/) on this machine, serving its native provider to one control plane
- * over a Unix socket and/or HTTPS, until SIGINT/SIGTERM. Commands it runs survive its stop; the next start on the
- * same data directory serves their receipts and output again.
+ * `berth host`: runs an Execution Host (src/host/) on this machine, serving its native provider (and with --docker
+ * its Docker engine) to one control plane over a Unix socket and/or HTTPS, until SIGINT/SIGTERM. Commands it runs
+ * survive its stop; the next start on the same data directory serves their receipts and output again.
  */
 import { resolve } from 'node:path';
 import { startHost } from '../host/host-server.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 
 export const hostUsage = `usage: berth host [--socket PATH] [--listen HOST:PORT --tls-cert FILE --tls-key FILE]
-                  --credential FILE [--data-dir DIR]
+                  --credential FILE [--data-dir DIR] [--docker]
   Serves this machine's commands to a Berth control plane (its "remote" provider). --socket listens on a Unix
   socket (mode 0600); --listen on TCP, which needs --tls-cert/--tls-key unless HOST is loopback. Callers present the
   secret in --credential FILE (mode 0600, at least 16 characters) as a bearer token. DIR (default ./.berth-host)
-  keeps the host's incarnation, allocations and command spools.`;
+  keeps the host's incarnation, allocations, workspace views and command spools. --docker also runs profiles with
+  "backend": "docker" in containers on this machine's Docker engine (DOCKER_HOST, as the docker CLI reads it).`;
 
 function hostPort(value: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
@@ -31,6 +32,7 @@ export async function hostCommand(argv: string[]): Promise<number> {
       'tls-key': { type: 'string' },
       credential: { type: 'string' },
       'data-dir': { type: 'string' },
+      docker: { type: 'boolean' },
     },
     hostUsage,
   );
@@ -43,6 +45,7 @@ export async function hostCommand(argv: string[]): Promise<number> {
     credentialFile: resolve(values.credential),
     ...(values.socket ? { socketPath: resolve(values.socket) } : {}),
     ...(values.listen ? { listen: hostPort(values.listen) } : {}),
+    ...(values.docker ? { docker: true } : {}),
     ...(values['tls-cert'] ? { tls: { certPath: values['tls-cert'], keyPath: values['tls-key']! } } : {}),
     log: (message) => console.error(message),
   });

@@ -5,25 +5,10 @@
 import type { Berth, Lease } from '../client/berth-client.ts';
 import { UsageError } from './command-args.ts';
 import { table } from './text-table.ts';
-import { remoteUsage } from './remote.ts';
 import { subcommands, type Print } from './subcommands.ts';
 import { writeLine } from './stdout-lines.ts';
+import { leaseUsage } from './usage.ts';
 
-export const leaseUsage = `usage: berth lease ls [--work-kind KIND] [--work-id ID]
-       berth lease get KEY
-       berth lease bind KEY --work KIND:ID (--profile-json JSON | --environment ENV) [--workspace WORKSPACE] [--idle SECONDS]
-       berth lease acquire KEY [--suspend]
-       berth lease pause KEY --cause KIND [--retry-at ISO | --retry-in SECONDS]
-       berth lease hold KEY
-       berth lease resume KEY
-       berth lease release KEY
-  bind ties work to a lease by your key and allocates nothing; acquire gives its machine (made at the first acquire,
-  the same one after), prints the target and whether it was reused; with --suspend a spawn refused by a quota or
-  policy pauses the lease instead. pause records a cause and a retry time (its timer resumes the work); hold stops
-  the timer until resume; a pause longer than the lease's idle interval (--idle, default the profile's) gives the
-  machine back, its workspace view saved, and the next acquire makes a new one. release removes the machine and ends
-  the lease. Run a command on it with \`POST /v1/executions {lease}\`. Common flag: --json.
-${remoteUsage}`;
 
 const options = {
   'work-kind': { type: 'string' },

@@ -12,12 +12,9 @@ import { terminalStatuses } from '../../schemas/states.ts';
 import type { Berth } from '../client/berth-client.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 import { exitStatusOf } from './exit-status.ts';
-import { remoteOptions, remoteUsage, withServer } from './remote.ts';
+import { remoteOptions, withServer } from './remote.ts';
+import { logsUsage } from './usage.ts';
 
-export const logsUsage = `usage: berth logs [-f] [--tail N] [--stream stdout|stderr|pty] [--url URL] [--token TOKEN] EXECUTION
-  Prints the output of EXECUTION (its id, or the operationId it was submitted with); -f follows it until it ends;
-  --tail N starts each stream at its last N lines. A finished execution's exit status ends the output (on stderr).
-${remoteUsage}`;
 
 const sinks: Record<OutputStream, Writable> = { stdout: process.stdout, stderr: process.stderr, pty: process.stdout };
 

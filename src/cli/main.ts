@@ -1,46 +1,44 @@
 /**
  * The `berth` command: dispatches to one subcommand and turns its failure into a one-line message and an exit code
- * (1 for an error, 2 for a bad command line). bin/berth.js loads this file through tsx.
+ * (1 for an error, 2 for a bad command line). bin/berth.js loads this file (built, or the sources through tsx).
  */
 import { isBerthError } from '../../schemas/errors.ts';
-import { isBerthApiError } from '../client/berth-api-error.ts';
 import { UsageError } from './command-args.ts';
-import { cpCommand } from './cp.ts';
-import { envCommand } from './env.ts';
-import { eventsCommand } from './events.ts';
-import { execCommand } from './exec.ts';
-import { helpCommand, versionCommand } from './help.ts';
-import { logsCommand } from './logs.ts';
-import { psCommand } from './ps.ts';
-import { replayCommand } from './replay.ts';
-import { serveCommand } from './serve.ts';
-import { sessionCommand } from './session.ts';
+import { helpCommand } from './help.ts';
 import { isStdoutClosed } from './stdout-lines.ts';
-import { turnCommand } from './turn.ts';
-import { leaseCommand } from './lease.ts';
-import { workspaceCommand } from './workspace.ts';
 
-const commands: Record<string, (argv: string[]) => Promise<number>> = {
-  serve: serveCommand,
-  host: (argv) => import('./host.ts').then((m) => m.hostCommand(argv)),
-  events: eventsCommand,
-  env: envCommand,
-  replay: replayCommand,
-  'check-history': (argv) => import('./check-history.ts').then((m) => m.checkHistoryCommand(argv)),
-  projections: (argv) => import('./projections.ts').then((m) => m.projectionsCommand(argv)),
-  exec: execCommand,
-  logs: logsCommand,
-  ps: psCommand,
-  workspace: workspaceCommand,
-  lease: leaseCommand,
-  session: sessionCommand,
-  turn: turnCommand,
-  cp: cpCommand,
-  run: execCommand,
+type Command = (argv: string[]) => Promise<number>;
+
+/** A command whose module is loaded only when it runs: `berth help` and `--version` load none of them. */
+const lazy =
+  <M>(load: () => Promise<M>, pick: (module: M) => Command): Command =>
+  async (argv) =>
+    pick(await load())(argv);
+
+const exec = lazy(() => import('./exec.ts'), (m) => m.execCommand);
+
+const commands: Record<string, Command> = {
+  serve: lazy(() => import('./serve.ts'), (m) => m.serveCommand),
+  host: lazy(() => import('./host.ts'), (m) => m.hostCommand),
+  events: lazy(() => import('./events.ts'), (m) => m.eventsCommand),
+  env: lazy(() => import('./env.ts'), (m) => m.envCommand),
+  replay: lazy(() => import('./replay.ts'), (m) => m.replayCommand),
+  'check-history': lazy(() => import('./check-history.ts'), (m) => m.checkHistoryCommand),
+  projections: lazy(() => import('./projections.ts'), (m) => m.projectionsCommand),
+  runtime: lazy(() => import('./runtime.ts'), (m) => m.runtimeCommand),
+  exec,
+  logs: lazy(() => import('./logs.ts'), (m) => m.logsCommand),
+  ps: lazy(() => import('./ps.ts'), (m) => m.psCommand),
+  workspace: lazy(() => import('./workspace.ts'), (m) => m.workspaceCommand),
+  lease: lazy(() => import('./lease.ts'), (m) => m.leaseCommand),
+  session: lazy(() => import('./session.ts'), (m) => m.sessionCommand),
+  turn: lazy(() => import('./turn.ts'), (m) => m.turnCommand),
+  cp: lazy(() => import('./cp.ts'), (m) => m.cpCommand),
+  run: exec,
   help: helpCommand,
   '--help': helpCommand,
   '-h': helpCommand,
-  '--version': versionCommand,
+  // `--version` is bin/berth.js's: answered there, it loads no module at all.
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -60,7 +58,8 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // Errors of ours (local or answered by a server) are one sentence; anything else is a bug: show the stack.
-    const known = isBerthError(e) || isBerthApiError(e);
+    // The client's error module (and the wire schemas it parses with) is loaded only on this path.
+    const known = isBerthError(e) || (await import('../client/berth-api-error.ts')).isBerthApiError(e);
     process.stderr.write(`berth: ${known ? (e as Error).message : ((e as Error)?.stack ?? String(e))}\n`);
     return 1;
   }

@@ -3,14 +3,11 @@
  * that failed on an event, once the event or Berth is fixed. Both need the admin token.
  */
 import { parseCommandArgs, UsageError } from './command-args.ts';
-import { remoteOptions, remoteUsage, withServer } from './remote.ts';
+import { remoteOptions, withServer } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
 import { table } from './text-table.ts';
+import { projectionsUsage } from './usage.ts';
 
-export const projectionsUsage = `usage: berth projections [ls] [--json] | berth projections rebuild NAME [--json]
-  Lists the read models with their position, lag and failure; rebuild folds one again from the first event
-  (after a fix for the event it failed on). Admin token only.
-${remoteUsage}`;
 
 export async function projectionsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, { ...remoteOptions, json: { type: 'boolean' } }, projectionsUsage);

@@ -8,14 +8,11 @@ import { terminalStatuses } from '../../schemas/states.ts';
 import type { Allocation } from '../client/berth-client.ts';
 import { parseCommandArgs, UsageError } from './command-args.ts';
 import { exitStatusOf } from './exit-status.ts';
-import { remoteOptions, remoteUsage, withServer } from './remote.ts';
+import { remoteOptions, withServer } from './remote.ts';
 import { writeLine } from './stdout-lines.ts';
 import { table } from './text-table.ts';
+import { psUsage } from './usage.ts';
 
-export const psUsage = `usage: berth ps [-a] [--json] [--url URL] [--token TOKEN]
-  Lists the active allocations and the unfinished executions of the token's scope; -a (--all) lists every execution,
-  finished ones too, with their exit status.
-${remoteUsage}`;
 
 export async function psCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, { ...remoteOptions, json: { type: 'boolean' }, all: { type: 'boolean', short: 'a' } }, psUsage);

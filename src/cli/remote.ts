@@ -6,12 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import { Berth } from '../client/berth-client.ts';
 import { resolveSettings } from '../runtime/config.ts';
 import { findServing } from '../runtime/core/serving-record.ts';
-import { findEnvironmentId } from './environment-ref.ts';
 
 export const remoteOptions = {
   url: { type: 'string' },
@@ -20,8 +18,6 @@ export const remoteOptions = {
   'data-dir': { type: 'string' },
 } as const;
 
-export const remoteUsage = `  Talks to the server at --url URL (or BERTH_URL), else to the \`berth serve\` holding the data directory
-  (BERTH_DATA_DIR, default ./.berth); --token TOKEN (BERTH_TOKEN, default the admin token in the data directory).`;
 
 export interface ServerTarget {
   url: string;
@@ -104,6 +100,3 @@ export async function withServer<T>(
     throw isUnreachable(error) ? unreachable(server.url, error) : error;
   }
 }
-
-/** The environment `ref` names on the server (environment-ref.ts). */
-export const findEnvironment = (berth: Berth, ref: string): Promise<string> => findEnvironmentId(ref, berth.environments.iterate({ limit: PAGE_LIMIT_MAX }));

@@ -4,27 +4,18 @@
  * directory's store is read in this process, folding through the actor type the stream's category names (and
  * showing the context keys each event changed).
  */
-import type { StateValue } from 'xstate';
 import { resolveSettings } from '../runtime/config.ts';
 import { openConfiguredStore } from '../runtime/core/open-configured-store.ts';
-import { replayStoredStream, type ReplayedStep } from '../runtime/core/stream-replay.ts';
+import { replayStoredStream } from '../runtime/core/stream-replay.ts';
 import { executionIdOf } from '../runtime/executions/execution-service.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
-import { eventHuman, eventJson } from './event-lines.ts';
 import { replayOverHttp } from './events-remote.ts';
-import { findServer, remoteOptions, remoteUsage } from './remote.ts';
+import { findServer, remoteOptions } from './remote.ts';
+import { replayHeader, replayHuman, replayJson } from './replay-lines.ts';
 import { replayStream } from './replay-target.ts';
 import { writeLine } from './stdout-lines.ts';
+import { replayUsage } from './usage.ts';
 
-export const replayUsage = `usage: berth replay STREAM|ID [--at REVISION] [--json] [--data-dir DIR]
-       berth replay --operation OPID [--at REVISION] [--json] [--data-dir DIR]
-  Prints every event of STREAM with the state before -> after; --at stops at that revision. A bare id (hexe_…,
-  henv_…, hwsp_…, …) names its resource's stream; --operation the execution submitted with that operationId.
-${remoteUsage}
-  With no server, the data directory's store (or --store SPEC) is read in this process, and --operation looks in
-  --scope SCOPE (default "default"; a server uses the token's scope).`;
-
-const label = (v: StateValue | null) => (v === null ? '?' : typeof v === 'string' ? v : JSON.stringify(v));
 
 export async function replayCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -53,22 +44,10 @@ export async function replayCommand(argv: string[]): Promise<number> {
       const category = stream.includes('-') ? stream.slice(0, stream.indexOf('-')) : stream;
       process.stderr.write(`berth: no actor type is registered for category "${category}": showing events without states\n`);
     }
-    if (!values.json) await writeLine(`${stream} (${replay.actorType ?? 'unknown actor type'}): ${replay.steps.length} events`);
-    for (const step of replay.steps) await writeLine(values.json ? stepJson(step) : stepHuman(step));
+    if (!values.json) await writeLine(replayHeader(stream, replay.steps.length));
+    for (const step of replay.steps) await writeLine(values.json ? replayJson(step) : replayHuman(step));
   } finally {
     await store.close();
   }
   return 0;
-}
-
-const stepJson = (s: ReplayedStep) =>
-  eventJson(s.event, { stateBefore: s.stateBefore, stateAfter: s.stateAfter, contextDiff: s.contextDiff });
-
-function stepHuman(s: ReplayedStep): string {
-  const lines = [eventHuman(s.event)];
-  if (s.stateBefore !== null) lines.push(`    state: ${label(s.stateBefore)} -> ${label(s.stateAfter)}`);
-  for (const [key, { before, after }] of Object.entries(s.contextDiff ?? {})) {
-    lines.push(`    ${key}: ${JSON.stringify(before) ?? 'undefined'} -> ${JSON.stringify(after) ?? 'undefined'}`);
-  }
-  return lines.join('\n');
 }

@@ -6,9 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
-import { PAGE_LIMIT_MAX } from '../../schemas/api.ts';
 import { isBerthError } from '../../schemas/errors.ts';
-import { everyItem } from '../client/pages.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import { startBerth } from '../runtime/berth.ts';
 import type { BerthApi } from '../runtime/berth-api.ts';
@@ -16,16 +14,10 @@ import { loadConfig } from '../runtime/config.ts';
 import type { Caller, ExecutionRecord } from '../runtime/runtime-api.ts';
 import { storeOptions } from './command-args.ts';
 import { commandLineOptions, parseCommandLine } from './command-line.ts';
-import { findEnvironmentId } from './environment-ref.ts';
 import { exitStatusOf } from './exit-status.ts';
 import { createLogger } from './logger.ts';
+import { runUsage } from './usage.ts';
 
-export const runUsage = `usage: berth run [--data-dir DIR] [--store SPEC] [--operation-id ID] [--cwd DIR] [--env NAME=VALUE]...
-                 [--timeout MS] [-i|--interactive] [-t|--tty] ENV -- COMMAND [ARG...]
-  Runs COMMAND in the environment ENV (its id, name or slug), streams its output and exits with its exit code
-  (128+n when killed by signal n, 125 when it could not start or its outcome is unknown). -i forwards stdin;
-  -t runs it on a terminal of this terminal's size. Ctrl-C cancels it. A repeated --operation-id never runs twice:
-  it re-attaches to the first run and replays its output. This is \`berth exec\` with no server: see berth exec --help.`;
 
 /** The CLI acts as the data directory's administrator, in the scope the admin token maps to by default. */
 const caller: Caller = { scope: 'default', role: 'admin' };
@@ -42,10 +34,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     logger: createLogger({ level: process.env.BERTH_LOG_LEVEL ?? 'warn' }),
   });
   try {
-    const environment = await findEnvironmentId(
-      line.environment,
-      everyItem((cursor) => berth.api.listEnvironments(caller, { cursor, limit: PAGE_LIMIT_MAX })),
-    );
+    const environment = await berth.api.resolveEnvironment(caller, line.environment);
     const tty = values.tty ?? false;
     const record = await berth.api.submitExecution(caller, {
       operationId: values['operation-id'] ?? `run-${randomUUID()}`,

@@ -18,18 +18,8 @@ import { startBerth } from '../runtime/berth.ts';
 import { recordServing } from '../runtime/core/serving-record.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
+import { serveUsage } from './usage.ts';
 
-export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--port PORT] [--store sqlite|sqlite:/file|esdb://…]
-                   [--socket PATH] [--tls-cert FILE --tls-key FILE] [--tokens FILE]
-  Starts Berth and its HTTP API. The admin token (BERTH_TOKEN, or generated into DIR/token) acts in scope
-  "default"; --tokens FILE (or BERTH_TOKENS_FILE) adds tokens as JSON [{"token","scope","role":"admin"|"member"}].
-  --socket listens on a Unix socket (mode 0600) instead of TCP, or as well when --host/--port is given. A host other
-  than loopback needs --tls-cert/--tls-key. Environment: BERTH_DATA_DIR, BERTH_HOST, BERTH_PORT,
-  BERTH_EVENTSTORE_URL, BERTH_TOKEN, BERTH_TOKENS_FILE, BERTH_MAINTENANCE_MS, BERTH_LOG_LEVEL; streams:
-  BERTH_MAX_STREAMS_PER_TOKEN, BERTH_STREAM_STALL_MS; members' ceilings and
-  quotas: BERTH_MEMBER_MAX_MEMORY_MB, BERTH_MEMBER_MAX_CPUS, BERTH_MEMBER_MAX_PIDS, BERTH_MEMBER_MAX_HOME_MB,
-  BERTH_MEMBER_MAX_WORKSPACE_MB, BERTH_MEMBER_NETWORK,
-  BERTH_QUOTA_ENVIRONMENTS, BERTH_QUOTA_CONCURRENT_EXECUTIONS, BERTH_QUOTA_OUTPUT_BYTES, BERTH_QUOTA_SCOPE_OUTPUT_BYTES.`;
 
 /** The scope the admin token acts in: the one the in-process CLI commands (`berth env`, `berth run`) use. */
 export const ADMIN_SCOPE = 'default';

@@ -4,17 +4,9 @@
  */
 import type { Session } from '../client/berth-client.ts';
 import { UsageError } from './command-args.ts';
-import { findEnvironment, remoteUsage } from './remote.ts';
 import { subcommands } from './subcommands.ts';
+import { sessionUsage } from './usage.ts';
 
-export const sessionUsage = `usage: berth session create [--workspace WORKSPACE] [--env ENV] [--cwd DIR] [--parent SESSION [--fork]]
-       berth session show SESSION
-       berth session rm SESSION
-  create prints the new session's id. --workspace binds it to a workspace (its tool turns and file tools work
-  there: \`berth turn\`, \`berth cp\`); --cwd is where its commands start, relative to the workspace root; --env is
-  the environment its commands run in (id, name or slug); --parent makes it a child (--fork: a fork) of a session,
-  inheriting what it does not name. rm stops new turns and commands in it. Common flag: --json.
-${remoteUsage}`;
 
 const describe = (s: Session) =>
   [
@@ -40,7 +32,7 @@ export const sessionCommand = subcommands(sessionUsage, options, {
     run: async (berth, _, values, print) => {
       if (values.fork && values.parent === undefined) throw new UsageError('--fork needs --parent', sessionUsage);
       const session = await berth.sessions.create({
-        ...(values.env !== undefined ? { environmentId: await findEnvironment(berth, values.env) } : {}),
+        ...(values.env !== undefined ? { environmentId: values.env } : {}),
         ...(values.workspace !== undefined ? { workspaceId: values.workspace } : {}),
         ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
         ...(values.parent !== undefined ? { parentId: values.parent, relation: values.fork ? ('fork' as const) : ('child' as const) } : {}),

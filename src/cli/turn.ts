@@ -8,22 +8,9 @@ import { BerthError } from '../../schemas/errors.ts';
 import { isBerthApiError } from '../client/berth-api-error.ts';
 import type { Turn } from '../client/berth-client.ts';
 import { UsageError } from './command-args.ts';
-import { remoteUsage } from './remote.ts';
 import { milliseconds, subcommands } from './subcommands.ts';
+import { turnUsage } from './usage.ts';
 
-export const turnUsage = `usage: berth turn open SESSION [--key KEY] [--wait MS]
-       berth turn show SESSION TURN
-       berth turn release SESSION TURN [--wait MS]
-       berth turn checkpoint SESSION TURN
-       berth turn restore SESSION TURN CHECKPOINT [--expect-revision N]
-  open prints the new turn's id; while another turn holds the workspace it fails (workspace_busy) unless --wait
-  gives it that long to be released. --key makes opening idempotent (the same key answers the same turn). release
-  waits up to --wait (default 30 s) for the turn's commands and calls to end, then gives the storage back.
-  checkpoint publishes a checkpoint of the workspace and prints its id (stale_version when its head moved meanwhile);
-  restore gives the workspace that checkpoint's tree, recorded in its history as \`restore\`; with --expect-revision
-  it is refused (stale_version) and changes nothing unless the head is still revision N.
-  Common flag: --json.
-${remoteUsage}`;
 
 /** Opening a turn on a workspace another turn holds: the server's refusal, with what to do about it. */
 export async function busyExplained<T>(opening: Promise<T>): Promise<T> {

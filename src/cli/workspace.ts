@@ -5,30 +5,10 @@
  */
 import type { CheckpointDiff, HistoryEntry, Mount, Workspace } from '../client/berth-client.ts';
 import { table } from './text-table.ts';
-import { remoteUsage } from './remote.ts';
 import { subcommands } from './subcommands.ts';
 import { writeLine } from './stdout-lines.ts';
+import { workspaceUsage } from './usage.ts';
 
-export const workspaceUsage = `usage: berth workspace create [--name NAME]
-       berth workspace ls
-       berth workspace show WORKSPACE
-       berth workspace rm WORKSPACE
-       berth workspace history WORKSPACE
-       berth workspace clear WORKSPACE
-       berth workspace checkpoints WORKSPACE
-       berth workspace checkpoint WORKSPACE CHECKPOINT
-       berth workspace diff WORKSPACE FROM TO
-       berth workspace mount WORKSPACE
-       berth workspace detach WORKSPACE
-  create makes a managed workspace (a directory the server makes and owns) and prints its id; rm deletes it with its
-  directory (refused while a turn holds it); history prints each tool mutation and each shell command's changes with
-  the turn (and execution) that made them; clear (admin) frees a storage whose holder's work is proven stopped.
-  checkpoints lists the published checkpoints (sha256:… ids) with the head revision each made; checkpoint prints one's
-  tree; diff prints one line per path changed from FROM to TO (\`+\` added, \`-\` removed, \`M\` modified); mount shows
-  the workspace's view (its allocation and mount generation); detach saves the view and lets it go.
-  Take a checkpoint or restore one in a turn: \`berth turn checkpoint|restore\`.
-  Bind a session to a workspace with \`berth session create --workspace WORKSPACE\`. Common flag: --json.
-${remoteUsage}`;
 
 const describe = (w: Workspace) =>
   `${w.id}  ${w.kind}  ${w.name ?? '-'}  ${w.state}  generation ${w.generation}  ${w.holder ? `held by turn ${w.holder.turnId}` : 'free'}`;

@@ -18,6 +18,6 @@ export class Berth extends BerthCore {
 
   /** Sandboxes: a machine, a workspace and one open turn made (and killed) in one call, with `run` and `files`. */
   get sandboxes(): Sandboxes {
-    return (this.sandboxApi ??= new Sandboxes(this, this.backoff));
+    return (this.sandboxApi ??= new Sandboxes(this));
   }
 }

@@ -43,7 +43,7 @@ import { followExecution, type FollowOptions } from './execution-follower.ts';
 import { HttpTransport } from './http-transport.ts';
 import { collect, everyItem, readPage, type PageOptions } from './pages.ts';
 import type { BackoffOptions } from './reconnect-backoff.ts';
-import { retrying } from './retry.ts';
+import { retrier, type Retry } from './retry.ts';
 import { TurnFiles } from './turn-files.ts';
 
 export type Environment = z.output<typeof environmentSchema>;
@@ -143,7 +143,12 @@ export class BerthCore {
     private readonly http: HttpTransport,
     protected readonly backoff: BackoffOptions | undefined,
     readonly capabilities: Record<string, boolean>,
-  ) {}
+  ) {
+    this.retry = retrier(backoff);
+  }
+
+  /** Runs an idempotent request again on transient faults (network, 5xx), with this client's backoff. */
+  readonly retry: Retry;
 
   /** Connects and checks the token (GET /v1/capabilities). */
   static async connect(options: ConnectOptions): Promise<BerthCore> {
@@ -295,6 +300,8 @@ export class BerthCore {
     acquire: (key: string, options: { suspend?: boolean } = {}) => this.http.json<LeaseTarget>('POST', `/v1/leases/${path(key, 'acquire')}`, { body: options }),
     /** Pauses the work; `retryAt` (ms since the epoch) sets the timer that resumes it. */
     pause: (key: string, pause: LeasePause) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'pause')}`, { body: pause }),
+    /** Releases the lease `timeoutMs` from now unless called again (null clears it); the server keeps it across restarts. */
+    setTimeout: (key: string, timeoutMs: number | null) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'timeout')}`, { body: { timeoutMs } }),
     hold: (key: string) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'hold')}`),
     resume: (key: string) => this.http.json<Lease>('POST', `/v1/leases/${path(key, 'resume')}`),
     /** Removes the machine (its workspace view saved first) and ends the lease. */
@@ -306,7 +313,7 @@ export class BerthCore {
   readonly executions = {
     /** Submits once, retrying transient failures with the same operationId. */
     submit: (input: SubmitExecution, signal?: AbortSignal): Promise<ExecutionRecordJson> =>
-      retrying(() => this.http.json<ExecutionRecordJson>('POST', '/v1/executions', { body: input, signal }), this.backoff, signal),
+      this.retry(() => this.http.json<ExecutionRecordJson>('POST', '/v1/executions', { body: input, signal }), signal),
     get: (id: string, options: { waitMs?: number } = {}) =>
       this.http.json<ExecutionRecordJson>('GET', `/v1/executions/${path(id)}`, { query: options }),
     /** Every execution record matching `query` (every page). */
@@ -355,17 +362,17 @@ export class BerthCore {
     rebuild: (name: string) => this.http.json<ProjectionState>('POST', `/v1/projections/${path(name)}/rebuild`, { body: {} }),
   };
 
-  readonly streams = {
-    /** One stream's events up to revision `at` (default: all), each with the state before and after it. */
-    replay: (stream: string, at?: number) =>
-      this.http.json<ReplayStepJson[]>('GET', `/v1/streams/${path(stream)}`, { query: { at } }),
-  };
   /** The runtimes sharing the server's event store (the admin's), and the retirement of one (its actors adopted here). */
   readonly runtimes = {
     list: () => this.http.json<RuntimeState[]>('GET', '/v1/runtimes'),
     retire: (runtimeId: string) => this.http.json<RetirementReport>('POST', `/v1/runtimes/${path(runtimeId)}/retire`, { body: {} }),
   };
 
+  readonly streams = {
+    /** One stream's events up to revision `at` (default: all), each with the state before and after it. */
+    replay: (stream: string, at?: number) =>
+      this.http.json<ReplayStepJson[]>('GET', `/v1/streams/${path(stream)}`, { query: { at } }),
+  };
 
   readonly events = {
     /** The scope's audit feed after `fromPosition` (exclusive; default: from the start; 'now': what comes next), resumed across drops. */

@@ -20,3 +20,11 @@ export async function retrying<T>(request: () => Promise<T>, options?: BackoffOp
     }
   }
 }
+
+/** One idempotent request retried with the client's backoff: the one wrapper every retried call goes through. */
+export type Retry = <T>(request: () => Promise<T>, signal?: AbortSignal) => Promise<T>;
+
+export const retrier =
+  (options?: BackoffOptions): Retry =>
+  (request, signal) =>
+    retrying(request, options, signal);

@@ -4,8 +4,7 @@
  * (a write of the same bytes to the same path is idempotent); a streamed write is sent once.
  */
 import type { EventFeed, Feed } from './event-feed.ts';
-import type { BackoffOptions } from './reconnect-backoff.ts';
-import { retrying } from './retry.ts';
+import type { Retry } from './retry.ts';
 import type { EntryInfo, FileBytes, FileChanges, FileWritten, TurnFiles, WriteOptions } from './turn-files.ts';
 
 /** The data of a `workspace.files_changed` event, as far as a watcher reads it. */
@@ -30,7 +29,7 @@ export interface FileEvent {
 export class SandboxFiles {
   constructor(
     private readonly tools: TurnFiles,
-    private readonly backoff: BackoffOptions | undefined,
+    private readonly retry: Retry,
     private readonly feed: () => EventFeed,
     private readonly workspaceId: string,
   ) {}
@@ -64,25 +63,25 @@ export class SandboxFiles {
   }
 
   async readBytes(path: string): Promise<Buffer> {
-    return (await retrying(() => this.tools.read(path), this.backoff)).data;
+    return (await this.retry(() => this.tools.read(path))).data;
   }
 
   /** Writes a file whole, making missing parent directories unless `parents: false`. */
   write(path: string, data: FileBytes, options: WriteOptions = {}): Promise<FileWritten> {
     const write = () => this.tools.write(path, data, { parents: true, ...options });
     const replayable = typeof data === 'string' || data instanceof Uint8Array;
-    return replayable ? retrying(write, this.backoff) : write();
+    return replayable ? this.retry(write) : write();
   }
 
   /** Every entry of a directory (default: the workspace root), sorted by name. */
   list(path = ''): Promise<EntryInfo[]> {
-    return retrying(() => this.tools.list(path), this.backoff);
+    return this.retry(() => this.tools.list(path));
   }
 
   /** Whether a path exists (never following a link). */
   async exists(path: string): Promise<boolean> {
     try {
-      await retrying(() => this.tools.stat(path), this.backoff);
+      await this.retry(() => this.tools.stat(path));
       return true;
     } catch (error) {
       if ((error as { code?: string }).code === 'not_found') return false;
@@ -92,10 +91,10 @@ export class SandboxFiles {
 
   /** Removes a file, or with `recursive` a directory tree. */
   remove(path: string, options: { recursive?: boolean } = {}): Promise<FileChanges> {
-    return retrying(() => this.tools.remove(path, options), this.backoff);
+    return this.retry(() => this.tools.remove(path, options));
   }
 
   mkdir(path: string): Promise<FileChanges> {
-    return retrying(() => this.tools.mkdir(path, { parents: true }), this.backoff);
+    return this.retry(() => this.tools.mkdir(path, { parents: true }));
   }
 }

@@ -10,8 +10,6 @@ import type { BerthCore, Lease, LeasePause, Turn } from './berth-core.ts';
 import { isBerthApiError } from './berth-api-error.ts';
 import { CommandExitError, resultOf, TailCapture, type CommandResult } from './command-result.ts';
 import type { StdinSource } from './execution-follower.ts';
-import type { BackoffOptions } from './reconnect-backoff.ts';
-import { retrying } from './retry.ts';
 import { SandboxFiles } from './sandbox-files.ts';
 
 /** The output `run` and `spawn` keep of each stream by default (the end of it). */
@@ -61,6 +59,8 @@ export interface SandboxInfo {
   state: Lease['state'];
   workspaceId: string | null;
   environmentId: string | null;
+  /** When the server kills it (ms since the epoch: its timeout), or null. */
+  deadline: number | null;
   createdAt: number;
 }
 
@@ -70,6 +70,7 @@ export const sandboxInfo = (lease: Lease): SandboxInfo => ({
   state: lease.state,
   workspaceId: lease.workspaceId,
   environmentId: lease.environmentId,
+  deadline: lease.deadline ?? null,
   createdAt: lease.createdAt,
 });
 
@@ -85,9 +86,8 @@ export class Sandbox {
     readonly turn: Turn,
     /** The sandbox made its workspace: `kill` deletes it. */
     private readonly ownsWorkspace: boolean,
-    private readonly backoff: BackoffOptions | undefined,
   ) {
-    this.files = new SandboxFiles(berth.turns.files(turn.sessionId, turn.id), backoff, () => berth.events.follow('now'), turn.workspaceId);
+    this.files = new SandboxFiles(berth.turns.files(turn.sessionId, turn.id), berth.retry, () => berth.events.follow('now'), turn.workspaceId);
   }
 
   get id(): string {
@@ -150,7 +150,7 @@ export class Sandbox {
         return result;
       },
       kill: async () => {
-        await retrying(() => this.berth.executions.cancel(record.id), this.backoff);
+        await this.berth.retry(() => this.berth.executions.cancel(record.id));
       },
       sendStdin: (data) => requirePipe(pipe).push(typeof data === 'string' ? Buffer.from(data) : data),
       closeStdin: () => requirePipe(pipe).end(),
@@ -159,21 +159,30 @@ export class Sandbox {
 
   /** The sandbox as the server holds it now. */
   async info(): Promise<SandboxInfo> {
-    this.lease = await retrying(() => this.berth.leases.get(this.lease.key), this.backoff);
+    this.lease = await this.berth.retry(() => this.berth.leases.get(this.lease.key));
     return sandboxInfo(this.lease);
   }
 
   /** Pauses it: `retryAt` (ms since the epoch) resumes it; a pause longer than its idle interval frees the machine. */
   async pause(pause: LeasePause = { cause: { kind: 'paused_by_client' } }): Promise<SandboxInfo> {
-    return sandboxInfo((this.lease = await retrying(() => this.berth.leases.pause(this.lease.key, pause), this.backoff)));
+    return sandboxInfo((this.lease = await this.berth.retry(() => this.berth.leases.pause(this.lease.key, pause))));
+  }
+
+  /**
+   * The server kills the sandbox's machine `ms` from now (its lease released, the machine and its environment
+   * removed) unless this is called again to move the deadline (null clears it). Recorded by the server, so it holds
+   * with no client running and across a server restart; `kill()` still deletes the workspace the sandbox made.
+   */
+  async setTimeout(ms: number | null): Promise<SandboxInfo> {
+    return sandboxInfo((this.lease = await this.berth.retry(() => this.berth.leases.setTimeout(this.lease.key, ms))));
   }
 
   async hold(): Promise<SandboxInfo> {
-    return sandboxInfo((this.lease = await retrying(() => this.berth.leases.hold(this.lease.key), this.backoff)));
+    return sandboxInfo((this.lease = await this.berth.retry(() => this.berth.leases.hold(this.lease.key))));
   }
 
   async resume(): Promise<SandboxInfo> {
-    return sandboxInfo((this.lease = await retrying(() => this.berth.leases.resume(this.lease.key), this.backoff)));
+    return sandboxInfo((this.lease = await this.berth.retry(() => this.berth.leases.resume(this.lease.key))));
   }
 
   /**
@@ -181,11 +190,11 @@ export class Sandbox {
    * and deletes the workspace it made. Killing a killed sandbox answers at once.
    */
   async kill(): Promise<void> {
-    await retrying(() => this.berth.leases.release(this.lease.key), this.backoff).catch(ignore('not_found'));
+    await this.berth.retry(() => this.berth.leases.release(this.lease.key)).catch(ignore('not_found'));
     // A workspace already deleted (a kill repeated) has no turn left to release.
-    await retrying(() => this.berth.turns.release(this.turn.sessionId, this.turn.id), this.backoff).catch(ignore('not_found', 'workspace_unavailable'));
+    await this.berth.retry(() => this.berth.turns.release(this.turn.sessionId, this.turn.id)).catch(ignore('not_found', 'workspace_unavailable'));
     if (this.ownsWorkspace) {
-      await retrying(() => this.berth.workspaces.delete(this.turn.workspaceId), this.backoff).catch(ignore('not_found', 'workspace_unavailable'));
+      await this.berth.retry(() => this.berth.workspaces.delete(this.turn.workspaceId)).catch(ignore('not_found', 'workspace_unavailable'));
     }
   }
 }

@@ -7,8 +7,6 @@ import { randomUUID } from 'node:crypto';
 import type { Profile } from '../../schemas/profile.ts';
 import type { BerthCore, Lease, Workspace } from './berth-core.ts';
 import { BerthApiError } from './berth-api-error.ts';
-import type { BackoffOptions } from './reconnect-backoff.ts';
-import { retrying } from './retry.ts';
 import { Sandbox, sandboxInfo, sandboxTurnKey, type SandboxInfo } from './sandbox.ts';
 
 /** The work kind of a sandbox's lease: `list()` answers these leases only. */
@@ -21,6 +19,8 @@ export interface CreateSandbox {
   profile?: Partial<Profile> | string;
   /** An existing workspace (id or name) to work in; default: a new one, deleted by `kill`. */
   workspace?: string;
+  /** Kill it this long after creation unless `sandbox.setTimeout` moves the deadline (default: no timeout). */
+  timeoutMs?: number;
   lease?: {
     /** How long a pause may last before the machine is reclaimed (seconds). */
     idleSeconds?: number;
@@ -32,16 +32,14 @@ export interface CreateSandbox {
 const workspaceName = (name: string) => `sandbox ${name}`;
 
 export class Sandboxes {
-  constructor(
-    private readonly berth: BerthCore,
-    private readonly backoff: BackoffOptions | undefined,
-  ) {}
+  constructor(private readonly berth: BerthCore) {}
 
   async create(options: CreateSandbox = {}): Promise<Sandbox> {
     const name = options.name ?? `sbx-${randomUUID()}`;
     const workspace = options.workspace === undefined ? await this.workspaceOf(name) : await this.resolveWorkspace(options.workspace);
-    const profile = typeof options.profile === 'string' ? { environmentId: await this.resolveEnvironment(options.profile) } : { profile: options.profile ?? {} };
-    await retrying(
+    // An environment's id or name goes to the server as it is: the server resolves names in the caller's scope.
+    const profile = typeof options.profile === 'string' ? { environmentId: options.profile } : { profile: options.profile ?? {} };
+    await this.berth.retry(
       () =>
         this.berth.leases.bind({
           key: name,
@@ -51,21 +49,21 @@ export class Sandboxes {
           ...(options.lease?.idleSeconds !== undefined ? { idleSeconds: options.lease.idleSeconds } : {}),
           ...(options.lease?.env ? { spawn: { env: options.lease.env } } : {}),
         }),
-      this.backoff,
     );
+    if (options.timeoutMs !== undefined) await this.berth.retry(() => this.berth.leases.setTimeout(name, options.timeoutMs!));
     return this.open(name, options.workspace === undefined);
   }
 
   /** The sandbox of this id or name, with the one turn its clients share. */
   async connect(idOrName: string): Promise<Sandbox> {
     const lease = await this.lease(idOrName);
-    const workspace = lease.workspaceId ? await retrying(() => this.berth.workspaces.get(lease.workspaceId!), this.backoff) : undefined;
+    const workspace = lease.workspaceId ? await this.berth.retry(() => this.berth.workspaces.get(lease.workspaceId!)) : undefined;
     return this.open(lease.key, workspace?.name === workspaceName(lease.key));
   }
 
   /** Every sandbox of the caller's scope not killed. */
   async list(): Promise<SandboxInfo[]> {
-    return (await retrying(() => this.berth.leases.list({ workKind: SANDBOX_WORK_KIND }), this.backoff)).map(sandboxInfo);
+    return (await this.berth.retry(() => this.berth.leases.list({ workKind: SANDBOX_WORK_KIND }))).map(sandboxInfo);
   }
 
   /** Kills a sandbox by id or name without connecting a handle first. */
@@ -74,17 +72,17 @@ export class Sandboxes {
   }
 
   private async open(name: string, ownsWorkspace: boolean): Promise<Sandbox> {
-    const { lease } = await retrying(() => this.berth.leases.acquire(name), this.backoff);
+    const { lease } = await this.berth.retry(() => this.berth.leases.acquire(name));
     if (!lease.sessionId) throw new BerthApiError(409, 'invalid_state', `sandbox ${name} has no workspace`, { name });
-    const turn = await retrying(() => this.berth.turns.open(lease.sessionId!, { key: sandboxTurnKey(name) }), this.backoff);
+    const turn = await this.berth.retry(() => this.berth.turns.open(lease.sessionId!, { key: sandboxTurnKey(name) }));
     if (turn.state !== 'open') throw new BerthApiError(409, 'invalid_state', `sandbox ${name} was killed`, { name, reason: 'killed' });
-    return new Sandbox(this.berth, lease, turn, ownsWorkspace, this.backoff);
+    return new Sandbox(this.berth, lease, turn, ownsWorkspace);
   }
 
   /** A lease by key (a sandbox's name) or by id (`hlse_…`: looked up among the scope's sandboxes). */
   private async lease(idOrName: string): Promise<Lease> {
-    if (!/^hlse_[0-9a-f]{32}$/.test(idOrName)) return retrying(() => this.berth.leases.get(idOrName), this.backoff);
-    const leases = await retrying(() => this.berth.leases.list({ workKind: SANDBOX_WORK_KIND }), this.backoff);
+    if (!/^hlse_[0-9a-f]{32}$/.test(idOrName)) return this.berth.retry(() => this.berth.leases.get(idOrName));
+    const leases = await this.berth.retry(() => this.berth.leases.list({ workKind: SANDBOX_WORK_KIND }));
     const lease = leases.find((l) => l.id === idOrName);
     if (!lease) throw new BerthApiError(404, 'not_found', `no sandbox ${idOrName}`, { id: idOrName });
     return lease;
@@ -96,24 +94,17 @@ export class Sandboxes {
    */
   private async workspaceOf(name: string): Promise<Workspace> {
     const existing = await this.findWorkspace(workspaceName(name));
-    return existing ?? retrying(() => this.berth.workspaces.create({ name: workspaceName(name) }), this.backoff);
+    return existing ?? this.berth.retry(() => this.berth.workspaces.create({ name: workspaceName(name) }));
   }
 
   private async findWorkspace(name: string): Promise<Workspace | undefined> {
-    return (await retrying(() => this.berth.workspaces.list(), this.backoff)).find((w) => w.name === name);
+    return (await this.berth.retry(() => this.berth.workspaces.list())).find((w) => w.name === name);
   }
 
   private async resolveWorkspace(idOrName: string): Promise<Workspace> {
-    if (/^hwsp_/.test(idOrName)) return retrying(() => this.berth.workspaces.get(idOrName), this.backoff);
+    if (/^hwsp_/.test(idOrName)) return this.berth.retry(() => this.berth.workspaces.get(idOrName));
     const found = await this.findWorkspace(idOrName);
     if (!found) throw new BerthApiError(404, 'not_found', `no workspace named ${idOrName}`, { name: idOrName });
     return found;
-  }
-
-  private async resolveEnvironment(idOrName: string): Promise<string> {
-    if (/^henv_/.test(idOrName)) return idOrName;
-    const found = (await retrying(() => this.berth.environments.list(), this.backoff)).find((e) => e.name === idOrName || e.slug === idOrName);
-    if (!found) throw new BerthApiError(404, 'not_found', `no environment named ${idOrName}`, { name: idOrName });
-    return found.id;
   }
 }

@@ -10,6 +10,7 @@ import { emptyQuery } from '../../schemas/api.ts';
 import type { ErrorCode } from '../../schemas/errors.ts';
 import type { Caller, RuntimeApi } from '../runtime/runtime-api.ts';
 import type { RouteConfig } from './auth.ts';
+import { environmentRefOf, resolveEnvironmentRef, type EnvironmentRef } from './environment-refs.ts';
 import type { GatewayLimits } from './limits.ts';
 import type { OpenStreams } from './open-streams.ts';
 import type { StreamSlots } from './stream-slots.ts';
@@ -49,6 +50,11 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
    * (documented only; the handler reads the stream, and a JSON `schema` is checked there).
    */
   rawBody?: Record<string, { description: string; schema?: z.ZodType }>;
+  /**
+   * A body or query field naming an environment (`body.environment`): an id, or a name of the caller's scope,
+   * resolved before validation (environment-refs.ts). Routes under /v1/environments/{id} resolve their `{id}` anyway.
+   */
+  environmentRef?: EnvironmentRef;
   /** Error codes this route answers beyond those of its shape and resource (route-errors.ts). */
   errors?: ErrorCode[];
   /** Request headers the route reads (documented only; parsed by the handler). */
@@ -93,11 +99,13 @@ export function resourcePlugin(routes: RouteDef[]): ResourcePlugin {
   const plugin: FastifyPluginAsync<{ deps: GatewayDeps }> = async (app, { deps }) => {
     for (const { spec, handler } of routes) {
       const config: RouteConfig = { auth: spec.auth, queryToken: spec.queryToken, websocket: spec.websocket };
+      const environmentRef = environmentRefOf(spec);
       app.route({
         method: spec.method,
         url: fastifyPath(spec.path),
         config,
         handler: async (request, reply) => {
+          if (environmentRef) await resolveEnvironmentRef(deps.api, request, environmentRef);
           const ctx: RouteContext<z.ZodType, z.ZodType, z.ZodType> = {
             params: spec.params ? parseOrReject(spec.params, request.params, 'params') : undefined,
             // A route without a query schema takes no query: unknown parameters are refused like unknown fields.

@@ -1,18 +1,21 @@
 /**
  * What a `berth host` keeps in its data directory so it can fence calls after a restart: its incarnation (made once:
  * another data directory at the same address is another host) and one record per allocation it made (the intent's
- * identity, generation and profile), plus the newest generation it saw per environment.
+ * identity, generation, profile and, once ready, its backend's physical identity), plus the newest generation it saw per environment.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { physicalIdentitySchema } from '../../schemas/events/allocation.ts';
 import { hostTargetSchema } from '../../schemas/host-protocol.ts';
 import { profileSchema } from '../../schemas/profile.ts';
 
 const recordSchema = z.strictObject({
   target: hostTargetSchema.omit({ incarnation: true }),
   profile: profileSchema,
+  /** What the backend reported once the allocation was ready (a container's id and incarnation), which fences it. */
+  identity: physicalIdentitySchema.optional(),
 });
 export type AllocationRecord = z.infer<typeof recordSchema>;
 

@@ -19,11 +19,15 @@ import {
   READ_NEXT_HEADER,
   refCallSchema,
   type ExecOp,
+  type FilesOp,
 } from '../../schemas/host-protocol.ts';
-import { NativeProvider } from '../providers/native/native-provider.ts';
+import type { DockerProviderOptions } from '../providers/docker/docker-provider.ts';
 import { credentialCheck } from './host-credential.ts';
 import { HostAllocations } from './host-allocations.ts';
+import { hostBackends } from './host-backends.ts';
 import { HostDispatch } from './host-dispatch.ts';
+import { HostFiles } from './host-files.ts';
+import { HostViews } from './host-views.ts';
 
 export interface HostOptions {
   dataDir: string;
@@ -32,6 +36,8 @@ export interface HostOptions {
   /** `host:port`; anything but loopback needs `tls`. */
   listen?: { host: string; port: number };
   tls?: { certPath: string; keyPath: string };
+  /** Serve the `docker` backend on this machine's engine too (`berth host --docker`). */
+  docker?: boolean | DockerProviderOptions;
   /** One line per fault (never a header or a body: the credential and commands' variables stay out of logs). */
   log?: (message: string) => void;
 }
@@ -60,11 +66,12 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   refuseUnsafe(options);
   const admits = credentialCheck(options.credentialFile);
   const allocations = new HostAllocations(options.dataDir);
-  const native = new NativeProvider({ dataDir: options.dataDir, hidden: [options.credentialFile] });
-  const dispatch = new HostDispatch(native, allocations);
   const log = options.log ?? (() => undefined);
+  const backends = await hostBackends({ dataDir: options.dataDir, hidden: [options.credentialFile], docker: options.docker, log });
+  const dispatch = new HostDispatch(backends.providers, allocations, new HostViews(options.dataDir));
+  const files = new HostFiles(options.dataDir, dispatch);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    serve(req, res, admits, allocations.incarnation, dispatch).catch((e) => {
+    serve(req, res, admits, allocations.incarnation, dispatch, files).catch((e) => {
       const error = isBerthError(e) ? e : new BerthError('internal', 'The host failed to answer.');
       if (!isBerthError(e)) log(`host: ${req.method} ${req.url?.split('?')[0]}: ${(e as Error).message}`);
       if (!res.headersSent) res.writeHead(error.status, { 'content-type': 'application/json' });
@@ -108,7 +115,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     }
   } catch (e) {
     for (const { server } of servers) server.close();
-    await native.close();
+    await backends.close();
     throw e;
   }
   return {
@@ -122,7 +129,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
           return closed;
         }),
       );
-      await native.close();
+      await backends.close();
     },
   };
 }
@@ -177,10 +184,11 @@ async function serve(
   admits: (authorization: string | undefined) => boolean,
   incarnation: string,
   dispatch: HostDispatch,
+  files: HostFiles,
 ): Promise<void> {
   if (!admits(req.headers.authorization)) throw new BerthError('unauthorized', 'The host credential is missing or wrong.');
   const path = (req.url ?? '').split('?')[0];
-  if (req.method === 'GET' && path === '/v1/hello') return json(res, { protocol: HOST_PROTOCOL_VERSION, incarnation });
+  if (req.method === 'GET' && path === '/v1/hello') return json(res, { protocol: HOST_PROTOCOL_VERSION, incarnation, backends: dispatch.backends });
   const version = req.headers[PROTOCOL_HEADER];
   if (version !== String(HOST_PROTOCOL_VERSION)) {
     throw new BerthError('invalid_request', `The host speaks protocol ${HOST_PROTOCOL_VERSION}, the call ${version ?? 'none'}.`, {
@@ -197,6 +205,8 @@ async function serve(
   }
   if (providerCall === 'inspect') return json(res, await dispatch.inspect(parsed(refCallSchema, await body(req)).target));
   if (providerCall === 'deallocate') return json(res, { result: await dispatch.deallocate(parsed(refCallSchema, await body(req)).target) });
+  const filesOp = /^\/v1\/files\/(capture|apply)$/.exec(path)?.[1];
+  if (filesOp) return files.serve(filesOp as FilesOp, req, res);
   const op = /^\/v1\/exec\/([A-Za-z]+)$/.exec(path)?.[1];
   if (!op || !Object.hasOwn(execCallSchemas, op)) throw new BerthError('not_found', 'No such host call.', { path });
   const call = parsed(execCallSchemas[op as ExecOp], await body(req));

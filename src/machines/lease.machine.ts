@@ -9,6 +9,7 @@
  * - a pause records its cause, its attempt (the count of pauses), when it began and the time its timer resumes it
  *   (`retryAt`, persisted: a restart keeps it); a hold stops the timer until a resume; pauses and holds keep the lease;
  * - a reclaimed machine is recorded only while paused or held (the pause outlasted the idle interval);
+ * - a deadline (set, moved or cleared while the lease lives) releases it when due: the maintenance loop asks;
  * - release removes the private environment (its allocation, the workspace view saved first) by an effect that
  *   recovery runs again until it reports `released`.
  */
@@ -45,6 +46,8 @@ export interface LeaseContext {
   /** The machine last acquired (its allocation and generation); null before the first acquire and once reclaimed. */
   machine: { allocationId: string; generation: number } | null;
   pause: LeasePause | null;
+  /** When the maintenance loop releases it (ms since the epoch), or null. */
+  deadline: number | null;
   /** Pauses so far (a pause's attempt). */
   pauses: number;
   createdAt: number;
@@ -100,6 +103,7 @@ const leaseSetup = setup({
       return { pause, pauses: context.pause ? context.pauses : context.pauses + 1 };
     }),
     resume: assign({ pause: null }),
+    setDeadline: assign(({ event }) => (event.type === 'lease.deadline_set' ? { deadline: event.deadline } : {})),
     reclaim: assign({ machine: null }),
   },
   guards: {
@@ -111,6 +115,7 @@ const leaseSetup = setup({
 const release = { 'lease.release_requested': { target: 'releasing', actions: ['stamp', remove] } } as const;
 const made = { 'lease.environment_made': { guard: 'noEnvironment', actions: ['makeEnvironment', 'stamp'] } } as const;
 const reclaimed = { 'lease.reclaimed': { guard: 'ownMachine', actions: ['reclaim', 'stamp'] } } as const;
+const deadline = { 'lease.deadline_set': { actions: ['setDeadline', 'stamp'] } } as const;
 
 export const leaseMachine = leaseSetup.createMachine({
   id: 'lease',
@@ -128,6 +133,7 @@ export const leaseMachine = leaseSetup.createMachine({
     sessionId: null,
     machine: null,
     pause: null,
+    deadline: null,
     pauses: 0,
     createdAt: 0,
     updatedAt: 0,
@@ -141,6 +147,7 @@ export const leaseMachine = leaseSetup.createMachine({
         'lease.acquired': { actions: ['acquire', 'stamp'] },
         'lease.paused': { target: 'paused', actions: ['pause', 'stamp'] },
         'lease.held': { target: 'held', actions: ['hold', 'stamp'] },
+        ...deadline,
         ...release,
       },
     },
@@ -151,6 +158,7 @@ export const leaseMachine = leaseSetup.createMachine({
         'lease.held': { target: 'held', actions: ['hold', 'stamp'] },
         'lease.resumed': { target: 'running', actions: ['resume', 'stamp'] },
         ...reclaimed,
+        ...deadline,
         ...release,
       },
     },
@@ -158,6 +166,7 @@ export const leaseMachine = leaseSetup.createMachine({
       on: {
         'lease.resumed': { target: 'running', actions: ['resume', 'stamp'] },
         ...reclaimed,
+        ...deadline,
         ...release,
       },
     },

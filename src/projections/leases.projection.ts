@@ -15,6 +15,9 @@ export interface LeaseEntry {
   pausedAt: number | null;
   retryAt: number | null;
   idleSeconds: number;
+  /** When its deadline releases it (ms since the epoch), or null; `timed` indexes the leases that have one. */
+  deadline: number | null;
+  timed: boolean;
   /** Whether it has a machine now (not reclaimed). */
   machine: boolean;
   createdAt: number;
@@ -31,7 +34,7 @@ function reduce(t: Tables<LeaseTables>, e: StoredEvent<typeof leaseEvents>): voi
   switch (e.type) {
     case 'lease.bound': {
       const d = e.data;
-      t.leases.put(id, { id, scope: d.scope, key: d.key, workKind: d.work.kind, workId: d.work.id, state: 'running', pausedAt: null, retryAt: null, idleSeconds: d.idleSeconds, machine: false, createdAt: d.at });
+      t.leases.put(id, { id, scope: d.scope, key: d.key, workKind: d.work.kind, workId: d.work.id, state: 'running', pausedAt: null, retryAt: null, idleSeconds: d.idleSeconds, deadline: null, timed: false, machine: false, createdAt: d.at });
       return;
     }
     case 'lease.acquired':
@@ -44,6 +47,8 @@ function reduce(t: Tables<LeaseTables>, e: StoredEvent<typeof leaseEvents>): voi
       return void put({ state: 'held', pausedAt: row?.pausedAt ?? e.data.at, retryAt: null });
     case 'lease.resumed':
       return void put({ state: 'running', pausedAt: null, retryAt: null });
+    case 'lease.deadline_set':
+      return void put({ deadline: e.data.deadline, timed: e.data.deadline !== null });
     case 'lease.release_requested':
       return void put({ state: 'releasing' });
     case 'lease.released':
@@ -55,9 +60,9 @@ function reduce(t: Tables<LeaseTables>, e: StoredEvent<typeof leaseEvents>): voi
 
 export const leasesProjection = defineProjection({
   name: 'leases',
-  version: 1,
+  version: 2,
   filter: { streamPrefixes: ['lease-'] },
-  tables: { leases: table<LeaseEntry>({ columns: ['scope', 'workKind', 'workId', 'state'], indexes: [['scope'], ['scope', 'workKind', 'workId'], ['state']] }) },
+  tables: { leases: table<LeaseEntry>({ columns: ['scope', 'workKind', 'workId', 'state', 'timed'], indexes: [['scope'], ['scope', 'workKind', 'workId'], ['state'], ['timed']] }) },
   reduce,
   queries: {
     /** One page of `scope`'s leases (every scope's when undefined), optionally of one work, in binding order. */
@@ -67,6 +72,8 @@ export const leasesProjection = defineProjection({
     count: (t, scope: string): number => t.leases.count({ scope }),
     /** Leases paused or held (their timers and idle reclamation), and those releasing (to finish). */
     waiting: (t): LeaseEntry[] => t.leases.all({ state: ['paused', 'held', 'releasing'] }),
+    /** Leases whose deadline is due at `now` and not releasing yet (the maintenance loop releases them). */
+    due: (t, now: number): LeaseEntry[] => t.leases.all({ timed: true }).filter((l) => l.state !== 'releasing' && l.deadline !== null && l.deadline <= now),
     /** Paused work by kind (seed 003 trackWorkPaused), for the metrics. */
     pausedByKind: (t): Record<string, number> => {
       const counts: Record<string, number> = {};

@@ -167,6 +167,9 @@ export class BerthApi implements RuntimeApi {
   listEnvironments(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>> {
     return this.environments.list(caller, page);
   }
+  resolveEnvironment(caller: Caller, ref: string): Promise<string> {
+    return this.environments.resolve(caller, ref);
+  }
   getEnvironment(caller: Caller, id: string): Promise<EnvironmentView> {
     return this.environments.get(caller, id);
   }
@@ -372,7 +375,7 @@ export class BerthApi implements RuntimeApi {
   async replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]> {
     if (!(await this.scopes.visible(caller, stream))) throw new BerthError('not_found', 'No such stream.', { stream });
     const replay = await replayStoredStream(this.runtime.store, stream, at === undefined ? {} : { at: BigInt(at) });
-    return replay.steps.map((s) => ({ event: s.event, stateBefore: s.stateBefore, stateAfter: s.stateAfter }));
+    return replay.steps.map((s) => ({ event: s.event, stateBefore: s.stateBefore, stateAfter: s.stateAfter, contextDiff: s.contextDiff }));
   }
 
   async timeline(caller: Caller, stream: string, page: { from: number; limit: number; failures: boolean }): Promise<TimelinePage> {

@@ -175,6 +175,8 @@ export interface ReplayStep {
   event: RecordedEvent;
   stateBefore: unknown;
   stateAfter: unknown;
+  /** The context keys the event changed (null when no machine folds the stream). */
+  contextDiff: Record<string, { before: unknown; after: unknown }> | null;
 }
 
 export interface RuntimeApi {
@@ -185,6 +187,11 @@ export interface RuntimeApi {
   createEnvironment(caller: Caller, input: CreateEnvironmentInput): Promise<EnvironmentView>;
   /** Every list takes a page query and returns one page and the cursor of the next (src/runtime/listing.ts). */
   listEnvironments(caller: Caller, page?: PageQuery): Promise<Listing<EnvironmentView>>;
+  /**
+   * The id an environment reference names: an id, or a name or slug of the caller's own scope (environment_not_found
+   * otherwise, alike for another tenant's name and an unknown one). The gateway and the in-process CLI resolve here.
+   */
+  resolveEnvironment(caller: Caller, ref: string): Promise<string>;
   getEnvironment(caller: Caller, id: string): Promise<EnvironmentView>;
   updateEnvironment(caller: Caller, id: string, patch: Partial<CreateEnvironmentInput>): Promise<EnvironmentView>;
   deleteEnvironment(caller: Caller, id: string): Promise<void>;

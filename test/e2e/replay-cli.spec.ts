@@ -49,9 +49,24 @@ describe('berth replay by id and by operationId', () => {
     expect(both.code).toBe(2);
   });
 
-  it('on the data directory gives the same steps for the stream name, the bare execution id and --operation --scope', async () => {
-    // While the server holds the data directory the CLI talks to it: read in this process once it is gone.
+  it('prints the same lines, context diffs included, over HTTP and in this process (human and --json)', async () => {
+    const stream = `execution-${execution.id}`;
+    const forms = (args: string[], env: NodeJS.ProcessEnv) => Promise.all([berth(['replay', stream, ...args], env), berth(['replay', '--json', stream, ...args], env)]);
+    const overHttp = await forms(['--url', server.url], remote);
+    // A second server on a copy of the data directory is not needed: the same directory is read once this one stopped.
     expect(await server.stop('SIGTERM')).toBe(0);
+    const inProcess = await forms(['--data-dir', server.dataDir], cleanEnv());
+    for (const run of [...overHttp, ...inProcess]) expect(run.code, run.stderr).toBe(0);
+    expect(inProcess[0].stdout).toBe(overHttp[0].stdout);
+    expect(inProcess[1].stdout).toBe(overHttp[1].stdout);
+    // The context keys each event changed are there in both forms: the human line and the JSON field.
+    const json = overHttp[1].stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const [key, change] = Object.entries(json.find((step) => Object.keys(step.contextDiff ?? {}).length > 0)!.contextDiff)[0] as [string, { before: unknown; after: unknown }];
+    expect(overHttp[0].stdout).toContain(`\n    ${key}: ${JSON.stringify(change.before)} -> ${JSON.stringify(change.after)}`);
+  }, 180_000);
+
+  it('on the data directory gives the same steps for the stream name, the bare execution id and --operation --scope', async () => {
+    // While the server holds the data directory the CLI talks to it: the case before stopped it.
     const local = ['--data-dir', server.dataDir];
     const env = cleanEnv();
     const [byStream, byId, byOperation, otherScope] = await Promise.all([

@@ -9,12 +9,12 @@ import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { createEnvironment, finished, running, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { interactiveCases } from '../fixtures/remote-execution.ts';
 import { HOST_CREDENTIAL, startHosts, type TestHosts } from '../fixtures/remote-hosts.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
-import { decodeOutputFrame } from '../../schemas/ws-frames.ts';
-import { HOST_PROTOCOL_VERSION, PROTOCOL_HEADER, wireReceiptSchema, wireReportSchema } from '../../schemas/host-protocol.ts';
+import { allocationReportSchema } from '../../schemas/events/allocation.ts';
+import { HOST_PROTOCOL_VERSION, PROTOCOL_HEADER, wireReceiptSchema } from '../../schemas/host-protocol.ts';
 import { SseParser, type ParsedSseEvent } from '../../src/client/sse-parser.ts';
 import { HostClient } from '../../src/providers/remote/host-client.ts';
 
@@ -46,16 +46,6 @@ function spooled(dataDir: string): string[] {
   return readdirSync(spools).flatMap((a) => readdirSync(join(spools, a)).filter((n) => !n.startsWith('.')).map((n) => `${a}/${n}`));
 }
 
-/** Opens the execution's WebSocket and collects its output frames until the server closes it. */
-function stream(id: string) {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/executions/${id}/stream`, { headers: { authorization: `Bearer ${tokens.alice}` } });
-  const bytes: Buffer[] = [];
-  ws.on('message', (data: Buffer, binary) => binary && bytes.push(Buffer.from(decodeOutputFrame(data).data)));
-  const closed = new Promise<number>((resolve, reject) => ws.on('close', resolve).on('error', reject));
-  const open = new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
-  return { ws, open, closed, text: () => Buffer.concat(bytes).toString() };
-}
-
 describe.each(['host-unix', 'host-tls'])('a remote environment on %s', (name) => {
   it('runs a command with exact output on both streams and its exit code', async () => {
     const record = await submit(server, environments[name]!, ['/bin/sh', '-c', 'printf "out\\n%s" "$0"; printf err >&2; exit 7', name]);
@@ -66,28 +56,7 @@ describe.each(['host-unix', 'host-tls'])('a remote environment on %s', (name) =>
     expect(await output(record.id, 'stderr')).toBe('err');
   });
 
-  it('takes stdin over the WebSocket and ends it', async () => {
-    const record = await submit(server, environments[name]!, ['/bin/sh', '-c', 'tr a-z A-Z'], { stdin: true });
-    const s = stream(record.id);
-    await s.open;
-    s.ws.send(Buffer.from('hello remote\n'));
-    s.ws.send(JSON.stringify({ type: 'end' }));
-    expect(await s.closed).toBe(1000);
-    expect(s.text()).toBe('HELLO REMOTE\n');
-    expect(await finished(server, record.id)).toMatchObject({ status: 'exited', exitCode: 0 });
-  });
-
-  it('gives a PTY its size and follows a resize', async () => {
-    const script = 'stty size; trap "stty size; exit 3" WINCH; while :; do sleep 0.05; done';
-    const record = await submit(server, environments[name]!, ['/bin/sh', '-c', script], { pty: { cols: 80, rows: 24 } });
-    const s = stream(record.id);
-    await s.open;
-    await waitFor(() => s.text(), { what: 'the first size', until: (t) => t.includes('24 80'), timeoutMs: 20_000 });
-    s.ws.send(JSON.stringify({ type: 'resize', cols: 132, rows: 50 }));
-    expect(await s.closed).toBe(1000);
-    expect(s.text()).toMatch(/24 80\r?\n[\s\S]*50 132/);
-    expect(await finished(server, record.id)).toMatchObject({ status: 'exited', exitCode: 3 });
-  });
+  interactiveCases(() => server, () => environments[name]!);
 
   it('cancels a running command on the host', async () => {
     const record = await submit(server, environments[name]!, ['/bin/sh', '-c', 'echo started; exec sleep 300']);
@@ -131,7 +100,7 @@ describe('output replay from the host itself', () => {
     const cfg = hosts.hosts['host-unix']!.config;
     const client = new HostClient({ name: 'host-unix', socketPath: cfg.socket!, credentialFile: cfg.credentialFile });
     const target = { environmentId: 'henv_replay', allocationId: 'halloc_replay', requestId: 'req_replay', generation: 1 };
-    const report = await client.call('/v1/provider/allocate', { target, profile: { provider: 'remote', host: 'host-unix' } }, wireReportSchema);
+    const report = await client.call('/v1/provider/allocate', { target, profile: { provider: 'remote', host: 'host-unix' } }, allocationReportSchema);
     const fenced = { ...target, incarnation: (report as { identity: { incarnation: string } }).identity.incarnation };
     const expected = `${Array.from({ length: 30000 }, (_, i) => i + 1).join('\n')}\n`;
     await client.call('/v1/exec/submit', { target: fenced, spec: { operationId: 'replayed', command: ['seq', '1', '30000'], env: { PATH: '/usr/bin:/bin' }, stdin: false } }, wireReceiptSchema);

@@ -10,7 +10,8 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BerthError } from '../../schemas/errors.ts';
-import { HOST_PROTOCOL_VERSION, PROTOCOL_HEADER, wireReceiptSchema, wireReportSchema } from '../../schemas/host-protocol.ts';
+import { allocationReportSchema } from '../../schemas/events/allocation.ts';
+import { HOST_PROTOCOL_VERSION, PROTOCOL_HEADER, wireReceiptSchema } from '../../schemas/host-protocol.ts';
 import { HostClient } from '../../src/providers/remote/host-client.ts';
 import { createEnvironment, finished, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { berth, cleanEnv } from '../integration/cli-process.ts';
@@ -48,7 +49,7 @@ function raw(path: string, body: unknown, headers: Record<string, string>): Prom
 const allocationIds = new Set<string>();
 async function allocate(environmentId: string, allocationId: string, generation: number): Promise<string> {
   allocationIds.add(allocationId);
-  const report = await client.call('/v1/provider/allocate', { target: { environmentId, allocationId, requestId: `req-${allocationId}`, generation }, profile: { provider: 'remote', host: 'host-unix' } }, wireReportSchema);
+  const report = await client.call('/v1/provider/allocate', { target: { environmentId, allocationId, requestId: `req-${allocationId}`, generation }, profile: { provider: 'remote', host: 'host-unix' } }, allocationReportSchema);
   expect(report.status).toBe('ready');
   return (report as { identity: { incarnation: string } }).identity.incarnation;
 }

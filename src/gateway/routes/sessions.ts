@@ -9,6 +9,7 @@ export const sessionsPlugin = resourcePlugin([
       path: '/v1/sessions',
       summary: 'Create a session',
       body: createSessionBody,
+      environmentRef: 'body.environmentId',
       status: 201,
       responses: { 201: { description: 'The session', schema: sessionSchema } },
     },

@@ -8,6 +8,8 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { z } from 'zod';
 import { BerthError, errorCodes, type ErrorCode } from '../../../schemas/errors.ts';
 import { helloSchema, HOST_PROTOCOL_VERSION, PROTOCOL_HEADER, READ_CLOSED_HEADER, READ_NEXT_HEADER, type Hello } from '../../../schemas/host-protocol.ts';
@@ -83,29 +85,57 @@ export class HostClient {
     return { data: answer.body, next: Number(answer.headers[READ_NEXT_HEADER]), closed: answer.headers[READ_CLOSED_HEADER] === '1' };
   }
 
+  /**
+   * A call answered with a long body (a byte stream): the response once the host accepted the call, its body
+   * unread. No idle timeout: the reader decides when a silent body is dead. With `upload`, the body is those bytes
+   * (the file calls' framed bodies, schemas/framed-body.ts) and `body` is unused.
+   */
+  async open(path: string, body: unknown, upload?: AsyncIterable<Buffer>): Promise<http.IncomingMessage> {
+    await this.handshake();
+    return new Promise((resolve, reject) => {
+      const req = this.send('POST', path, body, 0, upload);
+      req.on('error', (e: NodeJS.ErrnoException) => reject(this.unreachable(e)));
+      req.on('response', (res) => {
+        if (res.statusCode === 200) return resolve(res);
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => req.emit('error', e));
+        res.on('end', () => reject(hostError(this.config.name, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })));
+      });
+    });
+  }
+
   close(): void {
     this.agent.destroy();
   }
 
-  private request(method: string, path: string, body?: unknown, timeoutMs = CALL_TIMEOUT_MS, into?: Buffer): Promise<Answer> {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  private send(method: string, path: string, body: unknown, timeoutMs: number, upload?: AsyncIterable<Buffer>): http.ClientRequest {
+    const payload = body === undefined || upload ? undefined : Buffer.from(JSON.stringify(body));
     const headers: http.OutgoingHttpHeaders = {
       authorization: `Bearer ${this.credential}`,
       [PROTOCOL_HEADER]: String(this.protocol),
       ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+      ...(upload ? { 'content-type': 'application/octet-stream' } : {}),
     };
     const options: http.RequestOptions = { method, headers, agent: this.agent, timeout: timeoutMs };
+    const req = this.config.url ? https.request(new URL(path, this.config.url), options) : http.request({ ...options, socketPath: this.config.socketPath, path });
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    if (upload) pipeline(Readable.from(upload), req).catch((e: Error) => req.destroy(e));
+    else req.end(payload);
+    return req;
+  }
+
+  /** Unreachable: the next call asks for the version again (the host may come back as another build). */
+  private unreachable(e: NodeJS.ErrnoException): BerthError {
+    this.hello = undefined;
+    const code: ErrorCode = NOT_SENT.has(e.code ?? '') ? 'provider_unavailable' : 'unavailable';
+    return new BerthError(code, `The host ${this.config.name} does not answer (${e.code ?? e.message}).`, { host: this.config.name, cause: e.code ?? null });
+  }
+
+  private request(method: string, path: string, body?: unknown, timeoutMs = CALL_TIMEOUT_MS, into?: Buffer): Promise<Answer> {
     return new Promise<Answer>((resolve, reject) => {
-      const req = this.config.url
-        ? https.request(new URL(path, this.config.url), options)
-        : http.request({ ...options, socketPath: this.config.socketPath, path });
-      req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
-      req.on('error', (e: NodeJS.ErrnoException) => {
-        // Unreachable: the next call asks for the version again (the host may come back as another build).
-        this.hello = undefined;
-        const code: ErrorCode = NOT_SENT.has(e.code ?? '') ? 'provider_unavailable' : 'unavailable';
-        reject(new BerthError(code, `The host ${this.config.name} does not answer (${e.code ?? e.message}).`, { host: this.config.name, cause: e.code ?? null }));
-      });
+      const req = this.send(method, path, body, timeoutMs);
+      req.on('error', (e: NodeJS.ErrnoException) => reject(this.unreachable(e)));
       req.on('response', (res) => {
         const length = Number(res.headers['content-length']);
         // A body that fits the caller's buffer is received into it: no list of chunks, no copy after.
@@ -124,7 +154,6 @@ export class HostClient {
           reject(hostError(this.config.name, answer));
         });
       });
-      req.end(payload);
     });
   }
 }

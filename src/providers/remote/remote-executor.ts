@@ -19,7 +19,7 @@ const WAIT_MARGIN_MS = 5_000;
 
 export class RemoteExecutor implements Executor {
   readonly protocolVersion = 1 as const;
-  /** The host's native executor honours settleMs. */
+  /** The host's executors honour settleMs. */
   readonly settles = true;
 
   constructor(
@@ -36,12 +36,23 @@ export class RemoteExecutor implements Executor {
   }
 
   async submit(spec: ExecSpec): Promise<Receipt> {
-    // Read-only version mounts and workspace views are host paths of the control plane: they do not exist there.
-    if (spec.mounts?.length || spec.workspace) {
-      throw new BerthError('invalid_request', 'A remote host runs commands without content versions or workspace views (not served yet).', { reason: 'remote_unsupported' });
+    // Read-only version mounts are host paths of the control plane: they do not exist there.
+    if (spec.mounts?.length) {
+      throw new BerthError('invalid_request', 'A remote host runs commands without content versions (not served yet).', { reason: 'remote_unsupported' });
     }
-    const { operationId, command, cwd, env, stdin, pty, timeoutMs, settleMs } = spec;
-    const wire = { operationId, command, env, stdin, ...(cwd !== undefined ? { cwd } : {}), ...(pty ? { pty } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(settleMs !== undefined ? { settleMs } : {}) };
+    const { operationId, command, cwd, env, stdin, pty, timeoutMs, settleMs, workspace } = spec;
+    const wire = {
+      operationId,
+      command,
+      env,
+      stdin,
+      ...(cwd !== undefined ? { cwd } : {}),
+      ...(pty ? { pty } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(settleMs !== undefined ? { settleMs } : {}),
+      // The view is the allocation's own on the host (materialized): only where the command starts and what it must not see.
+      ...(workspace ? { workspace: { cwd: workspace.cwd, hidden: workspace.hidden } } : {}),
+    };
     return this.exec('submit', { spec: wire }, wireReceiptSchema);
   }
 

@@ -5,11 +5,16 @@
  * host that does not answer makes its allocations' reports `unknown` (the caller's timeout and errors), never absent.
  */
 import { BerthError } from '../../../schemas/errors.ts';
-import { deallocateAnswerSchema, wireReportSchema, type HostTarget } from '../../../schemas/host-protocol.ts';
+import { allocationReportSchema } from '../../../schemas/events/allocation.ts';
+import { deallocateAnswerSchema, type Hello, type HostTarget } from '../../../schemas/host-protocol.ts';
 import type { Profile } from '../../../schemas/profile.ts';
-import type { AllocationIntent, AllocationRef, AllocationReport, Executor, Provider, VersionedCommand } from '../provider.ts';
+import type { FileHost } from '../file-host.ts';
+import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, Provider, VersionedCommand } from '../provider.ts';
+import { workspaceCwd } from '../workspace-view.ts';
+import { backendOf as hostBackendOf, type HostBackend } from './hosted.ts';
 import { HostClient, type RemoteHostConfig } from './host-client.ts';
 import { RemoteExecutor } from './remote-executor.ts';
+import { RemoteFileHost } from './remote-file-host.ts';
 
 /** How long `available` waits for a host's hello. */
 const PROBE_MS = 2_000;
@@ -20,8 +25,10 @@ export class RemoteProvider implements Provider {
   readonly ownership = 'borrowed' as const;
   readonly defaultReuse = 'scope' as const;
   readonly contentBinding = 'command' as const;
-  readonly commandBase = 'host' as const;
-  readonly workspaceView = 'none' as const;
+  /** The host gives its own base (its PATH and account for native commands, the image's in a container). */
+  readonly commandBase = 'image' as const;
+  /** The view lives on the host (a directory it keeps, or the container's staging volume), filled through fileHost. */
+  readonly workspaceView = 'materialized' as const;
   private readonly hosts = new Map<string, HostClient>();
 
   constructor(configs: RemoteHostConfig[], clientFor: (config: RemoteHostConfig) => HostClient = (c) => new HostClient(c)) {
@@ -57,7 +64,7 @@ export class RemoteProvider implements Provider {
 
   /** The host's report, its identity named after the configured host (the control plane's name for it). */
   private async report(client: HostClient, path: string, body: unknown): Promise<AllocationReport> {
-    const report = await client.call(path, body, wireReportSchema);
+    const report = await client.call(path, body, allocationReportSchema);
     if ('identity' in report && report.identity) return { ...report, identity: { ...report.identity, resourceId: client.config.name } } as AllocationReport;
     return report;
   }
@@ -80,14 +87,25 @@ export class RemoteProvider implements Provider {
     return new RemoteExecutor(this.client(profile), this.target(ref));
   }
 
-  backendOf(profile: Profile): string {
-    return profile.host ?? '';
+  /** The allocation's view on its host (the ref carries its profile and generation: the host fences by them). */
+  async fileHost(ref: AllocationRef): Promise<FileHost> {
+    return new RemoteFileHost(this.client(ref.profile), this.target(ref));
   }
 
-  /** With a profile: whether its host answers; without: whether any configured host does. */
+  /** A workspace execution takes its cwd from the view (relative under it), never one of its own. */
+  admit(admission: Admission): void {
+    if (admission.workspace) workspaceCwd(admission.workspace, admission.cwd, 'materialized');
+  }
+
+  /** The host a profile names and the provider of it that runs it: each answers (or not) on its own. */
+  backendOf(profile: Profile): string {
+    return `${profile.host ?? ''}/${hostBackendOf(profile)}`;
+  }
+
+  /** With a profile: whether its host answers and serves its backend; without: whether any configured host answers. */
   async available(profile?: Profile): Promise<boolean> {
     const clients = profile ? [this.client(profile)] : [...this.hosts.values()];
-    const answers = await Promise.all(clients.map((c) => probe(c)));
+    const answers = await Promise.all(clients.map((c) => probe(c, profile && hostBackendOf(profile))));
     return answers.some(Boolean);
   }
 
@@ -96,11 +114,12 @@ export class RemoteProvider implements Provider {
   }
 }
 
-async function probe(client: HostClient): Promise<boolean> {
+async function probe(client: HostClient, backend?: HostBackend): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PROBE_MS)));
   try {
-    return await Promise.race([client.handshake().then(() => true, () => false), timeout]);
+    const served = (hello: Hello) => backend === undefined || (hello.backends ?? ['native']).includes(backend);
+    return await Promise.race([client.handshake().then(served, () => false), timeout]);
   } finally {
     clearTimeout(timer);
   }

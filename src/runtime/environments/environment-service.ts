@@ -114,6 +114,19 @@ export class EnvironmentService {
     return (this.deps.catalog.query.bySlug(scope, slug) as { id: string } | undefined)?.id;
   }
 
+  /**
+   * The environment a caller names: an id as it is, else a name or slug of the caller's own scope (a name compares by
+   * the slug it gives, which is unique in a scope). A name unknown in that scope, another tenant's included, is
+   * environment_not_found, the same answer whether or not another scope has that name.
+   */
+  async resolve(caller: Caller, ref: string): Promise<string> {
+    if (ENVIRONMENT_ID.test(ref)) return ref;
+    await this.readModelsCaughtUp();
+    const id = this.idOfSlug(caller.scope, slugOf(ref));
+    if (!id) throw new BerthError('environment_not_found', `No environment is named "${ref}".`, { name: ref });
+    return id;
+  }
+
   /** One page of the caller's environments (every scope's for the admin of `*`), from the read models. */
   async list(caller: Caller, query?: PageQuery): Promise<Listing<EnvironmentView>> {
     const range = pageRange(query);

@@ -57,6 +57,8 @@ export interface LeaseView {
   machine: { allocationId: string; generation: number } | null;
   pause: LeaseContext['pause'];
   idleSeconds: number;
+  /** When the maintenance loop releases it (ms since the epoch), or null. */
+  deadline: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -198,6 +200,16 @@ export class LeaseService {
     return this.send(caller, key, { type: 'lease.resumed', by, at: this.deps.now() });
   }
 
+  /**
+   * Sets the lease's deadline `timeoutMs` from now (null clears it): once it is due the maintenance loop releases the
+   * lease, as `release` would. Recorded in the lease's stream, so a restart keeps it; a later call moves it.
+   */
+  async setTimeout(caller: Caller, key: string, timeoutMs: number | null): Promise<LeaseView> {
+    await this.lease(caller, key);
+    const at = this.deps.now();
+    return this.send(caller, key, { type: 'lease.deadline_set', deadline: timeoutMs === null ? null : at + timeoutMs, at });
+  }
+
   /** Removes the machine (the workspace view saved first) and the private environment, and ends the lease. */
   async release(caller: Caller, key: string): Promise<LeaseView> {
     const lease = await this.lease(caller, key);
@@ -211,6 +223,7 @@ export class LeaseService {
    * for a refused spawn), and reclaim the machine of those paused longer than their idle interval.
    */
   async tick(now: number): Promise<void> {
+    for (const entry of this.deps.leases.query.due(now) as LeaseEntry[]) await this.releaseIfDue(entry.id, now);
     for (const entry of this.deps.leases.query.waiting() as LeaseEntry[]) {
       try {
         // As its binder: a member's lease retried by its timer stays under the member's quotas and ceilings.
@@ -224,6 +237,16 @@ export class LeaseService {
         if (!isBerthError(e)) throw e; // the lease moved on meanwhile, or its machine is busy: the next tick looks again
       }
     }
+  }
+
+  /** Releases a lease whose deadline is due by its stream (the read model may not have seen a later deadline yet). */
+  private async releaseIfDue(id: string, now: number): Promise<void> {
+    const lease = await this.deps.actors.get<LeaseContext>('lease', id);
+    const deadline = lease?.context.deadline ?? null;
+    if (deadline === null || deadline > now || lease?.state === 'releasing' || lease?.state === 'released') return;
+    await this.deps.actors.send('lease', id, { type: 'lease.release_requested', at: this.deps.now() }).catch((e) => {
+      if (!isBerthError(e)) throw e; // released meanwhile: nothing left to do
+    });
   }
 
   /** The effect of `lease.remove`: the private environment goes (releasing its allocation: views saved first). */
@@ -363,6 +386,8 @@ const viewOf = (view: Pick<ActorView<LeaseContext>, 'state' | 'context'>): Lease
     machine: c.machine,
     pause: c.pause,
     idleSeconds: c.idleSeconds,
+    deadline: c.deadline ?? null, // streams bound before deadlines existed have none
+
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,
   };

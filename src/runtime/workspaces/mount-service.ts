@@ -511,6 +511,9 @@ export class MountService {
       requestId: allocation.requestId,
       allocationId: allocation.id,
       environmentId: allocation.environmentId,
+      // A provider that forwards the call (remote) finds the allocation's host by its profile and is fenced by its generation.
+      generation: allocation.generation,
+      profile: allocation.profile,
       ...(allocation.identity ? { identity: allocation.identity } : {}),
     };
     return provider.fileHost(ref);
