@@ -97,6 +97,8 @@ export interface ActorView<C = any> {
   finished: boolean;
   /** The runtime that owns the actor (ownership.ts); undefined while no runtime has written it. */
   owner?: string;
+  /** The epoch of the owner that wrote it last. */
+  ownerEpoch?: number;
 }
 
 export interface RecoveryReport {
@@ -219,12 +221,13 @@ export class ActorRuntime<S = unknown> {
       status: snapshot.status,
       finished: isFinished(actorType, snapshot),
       owner: loaded.owner,
+      ownerEpoch: loaded.ownerEpoch,
     };
   }
 
   /** Whether this runtime may write the actor seen (it owns it, or no runtime does). */
-  owns(view: Pick<ActorView, 'owner'>): boolean {
-    return mayWrite(view.owner, this.runtimeId);
+  owns(view: Pick<ActorView, 'owner' | 'ownerEpoch'>): boolean {
+    return mayWrite(view, this.started());
   }
 
   /**
@@ -232,8 +235,8 @@ export class ActorRuntime<S = unknown> {
    * strength of it (an execution on an environment), which must go to its owner instead.
    */
   async assertOwned(type: string, id: string): Promise<void> {
-    const owner = (await this.get(type, id))?.owner;
-    if (!mayWrite(owner, this.runtimeId)) throw ownedElsewhere(`${type}-${id}`, owner!, this.locate(owner!));
+    const view = await this.get(type, id);
+    if (view && !this.owns(view)) throw ownedElsewhere(`${type}-${id}`, view, this.started(), this.locate(view.owner!));
   }
 
   /**
@@ -278,7 +281,7 @@ export class ActorRuntime<S = unknown> {
             if (!isWrongExpectedVersion(e)) throw e;
             continue;
           }
-          this.cache.put(stream, { snapshot: actor.snapshot, revision, owner: identity.runtimeId });
+          this.cache.put(stream, { snapshot: actor.snapshot, revision, owner: identity.runtimeId, ownerEpoch: identity.epoch });
           return true;
         }
         return false;
@@ -305,7 +308,7 @@ export class ActorRuntime<S = unknown> {
     // Another runtime's actors are its own to recover, even when they are listed (a shared store).
     const unfinished = scan.unfinished.filter((a) => {
       this.cache.put(a.stream, a.loaded);
-      return !isFinished(a.actorType, a.loaded.snapshot) && mayWrite(a.loaded.owner, identity.runtimeId);
+      return !isFinished(a.actorType, a.loaded.snapshot) && mayWrite(a.loaded, identity);
     });
     const recovered: DomainEvent = {
       type: RUNTIME_RECOVERED,
@@ -412,8 +415,8 @@ export class ActorRuntime<S = unknown> {
     let lastConflict: unknown;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       // Only the owner writes (ownership.ts): a lost race may have been an adoption, after which nothing is appended.
-      if (!mayWrite(actor.owner, identity.runtimeId)) {
-        const error = ownedElsewhere(stream, actor.owner!, this.locate(actor.owner!));
+      if (!mayWrite(actor, identity)) {
+        const error = ownedElsewhere(stream, actor, identity, this.locate(actor.owner!));
         if (onReject === 'throw') throw error;
         if (typeof onReject === 'function') for (const event of events) onReject(error, event);
         return undefined;
@@ -452,7 +455,7 @@ export class ActorRuntime<S = unknown> {
           },
         };
         steps.push({ stored, revision, next: decision.next, actions: decision.actions });
-        at = { snapshot: decision.next, revision, owner: identity.runtimeId };
+        at = { snapshot: decision.next, revision, owner: identity.runtimeId, ownerEpoch: identity.epoch };
       }
       if (typeof onReject === 'function') for (const [error, event] of refused) onReject(error, event);
       if (steps.length === 0) return undefined;
@@ -666,6 +669,7 @@ export class ActorRuntime<S = unknown> {
       persisted: persist(actorType.machine, actor.snapshot),
       machine: machineVersion(actorType.machine),
       owner: actor.owner,
+      ownerEpoch: actor.ownerEpoch,
     }).then(
       () => void this.stats.snapshots++,
       (err) => this.logger.warn({ err, stream }, 'snapshot not written (rehydration will fold more events)'),

@@ -67,9 +67,10 @@ export interface StoredEvent {
   data: unknown;
   /**
    * Of the metadata only `schemaVersion` (default 1), `compacted` (true on the summary a compaction left as the
-   * stream's first event: the revisions before it are gone on purpose) and `runtimeId` (the writer: ownership.ts).
+   * stream's first event: the revisions before it are gone on purpose), `runtimeId` and `epoch` (the writer:
+   * ownership.ts).
    */
-  metadata: { schemaVersion?: unknown; compacted?: unknown; runtimeId?: unknown };
+  metadata: { schemaVersion?: unknown; compacted?: unknown; runtimeId?: unknown; epoch?: unknown };
 }
 
 export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
@@ -79,8 +80,8 @@ export const storedEventOf = (r: RecordedEvent): StoredEvent => ({
   data: r.data,
   metadata:
     r.metadata.compacted === true
-      ? { schemaVersion: r.metadata.schemaVersion, compacted: true, runtimeId: r.metadata.runtimeId }
-      : { schemaVersion: r.metadata.schemaVersion, runtimeId: r.metadata.runtimeId },
+      ? { schemaVersion: r.metadata.schemaVersion, compacted: true, runtimeId: r.metadata.runtimeId, epoch: r.metadata.epoch }
+      : { schemaVersion: r.metadata.schemaVersion, runtimeId: r.metadata.runtimeId, epoch: r.metadata.epoch },
 });
 
 /** Turns a stored event back into the domain event the machine folds: upcast, then validate. */

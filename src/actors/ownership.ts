@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
+import type { RuntimeIdentity } from './actor-type.ts';
 
 export const ACTOR_ADOPTED = 'actor.adopted';
 
@@ -20,18 +21,32 @@ export const actorAdoptedSchema = z.object({
   at: z.number().int().nonnegative(),
 });
 
-/** The owner after a stored event: the runtime that wrote it, if any wrote it. */
-export const ownerAfter = (owner: string | undefined, metadata: { runtimeId?: unknown }): string | undefined =>
-  typeof metadata.runtimeId === 'string' ? metadata.runtimeId : owner;
+/** Who wrote a stream last: the owner, and the epoch (the start of it) that wrote. */
+export interface Ownership {
+  /** Undefined while no runtime has written the stream. */
+  owner?: string;
+  ownerEpoch?: number;
+}
 
-/** Whether `runtimeId` may write a stream whose owner is `owner`. */
-export const mayWrite = (owner: string | undefined, runtimeId: string): boolean => owner === undefined || owner === runtimeId;
+/** The ownership after a stored event: its writer's, if a runtime wrote it. */
+export const ownerAfter = (o: Ownership, metadata: { runtimeId?: unknown; epoch?: unknown }): Ownership =>
+  typeof metadata.runtimeId === 'string'
+    ? { owner: metadata.runtimeId, ...(typeof metadata.epoch === 'number' ? { ownerEpoch: metadata.epoch } : {}) }
+    : o;
+
+/**
+ * Whether a runtime may write a stream: it owns it (or no runtime does), and no later start of itself wrote it: an
+ * older process of the same runtime still alive (a copied data directory, a host thought dead) is fenced at write
+ * time once the new one has touched the actor, as its recovery does to every unfinished one.
+ */
+export const mayWrite = (o: Ownership, identity: RuntimeIdentity): boolean =>
+  o.owner === undefined || (o.owner === identity.runtimeId && (o.ownerEpoch ?? 0) <= identity.epoch);
 
 /** The refusal of a non-owner; `url` (where the owner answers, when known) lets a client send the request there. */
-export function ownedElsewhere(stream: string, owner: string, url?: string): BerthError {
-  return new BerthError('owned_elsewhere', `${stream} is owned by runtime ${owner}; send the request there`, {
-    stream,
-    runtimeId: owner,
-    ...(url ? { url } : {}),
-  });
+export function ownedElsewhere(stream: string, o: Ownership, identity: RuntimeIdentity, url?: string): BerthError {
+  const message =
+    o.owner === identity.runtimeId
+      ? `${stream} was written by a later start of this runtime (epoch ${o.ownerEpoch}); this process (epoch ${identity.epoch}) is stale`
+      : `${stream} is owned by runtime ${o.owner}; send the request there`;
+  return new BerthError('owned_elsewhere', message, { stream, runtimeId: o.owner, epoch: o.ownerEpoch ?? null, ...(url ? { url } : {}) });
 }

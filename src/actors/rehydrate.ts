@@ -9,15 +9,13 @@ import type { ActorType } from './actor-type.ts';
 import { decodeStored, type StoredEvent } from './event-codec.ts';
 import { initialSnapshot, restore, step } from './machine-step.ts';
 import { machineVersion } from './machine-version.ts';
-import { ACTOR_ADOPTED, ownerAfter } from './ownership.ts';
+import { ACTOR_ADOPTED, ownerAfter, type Ownership } from './ownership.ts';
 import { readLatestSnapshot, type StoredSnapshot } from './snapshot-stream.ts';
 
 /** An actor's state as of `revision` of its stream (-1n: the stream does not exist yet). */
-export interface LoadedActor {
+export interface LoadedActor extends Ownership {
   snapshot: AnyMachineSnapshot;
   revision: bigint;
-  /** The runtime that may write the stream (ownership.ts); undefined while no runtime has written it. */
-  owner?: string;
 }
 
 export const streamOf = (actorType: ActorType, id: string): string => `${actorType.type}-${id}`;
@@ -35,7 +33,7 @@ export const freshActor = (actorType: ActorType, id: string): LoadedActor => ({
 export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot | undefined): LoadedActor {
   if (!s || s.machine !== machineVersion(actorType.machine)) return freshActor(actorType, id);
   try {
-    return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision, owner: s.owner };
+    return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision, owner: s.owner, ownerEpoch: s.ownerEpoch };
   } catch {
     // A snapshot is only a cache: a machine that changed shape folds from the start instead.
     return freshActor(actorType, id);
@@ -48,7 +46,8 @@ export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot
  * the machine as it is.
  */
 export function foldStored(actorType: ActorType, from: LoadedActor, events: StoredEvent[]): LoadedActor {
-  let { snapshot, revision, owner } = from;
+  let { snapshot, revision } = from;
+  let ownership: Ownership = { owner: from.owner, ownerEpoch: from.ownerEpoch };
   for (const recorded of events) {
     if (recorded.revision <= revision) continue;
     if (recorded.revision !== revision + 1n && recorded.metadata.compacted !== true) {
@@ -56,9 +55,9 @@ export function foldStored(actorType: ActorType, from: LoadedActor, events: Stor
     }
     if (recorded.type !== ACTOR_ADOPTED) [snapshot] = step(actorType.machine, snapshot, decodeStored(actorType, recorded));
     revision = recorded.revision;
-    owner = ownerAfter(owner, recorded.metadata);
+    ownership = ownerAfter(ownership, recorded.metadata);
   }
-  return { snapshot, revision, owner };
+  return { snapshot, revision, ...ownership };
 }
 
 async function eventsAfter(store: EventStore, stream: string, revision: bigint): Promise<RecordedEvent[]> {
@@ -94,5 +93,5 @@ export async function rehydrateExisting(store: EventStore, actorType: ActorType,
 export async function withOwner(store: EventStore, stream: string, loaded: LoadedActor): Promise<LoadedActor> {
   if (loaded.owner !== undefined || loaded.revision < 0n) return loaded;
   const [last] = await store.readStream(stream, { direction: 'backwards', maxCount: 1 });
-  return last ? { ...loaded, owner: ownerAfter(undefined, last.metadata) } : loaded;
+  return last ? { ...loaded, ...ownerAfter({}, last.metadata) } : loaded;
 }

@@ -20,14 +20,16 @@ export interface StoredSnapshot {
   persisted: PersistedSnapshot;
   /** The version of the machine that folded it (machine-version.ts); absent in snapshots written before it was kept. */
   machine?: string;
-  /** The actor's owner at `revision` (ownership.ts); absent in snapshots written before it was kept. */
+  /** The actor's owner at `revision` and the epoch that wrote it (ownership.ts); absent in older snapshots. */
   owner?: string;
+  ownerEpoch?: number;
 }
 
 const snapshotData = z.object({
   revision: z.string().regex(/^\d+$/),
   machine: z.string().optional(),
   owner: z.string().optional(),
+  ownerEpoch: z.number().int().nonnegative().optional(),
   snapshot: z.looseObject({ value: z.union([z.string(), z.record(z.string(), z.unknown())]), context: z.unknown() }),
 });
 
@@ -40,6 +42,7 @@ export function snapshotEvent(actorStream: string, s: StoredSnapshot): EventData
       revision: s.revision.toString(),
       ...(s.machine ? { machine: s.machine } : {}),
       ...(s.owner ? { owner: s.owner } : {}),
+      ...(s.ownerEpoch !== undefined ? { ownerEpoch: s.ownerEpoch } : {}),
       snapshot: s.persisted,
     },
   };
@@ -50,8 +53,14 @@ export function decodeSnapshot(recorded: RecordedEvent): StoredSnapshot {
   if (recorded.type !== SNAPSHOT_TAKEN || !parsed.success) {
     throw new CorruptEvent(recorded.stream, recorded.revision, 'not a snapshot.taken event');
   }
-  const { revision, machine, owner, snapshot } = parsed.data;
-  return { revision: BigInt(revision), persisted: snapshot as PersistedSnapshot, ...(machine ? { machine } : {}), ...(owner ? { owner } : {}) };
+  const { revision, machine, owner, ownerEpoch, snapshot } = parsed.data;
+  return {
+    revision: BigInt(revision),
+    persisted: snapshot as PersistedSnapshot,
+    ...(machine ? { machine } : {}),
+    ...(owner ? { owner } : {}),
+    ...(ownerEpoch !== undefined ? { ownerEpoch } : {}),
+  };
 }
 
 export async function readLatestSnapshot(store: EventStore, actorStream: string): Promise<StoredSnapshot | undefined> {

@@ -3,6 +3,7 @@
  * and appended in one store append, each with its own revision and metadata, and each transition's effects run after
  * that append, in order, knowing which events followed their cause.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,14 +166,16 @@ describe('ActorRuntime: batched effect outcomes', () => {
     expect(await rt.get('relay', 'r1')).toMatchObject({ state: 'ended', revision: 3n, finished: true, context: { steps: [1, 2] } });
   });
 
-  it('decides the whole batch again on the new state when another incarnation appended first', async () => {
+  it('decides the whole batch again on the new state when the stream moved under it', async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const a = await relayRuntime('rt-a', gate);
-    const b = await relayRuntime('rt-a'); // a later start of the same runtime (epoch 2): it may write, ownership-wise
     await a.rt.send('relay', 'r1', { type: 'relay.begun' });
-    // The later incarnation steps the relay first; the older one's cached state is now one event behind when its effect answers.
-    await b.rt.send('relay', 'r1', { type: 'relay.stepped', n: 7 });
+    // An event no runtime wrote (an import: no runtimeId, so rt-a still owns the stream) lands first; rt-a's cached
+    // state is now one event behind when its effect answers.
+    await a.store.append('relay-r1', [{ id: randomUUID(), type: 'relay.stepped', data: { n: 7 }, metadata: { schemaVersion: 1 } }], {
+      expectedRevision: 0n,
+    });
     open();
     await a.rt.whenIdle();
 

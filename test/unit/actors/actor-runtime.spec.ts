@@ -136,21 +136,24 @@ describe('ActorRuntime: deciding and appending', () => {
     expect(events.map((e) => (e.data as { by: number }).by)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it('re-decides on the new state when another incarnation appended first', async () => {
-    const other = SqliteEventStore.open(file);
-    opened.push(other);
+  it('re-decides on the new state when the stream moved under it', async () => {
     const a = await started();
-    // A later start of the same runtime (epoch 2) may write its actors; a runtime with another id may not (ownership).
-    const b = new ActorRuntime<CounterServices>({ store: other, runtimeId: 'rt-a', services: { inspected: [] } });
-    b.register(counterActor);
-    runtimes.push(b);
-    await b.start();
     await a.send('counter', 'c1', inc(1));
-    await b.send('counter', 'c1', inc(2)); // a's cached state is now one event behind
+    // An event no runtime wrote (an import) lands: rt-a still owns the stream, and its cached state is one behind.
+    await appendRaw('counter-c1', [{ type: 'counter.incremented', data: { by: 2 } }]);
     const res = await a.send('counter', 'c1', inc(4));
     expect(res.revision).toBe(2n);
     expect(res.context.count).toBe(7);
     expect(a.stats.wrongExpectedVersion).toBe(1);
+  });
+
+  it('refuses to write once a later start of the same runtime wrote the actor (write-time epoch fencing)', async () => {
+    const old = await started();
+    await old.send('counter', 'c1', inc(1));
+    const later = await started(); // epoch 2, as after a restart elsewhere: its recovery touches every unfinished actor
+    expect((await later.recover()).recovered).toBe(1);
+    await expect(old.send('counter', 'c1', inc(1))).rejects.toMatchObject({ code: 'owned_elsewhere', detail: { runtimeId: 'rt-a', epoch: 2 } });
+    expect((await later.send('counter', 'c1', inc(1))).context.count).toBe(2);
   });
 
   it('refuses to send before start', async () => {
