@@ -63,6 +63,17 @@ describe.skipIf(!dockerAvailable)('a remote environment on the host\'s Docker en
     expect(await output(record.id)).toBe('started\n');
   });
 
+  it('releasing the allocation removes its container, network and volumes from the host\'s engine', async () => {
+    const record = await submit(server, environment, ['true']);
+    await finished(server, record.id);
+    const label = { label: [`${LABEL.environmentId}=${environment}`] };
+    expect((await rawDocker.listVolumes({ filters: label })).Volumes?.length).toBeGreaterThan(0);
+    const released = await server.call(`/v1/environments/${environment}/allocations/${record.target.allocationId}`, { method: 'DELETE' });
+    expect(released.status).toBe(200);
+    const left = async () => (await rawDocker.listContainers({ all: true, filters: label })).length + ((await rawDocker.listVolumes({ filters: label })).Volumes?.length ?? 0);
+    await waitFor(left, { what: 'the allocation\'s resources gone', until: (n) => n === 0, timeoutMs: 30_000 });
+  });
+
   it('refuses the docker backend on a host that does not serve it, before anything runs', async () => {
     const plain = await startHosts(['unix']);
     const other = await startServer([], { BERTH_REMOTE_HOSTS: plain.hostsFile, BERTH_DOCKER: '0' });
