@@ -11,6 +11,8 @@ import { profileSchema } from './profile.ts';
 export const HOST_PROTOCOL_VERSION = 1;
 /** The request header every call carries its protocol version in (the host checks it before reading the body). */
 export const PROTOCOL_HEADER = 'berth-host-protocol';
+/** The header a WebSocket upgrade (GET /v1/exec/follow) carries its follow call in, as JSON (it has no body). */
+export const CALL_HEADER = 'berth-call';
 /** Headers of a `read` answer, whose body is the raw bytes. */
 export const READ_NEXT_HEADER = 'berth-next';
 export const READ_CLOSED_HEADER = 'berth-closed';
@@ -69,6 +71,11 @@ export const execCallSchemas = {
   resize: z.strictObject({ ...operation, cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) }),
   cancel: z.strictObject(operation),
   release: z.strictObject(operation),
+  /**
+   * Answered with the stream's raw bytes from `cursor` as one chunked body (src/host/host-stream.ts), ended cleanly
+   * only once the stream is closed: any other end is a broken body, read on from the offset reached.
+   */
+  stream: z.strictObject({ ...operation, stream: outputStreamSchema, cursor: z.number().int().min(0) }),
   /** Answered as server-sent events (src/host/host-follow.ts), not JSON. */
   follow: z.strictObject({ ...operation, cursors: perOutputStream(z.number().int().min(0)).optional() }),
 } as const;

@@ -1,21 +1,17 @@
 /**
- * One execution WebSocket (DESIGN §8): output as binary frames from the client's cursors, a status text frame on
- * every status change, stdin/resize/end from the client. The output is paced by the socket: no more is read than
- * fits in `streamBufferBytes` beside what the socket holds; if no chunk fits for `streamStallMs` the client is closed
- * with 1013 to reconnect from its last cursor. Closing, for any reason, never cancels the execution.
+ * One execution WebSocket (DESIGN §8): the shared output socket (src/streams/ws-output.ts) fed by the runtime's
+ * follower of the execution, its input forwarded to the runtime, with the gateway's bounds. Closing, for any reason,
+ * never cancels the execution.
  */
-import { WebSocket, type RawData } from 'ws';
+import type { WebSocket } from 'ws';
 import type { FastifyBaseLogger } from 'fastify';
-import { wsClientControlSchema } from '../../schemas/api.ts';
 import { outputStreams, type OutputStream } from '../../schemas/output.ts';
-import { BerthError, errorCodes } from '../../schemas/errors.ts';
 import type { Caller } from '../runtime/runtime-api.ts';
 import { toBerthError } from './errors.ts';
 import { followExecution } from './output-follower.ts';
-import { parseOrReject } from '../../schemas/parse-input.ts';
 import type { GatewayDeps } from './route.ts';
 import { stringifyWire } from './wire-json.ts';
-import { closeCodes, encodeOutputFrame, OUTPUT_FRAME_HEADER_BYTES, writeOutputFrameHeader } from '../../schemas/ws-frames.ts';
+import { serveOutputSocket, type OutputItem } from '../streams/ws-output.ts';
 
 export interface ExecutionStreamOptions {
   deps: GatewayDeps;
@@ -25,148 +21,38 @@ export interface ExecutionStreamOptions {
   log: FastifyBaseLogger;
 }
 
-const ZERO_COPY_MIN_BYTES = 64 * 1024;
-const NO_BYTES = Buffer.alloc(0);
-/** Frame buffers a stream keeps for its next reads once the socket has written them (the rest go to the collector). */
-const SPARE_FRAMES = 2;
-
 export function serveExecutionStream(ws: WebSocket, options: ExecutionStreamOptions): Promise<void> {
-  const { deps, caller, id, log } = options;
-  const abort = new AbortController();
-  const unregister = deps.streams.add(() => ws.close(closeCodes.goingAway, 'gateway closing'));
-  ws.on('close', () => {
-    abort.abort();
-    unregister();
-  });
-  ws.on('error', (error) => log.debug({ err: error }, 'execution websocket error'));
-
-  const sendError = (error: BerthError) => {
-    if (ws.readyState === WebSocket.OPEN) ws.send(stringifyWire({ type: 'error', ...error.toBody() }));
-  };
-
-  // Client frames run one after another so stdin bytes keep their order.
-  let input = Promise.resolve();
-  ws.on('message', (data: RawData, isBinary: boolean) => {
-    const bytes = data as Buffer; // binaryType 'nodebuffer': one Buffer per message
-    input = input
-      .then(() => handleClientFrame(bytes, isBinary))
-      .catch((error) => sendError(toBerthError(error)));
-  });
-  const handleClientFrame = async (bytes: Buffer, isBinary: boolean) => {
-    if (isBinary) return deps.api.writeStdin(caller, id, bytes);
-    let json: unknown;
-    try {
-      json = JSON.parse(bytes.toString('utf8'));
-    } catch {
-      throw new BerthError('invalid_request', 'A text frame must be JSON: {"type":"resize",…} or {"type":"end"}.');
-    }
-    const control = parseOrReject(wsClientControlSchema, json, 'frame');
-    if (control.type === 'end') return deps.api.endStdin(caller, id);
-    return deps.api.resize(caller, id, control.cols, control.rows);
-  };
-
-  // Send callbacks fire as frames reach the socket: each one is a chance for the buffer to have drained. A timer
-  // looks again now and then (a socket that takes nothing calls nothing back), and is cleared when a callback wins.
-  let wakeDrain: (() => void) | undefined;
-  const onSent = () => wakeDrain?.();
-  const room = () => Math.max(0, deps.limits.streamBufferBytes - ws.bufferedAmount);
-  const drained = async (): Promise<boolean> => {
-    const deadline = Date.now() + deps.limits.streamStallMs;
-    while (room() < Math.min(deps.limits.chunkBytes, deps.limits.streamBufferBytes)) {
-      if (ws.readyState !== WebSocket.OPEN) return false;
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(wake, Math.min(left, 50));
-        wakeDrain = wake;
-        function wake() {
-          clearTimeout(timer);
-          wakeDrain = undefined;
-          resolve();
-        }
-      });
-    }
-    return true;
-  };
-
-  // Reads of one chunk fill frame buffers, just past the room for the header: a frame goes out whole, one WebSocket
-  // frame without a copy (two fragments would cost the client a copy to join them). The socket holds the only
-  // reference to a frame it has not written; once written, it is kept for a later read (a few at most: a buffer
-  // reused costs no page faults, a fresh one does). The bytes held stay those the room allows: a spare frame holds
-  // none of them, and a stalled socket writes none, so it gives none back.
-  const header = OUTPUT_FRAME_HEADER_BYTES;
-  const frameBytes = header + deps.limits.chunkBytes;
-  const ours = new WeakSet<ArrayBufferLike>();
-  const spareFrames: Buffer[] = [];
-  const chunkBuffer = (maxBytes: number) => {
-    let frame = spareFrames.pop();
-    if (!frame) {
-      frame = Buffer.allocUnsafeSlow(frameBytes); // its own ArrayBuffer: the header's room is ours
-      ours.add(frame.buffer);
-    }
-    return frame.subarray(header, header + Math.min(maxBytes, deps.limits.chunkBytes));
-  };
-  const inFrame = (data: Buffer) => data.byteOffset === header && ours.has(data.buffer) && data.buffer.byteLength === frameBytes;
-
-  const sendOutput = (stream: OutputStream, cursor: number, data: Buffer) => {
-    if (inFrame(data)) {
-      const frame = writeOutputFrameHeader(Buffer.from(data.buffer, 0, header + data.length), stream, cursor);
-      return ws.send(frame, { binary: true }, (error) => {
-        // Kept only while the socket holds little (a client that stops reading keeps none beyond its bound).
-        const held = ws.bufferedAmount + spareFrames.length * frameBytes;
-        if (!error && spareFrames.length < SPARE_FRAMES && held < deps.limits.streamBufferBytes) {
-          spareFrames.push(Buffer.from(data.buffer, 0, frameBytes));
-        }
-        onSent();
-      });
-    }
-    // A small frame is copied whole. A large one goes as two fragments of one message, the 9-byte prefix and then the
-    // read's own bytes: the socket holds the only copy of what the client has not taken yet (its reads are fresh
-    // buffers, never reused, see `readBytes` below).
-    if (data.length < ZERO_COPY_MIN_BYTES) return ws.send(encodeOutputFrame(stream, cursor, data), onSent);
-    ws.send(encodeOutputFrame(stream, cursor, NO_BYTES), { binary: true, fin: false });
-    ws.send(data, { binary: true, fin: true }, onSent);
-  };
-
-  const pump = async () => {
-    const follow = followExecution(deps.api, caller, id, {
-      streams: outputStreams,
-      cursors: options.cursors,
+  const { deps, caller, id } = options;
+  const log = options.log.child({ execution: id });
+  return serveOutputSocket(
+    ws,
+    {
+      async *follow({ room, signal, chunkBuffer }): AsyncGenerator<OutputItem> {
+        const follow = followExecution(deps.api, caller, id, {
+          streams: outputStreams,
+          cursors: options.cursors,
+          chunkBytes: deps.limits.chunkBytes,
+          // One chunk per read: a larger read would take turns in reused buffers, which a socket must not be given.
+          readBytes: deps.limits.chunkBytes,
+          room,
+          pollMs: deps.limits.pollMs,
+          signal,
+          chunkBuffer,
+        });
+        for await (const item of follow) yield item.kind === 'output' ? item : { kind: 'status', frame: { ...item.record }, final: item.final };
+      },
+      writeStdin: (bytes) => deps.api.writeStdin(caller, id, bytes),
+      endStdin: () => deps.api.endStdin(caller, id),
+      resize: (cols, rows) => deps.api.resize(caller, id, cols, rows),
+    },
+    {
       chunkBytes: deps.limits.chunkBytes,
-      // One chunk per read: a larger read would take turns in reused buffers, which a socket must not be given.
-      readBytes: deps.limits.chunkBytes,
-      room,
-      pollMs: deps.limits.pollMs,
-      signal: abort.signal,
-      chunkBuffer,
-    });
-    for await (const item of follow) {
-      if (ws.readyState !== WebSocket.OPEN) return;
-      if (item.kind === 'output') sendOutput(item.stream, item.cursor, item.data);
-      else ws.send(stringifyWire({ type: 'status', ...item.record }), onSent);
-      if (item.kind === 'status' && item.final) {
-        ws.close(closeCodes.complete, 'complete');
-        return;
-      }
-      if (!(await drained())) {
-        if (ws.readyState === WebSocket.OPEN) {
-          log.info({ execution: id, buffered: ws.bufferedAmount }, 'closing a websocket client that stopped reading');
-          ws.close(closeCodes.tryAgainLater, 'client too slow; reconnect from your cursors');
-          // The close frame waits behind what the client does not read: give it one more window, then drop the
-          // socket and what it buffers (ws alone would keep them 30 s).
-          const drop = setTimeout(() => ws.terminate(), deps.limits.streamStallMs);
-          ws.once('close', () => clearTimeout(drop));
-        }
-        return;
-      }
-    }
-  };
-
-  return pump().catch((error) => {
-    const mapped = toBerthError(error);
-    if (mapped.status >= 500) log.error({ err: error, execution: id }, 'execution websocket failed');
-    sendError(mapped);
-    const code = errorCodes[mapped.code].retryable ? closeCodes.tryAgainLater : closeCodes.internal;
-    if (ws.readyState === WebSocket.OPEN) ws.close(code, mapped.code);
-  });
+      bufferBytes: deps.limits.streamBufferBytes,
+      stallMs: deps.limits.streamStallMs,
+      streams: deps.streams,
+      toError: toBerthError,
+      stringify: stringifyWire,
+      log,
+    },
+  );
 }

@@ -1,10 +1,13 @@
 /**
- * The bearer credential a `berth host` admits calls with: read once from a file only its owner may read, compared
+ * How a `berth host` admits calls: a client certificate its client CA signed (mTLS) and/or the bearer credential: read once from a file only its owner may read, compared
  * in constant time (both sides hashed first, so neither length nor content leaks through timing). The secret itself
  * is never logged, echoed in an error, or passed to a command.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import type http from 'node:http';
+import { resolve } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { BerthError } from '../../schemas/errors.ts';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -27,4 +30,39 @@ export function credentialCheck(file: string): (authorization: string | undefine
     const given = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '';
     return timingSafeEqual(digest(given), expected);
   };
+}
+
+export interface HostAuthOptions {
+  /** The bearer secret's file; absent when client certificates alone admit callers. */
+  credentialFile?: string;
+  /** Whether the TLS listener requires a client certificate its client CA signed (`--tls-client-ca`). */
+  clientCertificates?: boolean;
+}
+
+/**
+ * The host's admission of a call, before anything else is looked at: on TLS with a client CA, a certificate that CA
+ * signed (the handshake asks for one but lets the call through, so the refusal is a typed answer, not a reset);
+ * then the bearer secret, when one is configured. A Unix socket has no certificate: its callers need the secret.
+ */
+export function hostAuth(options: HostAuthOptions): (req: http.IncomingMessage) => void {
+  const admits = options.credentialFile === undefined ? undefined : credentialCheck(options.credentialFile);
+  return (req) => {
+    const socket = req.socket as TLSSocket;
+    if (options.clientCertificates && socket.encrypted) {
+      if (!socket.authorized) {
+        const presented = Object.keys(socket.getPeerCertificate() ?? {}).length > 0;
+        throw new BerthError('unauthorized', presented ? 'The client certificate is not signed by the host\'s client CA.' : 'The host requires a client certificate.', {
+          reason: presented ? 'client_certificate_untrusted' : 'client_certificate_missing',
+        });
+      }
+    } else if (!admits) {
+      throw new BerthError('unauthorized', 'This listener admits callers by client certificate only.', { reason: 'client_certificate_missing' });
+    }
+    if (admits && !admits(req.headers.authorization)) throw new BerthError('unauthorized', 'The host credential is missing or wrong.');
+  };
+}
+
+/** The files a host's commands must never see: its credential and its TLS key. */
+export function hostSecrets(options: { credentialFile?: string; tls?: { keyPath: string } }): string[] {
+  return [options.credentialFile, options.tls?.keyPath].filter((f): f is string => f !== undefined).map((f) => resolve(f));
 }

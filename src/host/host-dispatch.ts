@@ -15,6 +15,8 @@ import { backendOf, hostedIdentity, hostedProfile, type HostBackend } from '../p
 import type { AllocationRef, AllocationReport, ExecSpec, Executor, PhysicalIdentity, Provider, Receipt } from '../providers/provider.ts';
 import type { HostAllocations, AllocationRecord } from './host-allocations.ts';
 import { followOperation } from './host-follow.ts';
+import { streamOutput } from './host-stream.ts';
+import type { ReplayLog } from './replay-limits.ts';
 import type { HostViews } from './host-views.ts';
 
 /** The longest a waitForChange is held open (the client asks again). */
@@ -28,6 +30,7 @@ export class HostDispatch {
     private readonly providers: Partial<Record<HostBackend, Provider>>,
     private readonly allocations: HostAllocations,
     private readonly views: HostViews,
+    private readonly log: ReplayLog,
   ) {}
 
   /** The backends this host serves (told in its hello). */
@@ -188,11 +191,15 @@ export class HostDispatch {
 
   follow(call: ExecCall<'follow'>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const cursors = { stdout: 0, stderr: 0, pty: 0, ...call.cursors };
-    return followOperation(this.executor(call.target), call.operationId, cursors, req, res, withoutPid);
+    return followOperation(this.executor(call.target), call.operationId, cursors, req, res, withoutPid, this.log);
+  }
+
+  stream(call: ExecCall<'stream'>, res: http.ServerResponse): Promise<void> {
+    return streamOutput(this.executor(call.target), call.operationId, call.stream, call.cursor, res, this.log);
   }
 }
 
-function withoutPid(receipt: Receipt): Receipt {
+export function withoutPid(receipt: Receipt): Receipt {
   const { pid: _pid, ...rest } = receipt;
   return rest;
 }

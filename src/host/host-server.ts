@@ -22,7 +22,9 @@ import {
   type FilesOp,
 } from '../../schemas/host-protocol.ts';
 import type { DockerProviderOptions } from '../providers/docker/docker-provider.ts';
-import { credentialCheck } from './host-credential.ts';
+import { checkProtocol, parsed } from './host-call.ts';
+import { hostAuth, hostSecrets } from './host-credential.ts';
+import { hostUpgrade } from './host-ws.ts';
 import { HostAllocations } from './host-allocations.ts';
 import { hostBackends } from './host-backends.ts';
 import { HostDispatch } from './host-dispatch.ts';
@@ -31,11 +33,13 @@ import { HostViews } from './host-views.ts';
 
 export interface HostOptions {
   dataDir: string;
-  credentialFile: string;
+  /** The bearer secret callers present; optional only where client certificates admit every caller (TLS alone). */
+  credentialFile?: string;
   socketPath?: string;
   /** `host:port`; anything but loopback needs `tls`. */
   listen?: { host: string; port: number };
-  tls?: { certPath: string; keyPath: string };
+  /** `clientCaPath`: callers must present a certificate this CA signed (`--tls-client-ca`). */
+  tls?: { certPath: string; keyPath: string; clientCaPath?: string };
   /** Serve the `docker` backend on this machine's engine too (`berth host --docker`). */
   docker?: boolean | DockerProviderOptions;
   /** One line per fault (never a header or a body: the credential and commands' variables stay out of logs). */
@@ -60,15 +64,21 @@ function refuseUnsafe(options: HostOptions): void {
   if (options.listen && !options.tls && !isLoopback(options.listen.host)) {
     throw new BerthError('invalid_request', `a listener on ${options.listen.host} (not loopback) needs --tls-cert and --tls-key`, { reason: 'plaintext_listener', host: options.listen.host });
   }
+  if (options.tls?.clientCaPath && !options.listen) throw new BerthError('invalid_request', '--tls-client-ca needs --listen with --tls-cert and --tls-key', { reason: 'client_ca_without_tls' });
+  if (!options.credentialFile && (options.socketPath || !options.tls?.clientCaPath)) {
+    throw new BerthError('invalid_request', 'berth host needs --credential FILE (only a TLS listener with --tls-client-ca admits callers without it)', { reason: 'no_credential' });
+  }
 }
 
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   refuseUnsafe(options);
-  const admits = credentialCheck(options.credentialFile);
+  const admits = hostAuth({ ...(options.credentialFile ? { credentialFile: options.credentialFile } : {}), clientCertificates: options.tls?.clientCaPath !== undefined });
   const allocations = new HostAllocations(options.dataDir);
   const log = options.log ?? (() => undefined);
-  const backends = await hostBackends({ dataDir: options.dataDir, hidden: [options.credentialFile], docker: options.docker, log });
-  const dispatch = new HostDispatch(backends.providers, allocations, new HostViews(options.dataDir));
+  const backends = await hostBackends({ dataDir: options.dataDir, hidden: hostSecrets(options), docker: options.docker, log });
+  const replayLog = { info: (_detail: object, message: string) => log(`host: ${message}`) };
+  const dispatch = new HostDispatch(backends.providers, allocations, new HostViews(options.dataDir), replayLog);
+  const upgrade = hostUpgrade(admits, dispatch, replayLog);
   const files = new HostFiles(options.dataDir, dispatch);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     serve(req, res, admits, allocations.incarnation, dispatch, files).catch((e) => {
@@ -86,6 +96,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     });
+    server.on('upgrade', upgrade);
     servers.push({ server, sockets });
   };
   try {
@@ -106,7 +117,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     if (options.listen) {
       const { host, port } = options.listen;
       const server = options.tls
-        ? https.createServer({ cert: await readFile(options.tls.certPath), key: await readFile(options.tls.keyPath) }, handler)
+        ? https.createServer({ cert: await readFile(options.tls.certPath), key: await readFile(options.tls.keyPath), ...(await clientCa(options.tls.clientCaPath)) }, handler)
         : http.createServer(handler);
       track(server, options.tls ? 'secureConnection' : 'connection');
       await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
@@ -132,6 +143,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       await backends.close();
     },
   };
+}
+
+/** With a client CA, every TLS caller is asked for a certificate, checked by `hostAuth` (a typed refusal, not a reset). */
+async function clientCa(path: string | undefined): Promise<https.ServerOptions> {
+  return path ? { ca: await readFile(path), requestCert: true, rejectUnauthorized: false } : {};
 }
 
 /** A socket file left by a killed host is removed; one that still answers belongs to a running host and is refused. */
@@ -169,34 +185,19 @@ async function body(req: http.IncomingMessage): Promise<unknown> {
   }
 }
 
-function parsed<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (!result.success) {
-    throw new BerthError('invalid_request', 'The call does not match the host protocol.', { issues: result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
-  }
-  return result.data;
-}
-
 /** Auth, then the protocol version, then the body's schema, then (in HostDispatch) the target's fence: only then a dispatch. */
 async function serve(
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  admits: (authorization: string | undefined) => boolean,
+  admits: (req: http.IncomingMessage) => void,
   incarnation: string,
   dispatch: HostDispatch,
   files: HostFiles,
 ): Promise<void> {
-  if (!admits(req.headers.authorization)) throw new BerthError('unauthorized', 'The host credential is missing or wrong.');
+  admits(req);
   const path = (req.url ?? '').split('?')[0];
   if (req.method === 'GET' && path === '/v1/hello') return json(res, { protocol: HOST_PROTOCOL_VERSION, incarnation, backends: dispatch.backends });
-  const version = req.headers[PROTOCOL_HEADER];
-  if (version !== String(HOST_PROTOCOL_VERSION)) {
-    throw new BerthError('invalid_request', `The host speaks protocol ${HOST_PROTOCOL_VERSION}, the call ${version ?? 'none'}.`, {
-      reason: 'protocol_mismatch',
-      host: HOST_PROTOCOL_VERSION,
-      call: version ?? null,
-    });
-  }
+  checkProtocol(req);
   if (req.method !== 'POST') throw new BerthError('not_found', 'No such host call.', { path });
   const providerCall = /^\/v1\/provider\/(allocate|inspect|deallocate)$/.exec(path)?.[1];
   if (providerCall === 'allocate') {
@@ -211,6 +212,7 @@ async function serve(
   if (!op || !Object.hasOwn(execCallSchemas, op)) throw new BerthError('not_found', 'No such host call.', { path });
   const call = parsed(execCallSchemas[op as ExecOp], await body(req));
   if (op === 'follow') return dispatch.follow(call as never, req, res);
+  if (op === 'stream') return dispatch.stream(call as never, res);
   if (op === 'read') {
     const chunk = await dispatch.read(call as never);
     res.writeHead(200, {
@@ -221,5 +223,5 @@ async function serve(
     });
     return void res.end(chunk.data);
   }
-  return json(res, await (dispatch[op as Exclude<ExecOp, 'read' | 'follow'>] as (c: unknown) => Promise<unknown>).call(dispatch, call));
+  return json(res, await (dispatch[op as Exclude<ExecOp, 'read' | 'follow' | 'stream'>] as (c: unknown) => Promise<unknown>).call(dispatch, call));
 }

@@ -111,6 +111,11 @@ export interface Provider {
    */
   checkProfile?(profile: Profile): void;
   /**
+   * Its borrowed machines can be replaced behind Berth's back (a host reinstalled, its state gone: another
+   * incarnation at the same address), so maintenance inspects its ready allocations too and records them lost.
+   */
+  readonly replaceable?: boolean;
+  /**
    * How a workspace's writable view reaches a command: `directory`, the host directory itself is bound per command
    * (executions carry its `source`); `materialized`, the view lives in the allocation (a staging volume made with it,
    * shown at WORKSPACE_TARGET) and the runtime fills and captures it through `fileHost`; `none`, executions are never

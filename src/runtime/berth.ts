@@ -75,7 +75,7 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
   const tokensFile = env.BERTH_TOKENS_FILE ? [env.BERTH_TOKENS_FILE] : [];
   const remoteHosts = resolveRemoteHosts(env);
   // The hosts' credentials are the control plane's secrets: no contained command sees their files.
-  const credentials = remoteHosts.map((h) => h.credentialFile);
+  const credentials = remoteHosts.flatMap((h) => [h.credentialFile, h.clientKeyFile].filter((f): f is string => f !== undefined));
   const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...credentials, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
   const providers: Provider[] = [native];
   if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());

@@ -175,10 +175,15 @@ const remoteHostsSchema = z
         name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be [a-z0-9-], as profiles name it'),
         url: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
         socket: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
-        credentialFile: z.string().refine(isAbsolute, 'must be an absolute path'),
+        credentialFile: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
         caFile: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
+        clientCert: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
+        clientKey: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
       })
-      .refine((h) => (h.url === undefined) !== (h.socket === undefined), 'needs exactly one of url and socket'),
+      .refine((h) => (h.url === undefined) !== (h.socket === undefined), 'needs exactly one of url and socket')
+      .refine((h) => (h.clientCert === undefined) === (h.clientKey === undefined), 'clientCert and clientKey go together')
+      .refine((h) => h.clientCert === undefined || h.url !== undefined, 'a client certificate needs a url (TLS)')
+      .refine((h) => h.credentialFile !== undefined || h.clientCert !== undefined, 'needs credentialFile, clientCert/clientKey, or both'),
   )
   .refine((hosts) => new Set(hosts.map((h) => h.name)).size === hosts.length, 'host names must be distinct');
 
@@ -186,13 +191,16 @@ export interface RemoteHostSetting {
   name: string;
   url?: string;
   socketPath?: string;
-  credentialFile: string;
+  credentialFile?: string;
   caFile?: string;
+  clientCertFile?: string;
+  clientKeyFile?: string;
 }
 
 /**
  * The Execution Hosts the admin configured for the `remote` provider: BERTH_REMOTE_HOSTS names a JSON file
- * `[{"name", "url": "https://…" | "socket": "/path", "credentialFile", "caFile"?}]`; none when unset.
+ * `[{"name", "url": "https://…" | "socket": "/path", "credentialFile"?, "caFile"?, "clientCert"?, "clientKey"?}]`
+ * (a bearer credential, a client certificate over TLS, or both); none when unset.
  */
 export function resolveRemoteHosts(env: NodeJS.ProcessEnv = process.env): RemoteHostSetting[] {
   const file = env.BERTH_REMOTE_HOSTS;
@@ -207,7 +215,11 @@ export function resolveRemoteHosts(env: NodeJS.ProcessEnv = process.env): Remote
     const problems = parsed.error.issues.map((i) => `BERTH_REMOTE_HOSTS ${i.path.join('.')}: ${i.message}`);
     throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
   }
-  return parsed.data.map(({ socket, ...h }) => ({ ...h, ...(socket !== undefined ? { socketPath: socket } : {}) }));
+  return parsed.data.map(({ socket, clientCert, clientKey, ...h }) => ({
+    ...h,
+    ...(socket !== undefined ? { socketPath: socket } : {}),
+    ...(clientCert !== undefined ? { clientCertFile: clientCert, clientKeyFile: clientKey } : {}),
+  }));
 }
 
 /** Resolves the settings and creates the data directory with its token and runtime id when missing. */

@@ -179,6 +179,24 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     expect(next.stdout).not.toContain('marker.txt one');
   });
 
+  it('should let a claimed container go when its version cannot be shown, never handing it out without it', async () => {
+    const b = await start(pool(1));
+    await poolReady(b, 1);
+    const [pooled] = pooledContainers(b);
+    const env = await createDocker(b, { memoryMb: 256, pidsLimit: 64 });
+    await buildVersion(b, env.id, { 'marker.txt': 'one' });
+    // The version's directory vanishes behind Berth's back: the claim is made, the fill cannot be.
+    rmSync(join(dir, 'environments', env.id, 'versions', '1'), { recursive: true, force: true });
+
+    const refused = await b.api.acquire(admin, env.id).catch((e) => e);
+    // Then cold, whose bind of the missing directory the engine refuses: the typed error, not a container without it.
+    expect(isBerthError(refused, 'environment_invalid'), String(refused)).toBe(true);
+    expect(statusOf(b).claims.hit).toBe(0);
+    // The container claimed for it is released and removed, and the pool makes another.
+    await waitFor(async () => (await rawDocker.listContainers({ all: true, filters: { id: [pooled] } })).length, { until: (n) => n === 0, timeoutMs: 30_000, what: 'the claimed container removed' });
+    await poolReady(b, 1);
+  });
+
   it('should answer cold for a container with no content volume, changing nothing, and refuse to fill it', async () => {
     const b = await start(pool(1));
     // No pool fits HOME's size: made cold, its version (none yet) bound at create, with no content volume.

@@ -19,9 +19,13 @@ export interface RemoteHostConfig {
   /** `https://host:port` (TLS), or absent with `socketPath`. */
   url?: string;
   socketPath?: string;
-  credentialFile: string;
+  /** The bearer secret's file (absent when the client certificate alone admits, over TLS). */
+  credentialFile?: string;
   /** PEM file of the CA that signed the host's certificate (default: the system's). */
   caFile?: string;
+  /** The client certificate and key presented to a host started with --tls-client-ca (mTLS). */
+  clientCertFile?: string;
+  clientKeyFile?: string;
 }
 
 /** Errors of a connection that never reached the host: nothing was sent. */
@@ -36,7 +40,7 @@ interface Answer {
 
 export class HostClient {
   private readonly agent: http.Agent;
-  private readonly credential: string;
+  private readonly credential?: string;
   private hello?: Promise<Hello>;
 
   constructor(
@@ -44,10 +48,8 @@ export class HostClient {
     /** The version this side speaks (tests pass another to see the refusal). */
     private readonly protocol = HOST_PROTOCOL_VERSION,
   ) {
-    this.credential = readFileSync(config.credentialFile, 'utf8').trim();
-    this.agent = config.url
-      ? new https.Agent({ keepAlive: true, ...(config.caFile ? { ca: readFileSync(config.caFile) } : {}) })
-      : new http.Agent({ keepAlive: true });
+    if (config.credentialFile) this.credential = readFileSync(config.credentialFile, 'utf8').trim();
+    this.agent = config.url ? new https.Agent({ keepAlive: true, ...tlsOptions(config) }) : new http.Agent({ keepAlive: true });
   }
 
   /** The host's version and incarnation, asked once per reachable spell; a mismatch refuses every call. */
@@ -112,7 +114,7 @@ export class HostClient {
   private send(method: string, path: string, body: unknown, timeoutMs: number, upload?: AsyncIterable<Buffer>): http.ClientRequest {
     const payload = body === undefined || upload ? undefined : Buffer.from(JSON.stringify(body));
     const headers: http.OutgoingHttpHeaders = {
-      authorization: `Bearer ${this.credential}`,
+      ...(this.credential ? { authorization: `Bearer ${this.credential}` } : {}),
       [PROTOCOL_HEADER]: String(this.protocol),
       ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
       ...(upload ? { 'content-type': 'application/octet-stream' } : {}),
@@ -156,6 +158,15 @@ export class HostClient {
       });
     });
   }
+}
+
+/** The host's CA and, for mTLS, this side's client certificate and key (private: like the credential). */
+export function tlsOptions(config: RemoteHostConfig): https.AgentOptions {
+  return {
+    ...(config.caFile ? { ca: readFileSync(config.caFile) } : {}),
+    ...(config.clientCertFile ? { cert: readFileSync(config.clientCertFile) } : {}),
+    ...(config.clientKeyFile ? { key: readFileSync(config.clientKeyFile) } : {}),
+  };
 }
 
 /** The host's typed error as it sent it; anything else it answered becomes `unavailable`. */

@@ -7,9 +7,10 @@
 import { z } from 'zod';
 import type { OutputStream } from '../../../schemas/output.ts';
 import { MAX_READ_BYTES, wireReceiptSchema, type ExecOp, type HostTarget } from '../../../schemas/host-protocol.ts';
-import { BerthError } from '../../../schemas/errors.ts';
+import { BerthError, isBerthError } from '../../../schemas/errors.ts';
 import type { ExecSpec, Executor, OutputChunk, Receipt } from '../provider.ts';
 import type { HostClient } from './host-client.ts';
+import { OutputTail } from './output-tail.ts';
 
 const nothing = z.null();
 /** Stdin bytes per call: 1 MiB is 1.4 MiB of base64, well inside the protocol's bound of a call. */
@@ -22,6 +23,9 @@ export class RemoteExecutor implements Executor {
   /** The host's executors honour settleMs. */
   readonly settles = true;
 
+  /** Streams read ahead, by `<operationId> <stream>`: opened once a read found a stream still being written. */
+  private readonly tails = new Map<string, OutputTail>();
+
   constructor(
     private readonly client: HostClient,
     private readonly target: HostTarget,
@@ -31,8 +35,17 @@ export class RemoteExecutor implements Executor {
     return this.client.call(`/v1/exec/${op}`, { target: this.target, ...body }, schema, timeoutMs);
   }
 
-  private receipt(op: ExecOp, operationId: string): Promise<Receipt> {
-    return this.exec(op, { operationId }, wireReceiptSchema);
+  /**
+   * A receipt call. A host that refuses the target as another incarnation's was replaced (its data directory, spools
+   * and receipts gone): the operation has no receipt and none can ever appear, so it is `absent`, never a guess.
+   */
+  private async receipt(op: ExecOp, operationId: string): Promise<Receipt> {
+    try {
+      return await this.exec(op, { operationId }, wireReceiptSchema);
+    } catch (e) {
+      if (!isBerthError(e, 'stale_target') || e.detail.reason !== 'foreign_incarnation') throw e;
+      return { protocolVersion: 1, operationId, state: 'absent', error: `the host ${this.client.config.name} was replaced (another incarnation): its receipt is gone` };
+    }
   }
 
   async submit(spec: ExecSpec): Promise<Receipt> {
@@ -68,13 +81,36 @@ export class RemoteExecutor implements Executor {
     return this.receipt('cancel', operationId);
   }
 
+  /**
+   * From the stream's tail when one is open at `cursor`; else one plain read, and a tail opened after it when the
+   * stream had bytes and is still being written (a follower's next reads then cost no request).
+   */
   async read(operationId: string, stream: OutputStream, cursor: number, maxBytes?: number, into?: Buffer): Promise<OutputChunk> {
     // At most `into`'s length, so the answer is received straight into it.
     const bound = Math.min(maxBytes ?? MAX_READ_BYTES, into?.length ?? MAX_READ_BYTES, MAX_READ_BYTES);
-    return this.client.bytes('/v1/exec/read', { target: this.target, operationId, stream, cursor, maxBytes: bound }, into);
+    const key = `${operationId} ${stream}`;
+    const tail = this.tails.get(key);
+    if (tail?.serves(cursor)) return tail.take(bound, into);
+    if (tail?.dead) tail.close();
+    const chunk = await this.client.bytes('/v1/exec/read', { target: this.target, operationId, stream, cursor, maxBytes: bound }, into);
+    if (chunk.data.length > 0 && !chunk.closed && !this.tails.has(key)) {
+      const response = this.client.open('/v1/exec/stream', { target: this.target, operationId, stream, cursor: chunk.next });
+      this.tails.set(key, new OutputTail(chunk.next, response, () => this.tails.delete(key)));
+    }
+    return chunk;
   }
 
+  /** Waited on the tails alone when every stream named is followed by one at its cursor; else asked of the host. */
   async waitForChange(operationId: string, timeoutMs: number, since?: Partial<Record<OutputStream, number>>): Promise<void> {
+    const named = since ? Object.entries(since).filter(([, cursor]) => cursor !== undefined) : [];
+    const tails = named.map(([stream, cursor]) => {
+      const tail = this.tails.get(`${operationId} ${stream}`);
+      return tail?.serves(cursor!) ? tail : undefined;
+    });
+    if (named.length > 0 && tails.every(Boolean)) {
+      await Promise.race(tails.map((tail) => tail!.changed(timeoutMs)));
+      return;
+    }
     const wait = Math.min(timeoutMs, 30_000);
     await this.exec('waitForChange', { operationId, timeoutMs: wait, ...(since ? { since } : {}) }, nothing, wait + WAIT_MARGIN_MS);
   }
@@ -97,6 +133,7 @@ export class RemoteExecutor implements Executor {
   }
 
   async release(operationId: string): Promise<void> {
+    for (const [key, tail] of this.tails) if (key.startsWith(`${operationId} `)) tail.close();
     await this.exec('release', { operationId }, nothing);
   }
 }

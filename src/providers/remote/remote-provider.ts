@@ -23,6 +23,8 @@ export class RemoteProvider implements Provider {
   readonly kind = 'remote' as const;
   /** A host is a borrowed machine, as native is: Berth never destroys it nor reclaims it when idle. */
   readonly ownership = 'borrowed' as const;
+  /** A host whose data directory was wiped comes back as another incarnation: its old allocations are lost. */
+  readonly replaceable = true;
   readonly defaultReuse = 'scope' as const;
   readonly contentBinding = 'command' as const;
   /** The host gives its own base (its PATH and account for native commands, the image's in a container). */
@@ -38,6 +40,16 @@ export class RemoteProvider implements Provider {
   /** Content versions live in the control plane's data directory, which a host does not see. */
   versionedCommand(): VersionedCommand {
     throw new BerthError('unavailable', 'Content versions are not served to remote hosts.', { reason: 'remote_unsupported' });
+  }
+
+  /** A profile must name a configured host: refused at create, before anything is recorded. */
+  checkProfile(profile: Profile): void {
+    if (profile.host !== undefined && this.hosts.has(profile.host)) return;
+    throw new BerthError('invalid_request', `A remote profile must name a configured host (${[...this.hosts.keys()].join(', ') || 'none configured'}).`, {
+      field: 'profile.host',
+      host: profile.host ?? null,
+      hosts: [...this.hosts.keys()],
+    });
   }
 
   private client(profile: Profile | undefined): HostClient {

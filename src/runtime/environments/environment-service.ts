@@ -519,7 +519,9 @@ export class EnvironmentService {
 
   /** The profile stored for the caller's ask (role-policy.ts); provider_missing when its provider is not registered. */
   profileFor(caller: Caller, asked: Profile): Profile {
-    return effectiveProfile(caller, asked, this.deps.providers.get(asked.provider), this.deps.policy);
+    const provider = this.deps.providers.get(asked.provider);
+    provider.checkProfile?.(asked);
+    return effectiveProfile(caller, asked, provider, this.deps.policy);
   }
 
   /**

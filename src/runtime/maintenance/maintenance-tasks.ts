@@ -50,9 +50,11 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
    */
   const changed = async (a: ActiveAllocation): Promise<boolean> => {
     const view = await parts.actors().get<AllocationContext>('allocation', a.allocationId);
-    if (!view || view.state !== 'ready' || view.context.call !== null || view.context.ownership === 'borrowed') return false;
+    if (!view || view.state !== 'ready' || view.context.call !== null) return false;
     const { requestId, environmentId, identity, profile, generation } = view.context;
     try {
+      // A borrowed machine never goes away, unless its provider's machines can be replaced (another incarnation).
+      if (view.context.ownership === 'borrowed' && !parts.providers.get(profile.provider).replaceable) return false;
       const ref = { requestId, allocationId: a.allocationId, environmentId, generation, profile, ...(identity ? { identity } : {}) };
       const report = await parts.providers.get(profile.provider).inspect(ref);
       if (report.status === 'ready') return report.identity.incarnation !== identity?.incarnation;

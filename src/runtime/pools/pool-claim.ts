@@ -32,8 +32,7 @@ export async function claimPooled(p: AllocationIntendParams, ctx: EffectContext<
       const pooling = services.providers.get(profile.provider).pooling;
       if (!pooling) throw new BerthError('internal', `Provider ${profile.provider} keeps no warm pools.`, { allocationId });
       await pooling.applyContent(allocationRef(p), await versionMount(services, environmentId, contentVersion));
-    } catch (e) {
-      if (!isBerthError(e) && !(e instanceof Error && 'code' in e)) throw e; // a bug, not the filesystem or the engine
+    } catch {
       // Never a container without its version, nor with another: it is let go. Its release takes the environment
       // back to idle, and the acquire waiting on this claim takes another container or goes cold. A release refused
       // now leaves the environment acquiring: its recovery applies the version again.
