@@ -16,17 +16,22 @@ export function frameHead(head: unknown): Buffer {
 /** Reads the head of a framed body (at most `maxHead` bytes of JSON); `rest` yields the bytes after it. */
 export async function readFramed(body: AsyncIterable<Buffer>, maxHead: number): Promise<{ head: unknown; rest: AsyncIterable<Buffer> }> {
   const chunks = body[Symbol.asyncIterator]();
-  let held: Buffer = Buffer.alloc(0);
+  // Chunks are kept as they come and joined once the head is whole (joining at each chunk would copy a large
+  // manifest quadratically).
+  const parts: Buffer[] = [];
+  let size = 0;
   let length: number | undefined;
-  while (length === undefined || held.length < 4 + length) {
+  while (length === undefined || size < 4 + length) {
     const next = await chunks.next();
     if (next.done) throw new BerthError('invalid_request', 'The framed body ends before its head does.', { reason: 'truncated_head' });
-    held = held.length === 0 ? next.value : Buffer.concat([held, next.value]);
-    if (length === undefined && held.length >= 4) {
-      length = held.readUInt32BE(0);
+    parts.push(next.value);
+    size += next.value.length;
+    if (length === undefined && size >= 4) {
+      length = (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).readUInt32BE(0);
       if (length > maxHead) throw new BerthError('body_too_large', 'The framed body\'s head is too large.', { max_bytes: maxHead });
     }
   }
+  const held = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
   let head: unknown;
   try {
     head = JSON.parse(held.subarray(4, 4 + length).toString('utf8'));
