@@ -6,7 +6,7 @@
 import type { StateValue } from 'xstate';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
-import { foldStored, freshActor } from './rehydrate.ts';
+import { foldStored, freshActor, type LoadedActor } from './rehydrate.ts';
 
 export interface ReplayedEvent {
   event: RecordedEvent;
@@ -17,17 +17,17 @@ export interface ReplayedEvent {
 }
 
 /**
- * `events` must be the stream from revision 0 on (a prefix of it is fine). The actor id (for the machine's input)
- * defaults to the stream name minus `<type>-`.
+ * `events` must be the stream from revision 0 on (a prefix of it is fine), or its events right after `from` (an
+ * actor restored part-way, from a snapshot). The actor id (for the machine's input) defaults to the stream name minus
+ * `<type>-`.
  */
 export function replayStream(
   actorType: ActorType,
   events: RecordedEvent[],
-  opts: { actorId?: string } = {},
+  opts: { actorId?: string; from?: LoadedActor } = {},
 ): ReplayedEvent[] {
   if (events.length === 0) return [];
-  const actorId = opts.actorId ?? events[0].stream.slice(actorType.type.length + 1);
-  let actor = freshActor(actorType, actorId);
+  let actor = opts.from ?? freshActor(actorType, opts.actorId ?? events[0].stream.slice(actorType.type.length + 1));
   return events.map((event) => {
     const before = actor.snapshot;
     actor = foldStored(actorType, actor, [event]);

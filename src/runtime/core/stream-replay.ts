@@ -5,7 +5,6 @@
  */
 import type { StateValue } from 'xstate';
 import type { ActorType } from '../../actors/actor-type.ts';
-import { foldStored, type LoadedActor } from '../../actors/rehydrate.ts';
 import { replayStream } from '../../actors/replay.ts';
 import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
 import { actorTypeOfStream, actorTypes } from '../registry.ts';
@@ -43,27 +42,4 @@ export async function replayStoredStream(
     };
   }
   return { stream, actorType: actorType.type, steps: replayStream(actorType, events) };
-}
-
-/**
- * The steps of `events` (the stream's next ones, in order) folded onto `from`, a restored snapshot: `replayStream`
- * from an actor part-way through its stream (that one starts from a fresh actor).
- */
-export function replayFrom(actorType: ActorType, from: LoadedActor, events: RecordedEvent[]): ReplayedStep[] {
-  let actor = from;
-  return events.map((event) => {
-    const before = actor.snapshot;
-    actor = foldStored(actorType, actor, [event]);
-    return { event, stateBefore: before.value, stateAfter: actor.snapshot.value, contextDiff: diffContext(before.context, actor.snapshot.context) };
-  });
-}
-
-function diffContext(before: unknown, after: unknown): NonNullable<ReplayedStep['contextDiff']> {
-  const b = (before ?? {}) as Record<string, unknown>;
-  const a = (after ?? {}) as Record<string, unknown>;
-  const diff: NonNullable<ReplayedStep['contextDiff']> = {};
-  for (const key of new Set([...Object.keys(b), ...Object.keys(a)])) {
-    if (JSON.stringify(b[key]) !== JSON.stringify(a[key])) diff[key] = { before: b[key], after: a[key] };
-  }
-  return diff;
 }

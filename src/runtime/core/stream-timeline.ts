@@ -9,7 +9,8 @@ import { fromSnapshot, foldStored } from '../../actors/rehydrate.ts';
 import { decodeSnapshot, snapshotStreamOf, type StoredSnapshot } from '../../actors/snapshot-stream.ts';
 import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
 import { actorTypeOfStream, actorTypes } from '../registry.ts';
-import { replayFrom, replayStoredStream, type ReplayedStep } from './stream-replay.ts';
+import { replayStream } from '../../actors/replay.ts';
+import { replayStoredStream, type ReplayedStep } from './stream-replay.ts';
 
 export interface TimelinePage {
   stream: string;
@@ -66,7 +67,7 @@ export async function timelinePage(
   const events = read.filter((e) => e.revision <= BigInt(end));
   const page = events.filter((e) => e.revision >= BigInt(from));
   const before = foldStored(actorType, start, events.slice(0, events.length - page.length));
-  return { stream, actorType: actorType.type, ...bounds, steps: replayFrom(actorType, before, page), next };
+  return { stream, actorType: actorType.type, ...bounds, steps: replayStream(actorType, page, { from: before }), next };
 }
 
 /**

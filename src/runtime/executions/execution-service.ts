@@ -329,6 +329,8 @@ export class ExecutionService {
       if (chunk.data.length > 0 && !chunk.closed) return { data: chunk.data, next: chunk.next, closed: false, complete: false };
     }
     const view = await this.view(caller, id);
+    // Its spool and saved output are the owner's (each runtime keeps its own artifacts): read them there.
+    await this.deps.actors.assertOwned('execution', id);
     const c = view.context;
     if (c.retention) throw outputExpired(id, c.retention);
     if (c.artifacts) this.rememberSaved(id, c.scope, c.artifacts);
