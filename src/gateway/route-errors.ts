@@ -14,7 +14,8 @@ const byResource: Record<string, { any?: ErrorCode[]; writes?: ErrorCode[] }> = 
   },
   allocations: { any: ['forbidden'] },
   executions: {
-    any: ['output_expired'],
+    // Output is read where it is kept: at the runtime owning the execution.
+    any: ['output_expired', 'owned_elsewhere'],
     writes: ['operation_conflict', 'stale_target', 'invalid_state', 'quota_exceeded', 'environment_not_ready', 'environment_busy', 'workspace_busy', 'workspace_unavailable', 'provider_unavailable', 'provider_missing', 'forbidden'],
   },
   sessions: { writes: ['invalid_state', 'workspace_busy', 'workspace_unavailable', 'stale_version', 'file_too_large', 'quota_exceeded', 'forbidden'] },
@@ -23,6 +24,7 @@ const byResource: Record<string, { any?: ErrorCode[]; writes?: ErrorCode[] }> = 
   harnesses: { writes: ['environment_invalid', 'environment_busy', 'environment_not_ready', 'invalid_state', 'forbidden'] },
   pools: { any: ['forbidden'], writes: ['invalid_state', 'quota_exceeded'] },
   projections: { any: ['forbidden'], writes: ['invalid_state'] },
+  runtimes: { any: ['forbidden'] },
   retention: { any: ['forbidden', 'invalid_state'] },
   streams: { any: ['corrupt_event'] },
   events: { any: ['corrupt_event'] },
@@ -50,8 +52,9 @@ export function routeErrors(route: RouteDef): ErrorCode[] {
   const resource = byResource[resourceOf(spec.path)];
   for (const code of resource?.any ?? []) codes.add(code);
   if (spec.method !== 'GET' && resource?.writes) {
-    // A write appends to an actor's stream: a concurrent writer can win the race past the runtime's retries.
-    for (const code of [...resource.writes, 'wrong_expected_version' as const]) codes.add(code);
+    // A write appends to an actor's stream: a concurrent writer can win the race past the runtime's retries, and
+    // another runtime sharing the store may own the actor.
+    for (const code of [...resource.writes, 'wrong_expected_version', 'owned_elsewhere'] as const) codes.add(code);
   }
   for (const code of spec.errors ?? []) codes.add(code);
   return (Object.keys(errorCodes) as ErrorCode[]).filter((code) => codes.has(code));
