@@ -23,15 +23,24 @@ export class RemoteFileHost implements FileHost {
     const start = pack.offset;
     const head = { target: this.target, ...(previous ? { previous } : {}), limits, pack: { name: pack.pack, offset: start } };
     const answer = await this.client.open('/v1/files/capture', undefined, once(frameHead(head)));
-    const { head: manifest, rest } = await readFramed(answer, MAX_FILES_HEAD_BYTES);
-    for await (const chunk of rest) await pack.write(chunk);
-    const parsed = treeManifestSchema.safeParse(manifest);
-    const end = parsed.success ? Math.max(start, ...parsed.data.entries.map((e) => (e.blob?.pack === pack.pack ? e.blob.offset + e.size : 0))) : -1;
-    // A body cut short (the host gone mid-answer) is never taken for the view: the blobs it names must all be here.
-    if (!parsed.success || pack.offset < end) {
+    const incomplete = async (): Promise<never> => {
       await pack.truncate(start);
       throw new BerthError('unavailable', `The host ${this.client.config.name} did not send the whole capture.`, { host: this.client.config.name, reason: 'capture_incomplete' });
+    };
+    let manifest: unknown;
+    try {
+      const framed = await readFramed(answer, MAX_FILES_HEAD_BYTES);
+      manifest = framed.head;
+      for await (const chunk of framed.rest) await pack.write(chunk);
+    } catch {
+      // The connection cut mid-answer: nothing of it is taken.
+      return incomplete();
     }
+    const parsed = treeManifestSchema.safeParse(manifest);
+    let end = start;
+    for (const e of parsed.success ? parsed.data.entries : []) if (e.blob?.pack === pack.pack) end = Math.max(end, e.blob.offset + e.size);
+    // A body cut short (the host gone mid-answer) is never taken for the view: the blobs it names must all be here.
+    if (!parsed.success || pack.offset < end) return incomplete();
     return parsed.data as TreeManifest;
   }
 
