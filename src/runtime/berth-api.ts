@@ -459,9 +459,6 @@ export class BerthApi implements RuntimeApi {
     return (await this.projections(caller)).find((p) => p.name === name)!;
   }
 
-  private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {
-    const view = await this.runtime.actors.get<SessionContext>('session', id).catch((e) => (isBerthError(e) ? undefined : Promise.reject(e)));
-    if (!view || view.state === 'pristine' || view.state === 'deleted' || !inScope(caller, view.context.scope)) {
   runtimes(caller: Caller): RuntimeStatus[] {
     if (isMember(caller)) throw new BerthError('forbidden', 'The runtimes sharing the store are the admin\'s to see.', { role: caller.role });
     return this.runtime.runtimes().map((r) => ({
@@ -477,6 +474,9 @@ export class BerthApi implements RuntimeApi {
     return { runtimeId, adopted, recovered, failed };
   }
 
+  private async sessionContext(caller: Caller, id: string): Promise<SessionContext> {
+    const view = await this.runtime.actors.get<SessionContext>('session', id).catch((e) => (isBerthError(e) ? undefined : Promise.reject(e)));
+    if (!view || view.state === 'pristine' || view.state === 'deleted' || !inScope(caller, view.context.scope)) {
       throw new BerthError('not_found', 'No such session.', { sessionId: id });
     }
     return view.context;
