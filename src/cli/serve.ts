@@ -112,8 +112,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
     await berth.stop();
   };
   try {
-  // Runtimes sharing the store send the requests this one owns here (their owned_elsewhere answers name the URL).
-  if (http) await berth.runtime.announce(http.url).catch((err: unknown) => log.warn({ err }, 'the URL could not be announced in the runtime stream'));
     for (const address of addresses) listeners.push(await listen(gateway, address, tls));
   } catch (e) {
     await close();
@@ -124,6 +122,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const http = listeners.find((l) => /^https?:\/\//.test(l.url));
   const tokenFile = settings.token === undefined ? join(config.dataDir, 'token') : undefined;
   const forget = http ? await recordServing(config.dataDir, { url: http.url, ...(tokenFile ? { tokenFile } : {}) }) : async () => undefined;
+  // Runtimes sharing the store send the requests this one owns here (their owned_elsewhere answers name the URL).
+  if (http) await berth.runtime.announce(http.url).catch((err: unknown) => log.warn({ err }, 'the URL could not be announced in the runtime stream'));
   if (http) {
     console.log(`For another shell:\n  export BERTH_URL=${http.url}`);
     console.log(tokenFile ? `  export BERTH_TOKEN="$(cat ${tokenFile})"` : '  export BERTH_TOKEN=…  # the BERTH_TOKEN this server was started with');

@@ -269,13 +269,6 @@ export interface RuntimeApi {
   projections(caller: Caller): Promise<ProjectionStatus[]>;
   /** Recomputes one read model from the first event, e.g. after a fix for the event it failed on (the admin's). */
   rebuildProjection(caller: Caller, name: string): Promise<ProjectionStatus>;
-}
-
-export interface ProjectionStatus {
-  name: string;
-  /** Global position of the last event it reflects. */
-  position: string;
-  lag: string;
   /** The runtimes sharing the event store (the admin's). */
   runtimes(caller: Caller): RuntimeStatus[];
   /** Retires another runtime and adopts its unfinished actors here (the admin's; issue #17). */
@@ -302,6 +295,13 @@ export interface RetirementReport {
   /** Of those, the ones reconciled (sent runtime.recovered). */
   recovered: number;
   failed: number;
+}
+
+export interface ProjectionStatus {
+  name: string;
+  /** Global position of the last event it reflects. */
+  position: string;
+  lag: string;
   /** Set when it failed: it answers `projection_failed` until rebuilt. */
   failed: { position: string; message: string } | null;
 }
