@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { errorBodySchema } from '../../schemas/api.ts';
 import { errorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import type { RouteDef } from './route.ts';
+import { environmentRefOf } from './environment-refs.ts';
 import { resourceOf, routeErrors } from './route-errors.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -38,6 +39,21 @@ function objectParameters(schema: z.ZodType | undefined, where: 'path' | 'query'
     required: where === 'path' || required.has(name),
     schema: property,
   }));
+}
+
+const ENVIRONMENT_REF = "The environment's id, or its name or slug in the caller's scope (environment_not_found otherwise).";
+
+/**
+ * A route's environment reference (environment-refs.ts) takes a name as well as an id: its path or query parameter is
+ * documented as any string with that sentence; a body field gets the sentence in the operation's description.
+ */
+function environmentRefDoc(spec: RouteDef['spec'], parameters: Parameter[]): string | undefined {
+  const where = environmentRefOf(spec);
+  if (!where) return undefined;
+  const [part, field] = [where.slice(0, where.indexOf('.')), where.slice(where.indexOf('.') + 1)];
+  const parameter = parameters.find((p) => p.name === field && p.in === (part === 'params' ? 'path' : part));
+  if (parameter) Object.assign(parameter, { description: ENVIRONMENT_REF, schema: { type: 'string', minLength: 1 } });
+  return part === 'body' ? `\`${field}\`: ${ENVIRONMENT_REF}` : undefined;
 }
 
 /** `GET /v1/executions/{id}/cancel` -> `getV1ExecutionsIdCancel`. */
@@ -93,6 +109,7 @@ export function buildOpenApi(routes: RouteDef[], info: { title: string; version:
         schema: jsonSchema(header.schema, 'input'),
       })),
     ];
+    const environmentRef = environmentRefDoc(spec, parameters);
     const responses: Record<string, unknown> = {};
     for (const [status, response] of Object.entries(spec.responses)) {
       responses[status] = {
@@ -115,7 +132,7 @@ export function buildOpenApi(routes: RouteDef[], info: { title: string; version:
       operationId: operationId(spec.method, spec.path),
       tags: [tag],
       summary: spec.summary,
-      ...(spec.description && { description: spec.description }),
+      ...((spec.description || environmentRef) && { description: [spec.description, environmentRef].filter(Boolean).join(' ') }),
       ...(parameters.length > 0 && { parameters }),
       ...(spec.body && {
         requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } } },

@@ -96,3 +96,15 @@ describe('the client takes names wherever an id is', () => {
     await expect(bobs.environments.get('Alice Build Box')).rejects.toMatchObject({ code: 'environment_not_found', status: 404 });
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('documents the environment references as ids or names, without the id pattern a name would break', async () => {
+    const doc = await expectStatus(call(gw, 'GET', '/v1/openapi.json'), 200);
+    const id = doc.paths['/v1/environments/{id}/files'].get.parameters.find((p: { name: string }) => p.name === 'id');
+    expect(id).toMatchObject({ in: 'path', schema: { type: 'string', minLength: 1 } });
+    expect(id.schema.pattern).toBeUndefined();
+    expect(id.description).toMatch(/name or slug/);
+    expect(doc.paths['/v1/executions'].get.parameters.find((p: { name: string }) => p.name === 'environment').description).toMatch(/name or slug/);
+    expect(doc.paths['/v1/leases'].post.description).toMatch(/`environmentId`: The environment's id, or its name or slug/);
+  });
+});
