@@ -540,3 +540,26 @@ export const healthSchema = z.looseObject({
 });
 export const activitySchema = z.array(z.unknown());
 export const emptyQuery = z.strictObject({});
+
+/** A runtime sharing the event store (`GET /v1/runtimes`, issue #17). */
+export const runtimeStatusSchema = z.object({
+  runtimeId: z.string(),
+  epoch: z.number().int(),
+  state: z.enum(['started', 'serving', 'stopped', 'retired']).describe('started: fenced but not listening (or a CLI command\'s own runtime)'),
+  url: z.string().nullable().describe('Where it answers, as it announced'),
+  hostname: z.string(),
+  pid: z.number().int(),
+  startedAt: z.string(),
+  retiredBy: z.string().nullable(),
+  self: z.boolean().describe('The runtime answering this request'),
+});
+export type RuntimeStatus = z.infer<typeof runtimeStatusSchema>;
+
+/** What a retirement adopted (`POST /v1/runtimes/{runtimeId}/retire`). */
+export const retirementReportSchema = z.object({
+  runtimeId: z.string(),
+  adopted: z.number().int().describe('Unfinished actors it owned that the answering runtime took over'),
+  recovered: z.number().int().describe('Of those, the ones reconciled (sent runtime.recovered)'),
+  failed: z.number().int(),
+});
+export type RetirementReport = z.infer<typeof retirementReportSchema>;

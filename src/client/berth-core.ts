@@ -12,6 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type {
+  RetirementReport,
+  RuntimeStatus,
   allocationSchema,
   bindLeaseBody,
   checkpointDiffSchema,
@@ -73,19 +75,6 @@ export type BindLease = z.input<typeof bindLeaseBody>;
 export type LeasePause = { cause: { kind: string; message?: string }; retryAt?: number };
 export type LeaseQuery = { workKind?: string; workId?: string };
 export type ProjectionState = { name: string; position: string; lag: string; failed: { position: string; message: string } | null };
-/** A runtime sharing the event store (GET /v1/runtimes). */
-export type RuntimeState = {
-  runtimeId: string;
-  epoch: number;
-  state: 'started' | 'serving' | 'stopped' | 'retired';
-  url: string | null;
-  hostname: string;
-  pid: number;
-  startedAt: string;
-  retiredBy: string | null;
-  self: boolean;
-};
-export type RetirementReport = { runtimeId: string; adopted: number; recovered: number; failed: number };
 /** Checkpoints are listed oldest first only. */
 export type CheckpointPageOptions = Omit<PageOptions, 'order'>;
 
@@ -364,7 +353,7 @@ export class BerthCore {
 
   /** The runtimes sharing the server's event store (the admin's), and the retirement of one (its actors adopted here). */
   readonly runtimes = {
-    list: () => this.http.json<RuntimeState[]>('GET', '/v1/runtimes'),
+    list: () => this.http.json<RuntimeStatus[]>('GET', '/v1/runtimes'),
     retire: (runtimeId: string) => this.http.json<RetirementReport>('POST', `/v1/runtimes/${path(runtimeId)}/retire`, { body: {} }),
   };
 

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { SessionContext } from '../machines/session.machine.ts';
+import type { RetirementReport, RuntimeStatus } from '../../schemas/api.ts';
 import type { ActivityItem } from '../projections/activity.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { OutputStream } from '../../schemas/output.ts';
@@ -31,8 +32,6 @@ import type {
   OutputRead,
   OutputSeen,
   ProjectionStatus,
-  RetirementReport,
-  RuntimeStatus,
   ReplayStep,
   RuntimeApi,
   CreateSessionInput,

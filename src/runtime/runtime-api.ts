@@ -3,6 +3,7 @@
  * (tenant) bounds what it sees: a resource of another scope is `not_found` / `environment_not_found`, never forbidden.
  * Errors are BerthError with codes from schemas/errors.ts.
  */
+import type { RetirementReport, RuntimeStatus } from '../../schemas/api.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind } from '../../schemas/profile.ts';
 import type { EnvironmentState, ExecutionStatus } from '../../schemas/states.ts';
@@ -273,28 +274,6 @@ export interface RuntimeApi {
   runtimes(caller: Caller): RuntimeStatus[];
   /** Retires another runtime and adopts its unfinished actors here (the admin's; issue #17). */
   retireRuntime(caller: Caller, runtimeId: string): Promise<RetirementReport>;
-}
-
-export interface RuntimeStatus {
-  runtimeId: string;
-  epoch: number;
-  state: 'started' | 'serving' | 'stopped' | 'retired';
-  url: string | null;
-  hostname: string;
-  pid: number;
-  startedAt: string;
-  retiredBy: string | null;
-  /** The runtime answering this request. */
-  self: boolean;
-}
-
-export interface RetirementReport {
-  runtimeId: string;
-  /** Unfinished actors it owned that this runtime took over. */
-  adopted: number;
-  /** Of those, the ones reconciled (sent runtime.recovered). */
-  recovered: number;
-  failed: number;
 }
 
 export interface ProjectionStatus {

@@ -3,19 +3,8 @@
  * and the retirement of one, whose unfinished actors the receiving runtime adopts (issue #17).
  */
 import { z } from 'zod';
+import { retirementReportSchema, runtimeStatusSchema } from '../../../schemas/api.ts';
 import { defineRoute, resourcePlugin } from '../route.ts';
-
-const runtimeSchema = z.object({
-  runtimeId: z.string(),
-  epoch: z.number().int(),
-  state: z.enum(['started', 'serving', 'stopped', 'retired']).describe('started: fenced but not listening (or a CLI command\'s own runtime)'),
-  url: z.string().nullable().describe('Where it answers, as it announced'),
-  hostname: z.string(),
-  pid: z.number().int(),
-  startedAt: z.string(),
-  retiredBy: z.string().nullable(),
-  self: z.boolean().describe('The runtime answering this request'),
-});
 
 export const runtimesPlugin = resourcePlugin([
   defineRoute(
@@ -23,7 +12,7 @@ export const runtimesPlugin = resourcePlugin([
       method: 'GET',
       path: '/v1/runtimes',
       summary: 'The runtimes sharing the event store (admin only)',
-      responses: { 200: { description: 'Every runtime that started on this store', schema: z.array(runtimeSchema) } },
+      responses: { 200: { description: 'Every runtime that started on this store', schema: z.array(runtimeStatusSchema) } },
     },
     async ({ deps, caller }) => deps.api.runtimes(caller),
   ),
@@ -37,7 +26,7 @@ export const runtimesPlugin = resourcePlugin([
       responses: {
         200: {
           description: 'What was adopted',
-          schema: z.object({ runtimeId: z.string(), adopted: z.number().int(), recovered: z.number().int(), failed: z.number().int() }),
+          schema: retirementReportSchema,
         },
       },
     },
