@@ -57,8 +57,7 @@ export class Sandboxes {
   /** The sandbox of this id or name, with the one turn its clients share. */
   async connect(idOrName: string): Promise<Sandbox> {
     const lease = await this.lease(idOrName);
-    const workspace = lease.workspaceId ? await this.berth.retry(() => this.berth.workspaces.get(lease.workspaceId!)) : undefined;
-    return this.open(lease.key, workspace?.name === workspaceName(lease.key));
+    return this.open(lease.key, await this.ownsWorkspace(lease));
   }
 
   /** Every sandbox of the caller's scope not killed. */
@@ -68,7 +67,18 @@ export class Sandboxes {
 
   /** Kills a sandbox by id or name without connecting a handle first. */
   async kill(idOrName: string): Promise<void> {
-    await (await this.connect(idOrName)).kill();
+    const lease = await this.lease(idOrName);
+    if (lease.state !== 'released' && lease.state !== 'releasing') return (await this.connect(idOrName)).kill();
+    // Its timeout released it already (no machine to acquire): what is left is its turn and the workspace it made.
+    if (!lease.sessionId) return;
+    const turn = await this.berth.retry(() => this.berth.turns.open(lease.sessionId!, { key: sandboxTurnKey(lease.key) }));
+    await new Sandbox(this.berth, lease, turn, await this.ownsWorkspace(lease)).kill();
+  }
+
+  /** Whether the sandbox made its workspace (then `kill` deletes it), by the name it gave it. */
+  private async ownsWorkspace(lease: Lease): Promise<boolean> {
+    const workspace = lease.workspaceId ? await this.berth.retry(() => this.berth.workspaces.get(lease.workspaceId!)) : undefined;
+    return workspace?.name === workspaceName(lease.key);
   }
 
   private async open(name: string, ownsWorkspace: boolean): Promise<Sandbox> {

@@ -40,9 +40,11 @@ describe('sandbox timeouts', () => {
     expect(Date.now()).toBeGreaterThanOrEqual(moved.deadline!);
     expect(released.deadline).toBe(moved.deadline);
     expect((await server.call(`/v1/environments/${environmentId}`, { token: tokens.alice })).status).toBe(404);
-    // The handle's kill still cleans what the server left: the sandbox's own workspace.
-    await sandbox.kill();
-    expect((await (await connect()).sandboxes.list()).map((s) => s.name)).not.toContain('timed');
+    // A kill by name still cleans what the server left: the sandbox's turn and its own workspace.
+    const again = await connect();
+    await again.sandboxes.kill('timed');
+    expect((await again.sandboxes.list()).map((s) => s.name)).not.toContain('timed');
+    await expect(again.workspaces.get(sandbox.workspaceId)).rejects.toThrow(/deleted/);
   });
 
   it('should keep a sandbox whose deadline was moved on, and clear the deadline with null', async () => {
