@@ -50,7 +50,7 @@ export function maintenanceTasks(parts: MaintenanceParts): MaintenanceTask[] {
    */
   const changed = async (a: ActiveAllocation): Promise<boolean> => {
     const view = await parts.actors().get<AllocationContext>('allocation', a.allocationId);
-    if (!view || view.state !== 'ready' || view.context.call !== null) return false;
+    if (!view || !parts.actors().owns(view) || view.state !== 'ready' || view.context.call !== null) return false;
     const { requestId, environmentId, identity, profile, generation } = view.context;
     try {
       // A borrowed machine never goes away, unless its provider's machines can be replaced (another incarnation).
