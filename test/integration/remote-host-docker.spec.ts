@@ -68,7 +68,7 @@ describe.skipIf(!dockerAvailable)('a remote environment on the host\'s Docker en
     await finished(server, record.id);
     const label = { label: [`${LABEL.environmentId}=${environment}`] };
     expect((await rawDocker.listVolumes({ filters: label })).Volumes?.length).toBeGreaterThan(0);
-    const released = await server.call(`/v1/environments/${environment}/allocations/${record.target.allocationId}`, { method: 'DELETE' });
+    const released = await server.call(`/v1/environments/${environment}/allocations/${(record.target as { allocationId: string }).allocationId}`, { method: 'DELETE' });
     expect(released.status).toBe(200);
     const left = async () => (await rawDocker.listContainers({ all: true, filters: label })).length + ((await rawDocker.listVolumes({ filters: label })).Volumes?.length ?? 0);
     await waitFor(left, { what: 'the allocation\'s resources gone', until: (n) => n === 0, timeoutMs: 30_000 });
