@@ -135,6 +135,34 @@ describe.runIf(browserAvailable)('web console in headless Chromium', () => {
     expect(await page.locator('table[data-view=leases] td.empty').innerText()).toContain('No leases');
   });
 
+  it("shows an admin the runtimes (this one serving, marked) and the pools; a member gets the admin-only line", async () => {
+    const admin = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await signInAt(admin, server.url, tokens.admin);
+      await admin.goto(`${server.url}/ui#/runtimes`);
+      const self = admin.locator('table[data-view=runtimes] tr[data-self=yes]');
+      await self.waitFor();
+      expect(await self.count()).toBe(1);
+      expect(await self.locator('td.state').innerText()).toBe('serving');
+      expect(await self.innerText()).toContain('(this one)');
+      const [own] = (await server.json<{ runtimeId: string; self: boolean }[]>('/v1/runtimes', { token: tokens.admin })).filter((r) => r.self);
+      expect(await self.getAttribute('data-runtime')).toBe(own.runtimeId);
+      await admin.screenshot({ path: join(artifacts, 'runtimes.png'), fullPage: true });
+      await admin.goto(`${server.url}/ui#/pools`);
+      await admin.waitForSelector('table[data-view=pools] td.empty:text("No pools configured")');
+      await admin.screenshot({ path: join(artifacts, 'pools.png'), fullPage: true });
+    } finally {
+      await admin.close();
+    }
+    for (const view of ['runtimes', 'pools']) {
+      await page.goto(`${server.url}/ui#/${view}`);
+      await expect.poll(() => page.locator('[role=alert]').innerText()).toContain('This view needs an admin token');
+      expect(await page.locator('[role=alert]').innerText()).toContain('(forbidden)');
+      expect(await page.locator(`table[data-view=${view}]`).count()).toBe(0);
+    }
+    await shot('admin-only');
+  });
+
   it("keeps another scope's actors out of reach", async () => {
     const bobEnv = await createEnvironment(server, tokens.bob);
     const bobRun = await submit(server, bobEnv, 'echo bob-secret', {}, tokens.bob);

@@ -9,6 +9,7 @@ import { html } from './html.js';
 import { stopFeed } from './live.js';
 import { AllocationsView, BuildsView, EnvironmentsView, ExecutionsView, LeasesView, WorkspacesView } from './lists.js';
 import { ExecutionView } from './execution.js';
+import { PoolsView, RuntimesView } from './admin.js';
 import { TimelineView } from './timeline.js';
 
 const views = [
@@ -18,6 +19,8 @@ const views = [
   ['builds', 'Builds', BuildsView],
   ['workspaces', 'Workspaces', WorkspacesView],
   ['leases', 'Leases', LeasesView],
+  ['pools', 'Pools', PoolsView],
+  ['runtimes', 'Runtimes', RuntimesView],
 ];
 
 function SignIn({ onSignedIn }) {

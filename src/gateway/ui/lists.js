@@ -19,7 +19,7 @@ async function executionStatuses() {
   return find(status.schema) ?? [];
 }
 
-function Table({ name, head, rows, empty }) {
+export function Table({ name, head, rows, empty }) {
   return html`<table data-view=${name}>
     <thead><tr>${head.map((h) => html`<th>${h}</th>`)}</tr></thead>
     <tbody>${rows.length ? rows : html`<tr><td colspan=${head.length} class="empty">${empty}</td></tr>`}</tbody>

@@ -56,3 +56,16 @@ export function useLive(load, deps, relevant = () => true) {
   });
   return state;
 }
+
+/** `useLive(load)` again every `ms` while mounted, for state the feed does not announce; stops once refused (4xx). */
+export function usePolled(load, ms = 2000) {
+  const [tick, setTick] = useState(0);
+  const state = useLive(load, [tick], () => false);
+  const refused = state.error?.status >= 400 && state.error?.status < 500;
+  useEffect(() => {
+    if (refused) return;
+    const timer = setInterval(() => setTick((n) => n + 1), ms);
+    return () => clearInterval(timer);
+  }, [refused, ms]);
+  return state;
+}
