@@ -445,7 +445,10 @@ export const streamParams = z.strictObject({
 export const replayQuery = z.strictObject({ at: decimalQuery(Number.MAX_SAFE_INTEGER).optional() });
 
 /** The context keys one event changed, each with its value before and after (null: no machine folds the stream). */
-export const contextDiffSchema = z.record(z.string(), z.strictObject({ before: z.unknown(), after: z.unknown() })).nullable();
+/** Each context key that changed, with its value before and after (a side is absent when the key was unset there). */
+export const contextDiffSchema = z
+  .record(z.string(), z.strictObject({ before: z.unknown().optional(), after: z.unknown().optional() }))
+  .nullable();
 
 export const replayStepSchema = z.strictObject({
   event: recordedEventJsonSchema,

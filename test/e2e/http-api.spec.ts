@@ -68,6 +68,8 @@ describe('OpenAPI', () => {
         // Leases (issue 15; test/integration/gateway-leases.spec.ts).
         'post /v1/leases', 'get /v1/leases', 'get /v1/leases/{key}', 'post /v1/leases/{key}/acquire', 'post /v1/leases/{key}/pause',
         'post /v1/leases/{key}/hold', 'post /v1/leases/{key}/resume', 'post /v1/leases/{key}/release', 'get /v1/leases/{key}/events',
+        // A sandbox's timeout, durable as the lease's deadline (issue 18; test/e2e/sandbox-timeout.spec.ts).
+        'post /v1/leases/{key}/timeout',
         // Read models: their state and a rebuild after a poisoned event (issue 17; test/e2e/projection-poison.spec.ts).
         'get /v1/projections', 'post /v1/projections/{name}/rebuild',
         // Runtimes sharing one store and the retirement of one (issue 17; test/e2e/several-runtimes.spec.ts).
