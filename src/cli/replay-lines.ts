@@ -11,7 +11,7 @@ export interface ReplayLine {
   /** Null when no machine folded the stream (its category names no actor type). */
   stateBefore: unknown;
   stateAfter: unknown;
-  contextDiff: Record<string, { before: unknown; after: unknown }> | null;
+  contextDiff: Record<string, { before?: unknown; after?: unknown }> | null;
 }
 
 const label = (v: unknown) => (v === null || v === undefined ? '?' : typeof v === 'string' ? v : JSON.stringify(v));
