@@ -1,7 +1,8 @@
 /**
  * Storage ownership under contention (issue 13): 50 concurrent acquisitions of one storage through two runtimes on two
  * store handles of one SQLite file yield one holder, and the runtime that lost the append re-decided (it did not
- * overwrite); a stale release changes nothing; through the turn service, 50 concurrent turns get one holder and a
+ * overwrite) and, the stream being the winner's from then on, wrote nothing more (issue 17); a stale release changes
+ * nothing; through the turn service, 50 concurrent turns get one holder and a
  * release retried after a lost answer answers the released turn without touching the next holder.
  */
 import { chmodSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
@@ -47,31 +48,42 @@ describe('storage ownership under contention', () => {
       const outcomes = await Promise.allSettled(Array.from({ length: CONTENDERS }, (_, i) => runtimes[i % 2]!.send('ownership', key, acquired(i))));
       const won = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i] : []));
       expect(won).toHaveLength(1);
+      const winner = won[0]!;
       const losers = outcomes.filter((o) => o.status === 'rejected');
       expect(losers).toHaveLength(CONTENDERS - 1);
-      for (const o of losers) expect((o as PromiseRejectedResult).reason).toMatchObject({ code: 'workspace_busy', detail: { reason: 'held' } });
+      // The winner's runtime owns the storage's stream from then on (issue 17): its own contenders are told it is
+      // held; the other runtime's are sent to the owner, never written.
+      outcomes.forEach((o, i) => {
+        if (i === winner) return;
+        const reason = (o as PromiseRejectedResult).reason;
+        if (i % 2 === winner % 2) expect(reason).toMatchObject({ code: 'workspace_busy', detail: { reason: 'held' } });
+        else expect(['workspace_busy', 'owned_elsewhere']).toContain(reason.code);
+      });
       // Nothing of the holder leaks into a loser's refusal.
       for (const o of losers) expect(JSON.stringify((o as PromiseRejectedResult).reason.detail)).not.toContain('htrn_');
 
-      const winner = won[0]!;
       const losingRuntime = runtimes[1 - (winner % 2)]!;
+      const owningRuntime = runtimes[winner % 2]!;
       // The other runtime's first append met the winner's event (wrong expected revision), reloaded and refused.
       expect(losingRuntime.stats.wrongExpectedVersion).toBeGreaterThanOrEqual(1);
       expect(losingRuntime.stats.appended).toBe(0);
-      expect(runtimes.reduce((n, r) => n + r.stats.rejected, 0)).toBe(CONTENDERS - 1);
+      expect(owningRuntime.stats.rejected).toBe(CONTENDERS / 2 - 1);
       for (const r of runtimes) expect((await r.get('ownership', key))?.context.holder.turnId).toBe(holderId(winner));
 
-      // A stale release (another holder's) is refused by either runtime and leaves the holder as it was.
+      // A stale release (another holder's) is refused and leaves the holder as it was; the other runtime may not write.
       const stale = (winner + 1) % CONTENDERS;
-      await expect(losingRuntime.send('ownership', key, { type: 'ownership.released', holder: holderId(stale), at: Date.now() })).rejects.toMatchObject({
+      await expect(owningRuntime.send('ownership', key, { type: 'ownership.released', holder: holderId(stale), at: Date.now() })).rejects.toMatchObject({
         code: 'invalid_state',
         detail: { reason: 'not_holder' },
       });
+      await expect(losingRuntime.send('ownership', key, { type: 'ownership.released', holder: holderId(winner), at: Date.now() })).rejects.toMatchObject({
+        code: 'owned_elsewhere',
+      });
       for (const r of runtimes) expect((await r.get('ownership', key))?.context.holder.turnId).toBe(holderId(winner));
 
-      // The holder's release goes through whichever runtime; once more (a retried release) it is refused, not applied.
-      await losingRuntime.send('ownership', key, { type: 'ownership.released', holder: holderId(winner), at: Date.now() });
-      await expect(runtimes[winner % 2]!.send('ownership', key, { type: 'ownership.released', holder: holderId(winner), at: Date.now() })).rejects.toMatchObject({
+      // The holder's release goes through the owner; once more (a retried release) it is refused, not applied.
+      await owningRuntime.send('ownership', key, { type: 'ownership.released', holder: holderId(winner), at: Date.now() });
+      await expect(owningRuntime.send('ownership', key, { type: 'ownership.released', holder: holderId(winner), at: Date.now() })).rejects.toMatchObject({
         code: 'invalid_state',
       });
 
