@@ -1,6 +1,8 @@
 /**
  * What every actor's events share: the clock reading they carry (`at`), and `runtime.recovered`, which the runtime
- * sends to each unfinished actor after rehydration (DESIGN §4 rule 7).
+ * sends to each unfinished actor after rehydration (DESIGN §4 rule 7). Also the events of a runtime's own stream,
+ * `runtime-<runtimeId>` (src/actors/epoch-fence.ts; issue #17): each start's epoch, where it serves, a clean stop,
+ * and its retirement by another runtime, each with the epoch it belongs to.
  */
 import { z } from 'zod';
 
@@ -13,3 +15,20 @@ export const runtimeRecoveredSchema = z.strictObject({
   epoch: z.number().int().nonnegative(),
   at: atSchema,
 });
+
+export const RUNTIME_STARTED = 'runtime.started';
+export const RUNTIME_SERVING = 'runtime.serving';
+export const RUNTIME_STOPPED = 'runtime.stopped';
+export const RUNTIME_RETIRED = 'runtime.retired';
+
+const epoch = z.number().int().positive();
+
+export const runtimeEventSchemas = {
+  [RUNTIME_STARTED]: z.object({ epoch, at: atSchema, pid: z.number().int(), hostname: z.string() }),
+  [RUNTIME_SERVING]: z.object({ epoch, at: atSchema, url: z.string().url() }),
+  [RUNTIME_STOPPED]: z.object({ epoch, at: atSchema }),
+  /** `by`: the runtime that retired it (and adopts its actors). */
+  [RUNTIME_RETIRED]: z.object({ epoch, at: atSchema, by: z.string().min(1) }),
+} as const;
+
+export type RuntimeEventType = keyof typeof runtimeEventSchemas;

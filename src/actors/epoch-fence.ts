@@ -8,29 +8,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { z } from 'zod';
 import { CorruptEvent, type EventStore, type RecordedEvent } from '../store/event-store.ts';
 import { isBerthError } from '../../schemas/errors.ts';
+import {
+  RUNTIME_STARTED,
+  runtimeEventSchemas,
+  type RuntimeEventType,
+} from '../../schemas/events/runtime.ts';
 
-export const RUNTIME_STARTED = 'runtime.started';
-export const RUNTIME_SERVING = 'runtime.serving';
-export const RUNTIME_STOPPED = 'runtime.stopped';
-export const RUNTIME_RETIRED = 'runtime.retired';
-
-const epoch = z.number().int().positive();
-const at = z.number().int().nonnegative();
-
-export const runtimeEventSchemas = {
-  [RUNTIME_STARTED]: z.object({ epoch, at, pid: z.number().int(), hostname: z.string() }),
-  [RUNTIME_SERVING]: z.object({ epoch, at, url: z.string().url() }),
-  [RUNTIME_STOPPED]: z.object({ epoch, at }),
-  /** `by`: the runtime that retired it (and adopts its actors). */
-  [RUNTIME_RETIRED]: z.object({ epoch, at, by: z.string().min(1) }),
-} as const;
+export { RUNTIME_RETIRED, RUNTIME_SERVING, RUNTIME_STARTED, RUNTIME_STOPPED } from '../../schemas/events/runtime.ts';
 
 export const runtimeStartedSchema = runtimeEventSchemas[RUNTIME_STARTED];
-
-export type RuntimeEventType = keyof typeof runtimeEventSchemas;
 
 export const runtimeStreamOf = (runtimeId: string): string => `runtime-${runtimeId}`;
 

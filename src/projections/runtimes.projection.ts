@@ -1,10 +1,17 @@
 /**
- * The runtimes sharing the event store (issue #17), from their `runtime-<id>` streams (src/actors/epoch-fence.ts):
+ * The runtimes sharing the event store (issue #17), from their `runtime-<id>` streams (schemas/events/runtime.ts):
  * each one's latest epoch, where it answers, and whether it serves, stopped or was retired. Requests for an actor
  * another runtime owns are sent to the URL found here; `GET /v1/runtimes` lists them.
  */
 import type { RecordedEvent } from '../store/event-store.ts';
-import { decodeRuntimeEvent, RUNTIME_RETIRED, RUNTIME_SERVING, RUNTIME_STARTED, RUNTIME_STOPPED } from '../actors/epoch-fence.ts';
+import {
+  RUNTIME_RETIRED,
+  RUNTIME_SERVING,
+  RUNTIME_STARTED,
+  RUNTIME_STOPPED,
+  runtimeEventSchemas,
+  type RuntimeEventType,
+} from '../../schemas/events/runtime.ts';
 import { defineProjection, table, type Tables } from './projection.ts';
 
 export interface RuntimeRow {
@@ -23,12 +30,10 @@ export interface RuntimeRow {
 const PREFIX = 'runtime-';
 
 function reduce(t: Tables<{ runtimes: RuntimeRow }>, e: RecordedEvent): void {
-  let event: ReturnType<typeof decodeRuntimeEvent>;
-  try {
-    event = decodeRuntimeEvent(e);
-  } catch {
-    return; // not a lifecycle event: nothing to show
-  }
+  const schema = Object.hasOwn(runtimeEventSchemas, e.type) ? runtimeEventSchemas[e.type as RuntimeEventType] : undefined;
+  const parsed = schema?.safeParse(e.data);
+  if (!parsed?.success) return; // not a lifecycle event: nothing to show
+  const event = { type: e.type as RuntimeEventType, data: parsed.data as { epoch: number } & Record<string, unknown> };
   const runtimeId = e.stream.slice(PREFIX.length);
   const { data } = event;
   const row = t.runtimes.get(runtimeId);
