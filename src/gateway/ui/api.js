@@ -41,7 +41,7 @@ export async function api(path, init = {}, bearer = token()) {
  * Follows an SSE route (`path`: a string, or a function asked again at each connection), calling `onEvent({id, event, data})` for each event; reconnects after a drop with the last
  * id (Last-Event-ID), until `signal` aborts or `onEvent` returns 'stop'. `onError` hears refusals (4xx: no retry).
  */
-export async function followSse(path, { signal, onEvent, onError, lastEventId }) {
+export async function followSse(path, { signal, onEvent, onError, onOpen, lastEventId }) {
   let last = lastEventId;
   while (!signal.aborted) {
     try {
@@ -53,6 +53,7 @@ export async function followSse(path, { signal, onEvent, onError, lastEventId })
         onError?.(error);
         if (response.status < 500) return;
       } else {
+        onOpen?.();
         // A response that ends without 'stop' (a restarting server ends its streams) is followed again.
         if ((await readEvents(response.body, (e) => ((last = e.id ?? last), onEvent(e)))) === 'stop') return;
       }

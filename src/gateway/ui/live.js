@@ -8,11 +8,20 @@ import { followSse } from './api.js';
 const listeners = new Set();
 let feed;
 
+/**
+ * Told to every view when the feed (re)connects: it follows from "now", so what happened between a view's first load
+ * and that moment would be missed; each view loads again instead.
+ */
+export const FEED_OPENED = { type: 'feed.opened', stream: '', revision: '-1' };
+
 function ensureFeed() {
   if (feed) return;
   feed = new AbortController();
   followSse('/v1/events?after=now', {
     signal: feed.signal,
+    onOpen: () => {
+      for (const listener of listeners) listener(FEED_OPENED);
+    },
     onEvent: (e) => {
       const event = JSON.parse(e.data);
       for (const listener of listeners) listener(event);
@@ -50,7 +59,7 @@ export function useLive(load, deps, relevant = () => true) {
     reload();
   }, deps);
   useFeed((event) => {
-    if (!relevant(event)) return;
+    if (event !== FEED_OPENED && !relevant(event)) return;
     clearTimeout(timer.current);
     timer.current = setTimeout(reload, 150);
   });

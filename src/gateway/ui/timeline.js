@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from './api.js';
 import { html } from './html.js';
-import { useFeed } from './live.js';
+import { FEED_OPENED, useFeed } from './live.js';
 import { ErrorLine, leafStates, stateLabel, time, timelineLink } from './format.js';
 import { layout, Statechart } from './statechart.js';
 
@@ -88,6 +88,7 @@ export function TimelineView({ stream }) {
     api(`/v1/streams/${encodeURIComponent(stream)}/timeline?failures=true&limit=500`).then((page) => setFailures({ steps: page.steps }), setError);
   }, [failures]);
   useFeed((event) => {
+    if (event === FEED_OPENED && bounds) return void load(pageStart(bounds.last)).catch(setError);
     if (event.stream !== stream || !bounds) return;
     const revision = Number(event.revision);
     const following = selected === bounds.last;
