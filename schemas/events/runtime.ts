@@ -32,3 +32,10 @@ export const runtimeEventSchemas = {
 } as const;
 
 export type RuntimeEventType = keyof typeof runtimeEventSchemas;
+
+/** A runtime stream's event checked against its type's schema, or undefined when it is none of them. */
+export function parseRuntimeEvent(type: string, data: unknown): { type: RuntimeEventType; data: { epoch: number; at: number } & Record<string, unknown> } | undefined {
+  const schema = Object.hasOwn(runtimeEventSchemas, type) ? runtimeEventSchemas[type as RuntimeEventType] : undefined;
+  const parsed = schema?.safeParse(data);
+  return parsed?.success ? { type: type as RuntimeEventType, data: parsed.data } : undefined;
+}

@@ -232,10 +232,11 @@ export class ActorRuntime<S = unknown> {
 
   /**
    * Refuses (owned_elsewhere) when another runtime owns the actor: for a command that starts work here on the
-   * strength of it (an execution on an environment), which must go to its owner instead.
+   * strength of it (an execution on an environment), which must go to its owner instead. `seen`: the caller's view
+   * of it, when it has one (no second read).
    */
-  async assertOwned(type: string, id: string): Promise<void> {
-    const view = await this.get(type, id);
+  async assertOwned(type: string, id: string, seen?: ActorView): Promise<void> {
+    const view = seen ?? (await this.get(type, id));
     if (view && !this.owns(view)) throw ownedElsewhere(`${type}-${id}`, view, this.started(), this.locate(view.owner!));
   }
 
@@ -310,12 +311,7 @@ export class ActorRuntime<S = unknown> {
       this.cache.put(a.stream, a.loaded);
       return !isFinished(a.actorType, a.loaded.snapshot) && mayWrite(a.loaded, identity);
     });
-    const recovered: DomainEvent = {
-      type: RUNTIME_RECOVERED,
-      runtimeId: identity.runtimeId,
-      epoch: identity.epoch,
-      at: Date.now(),
-    };
+    const recovered = this.recoveredEvent();
     let accepted = 0;
     let failed = scan.failed.length;
     // A bounded window keeps memory flat; the store still group-commits each window's appends together.
@@ -628,6 +624,12 @@ export class ActorRuntime<S = unknown> {
     );
   }
 
+  /** `runtime.recovered` from this runtime's current start. */
+  private recoveredEvent(): DomainEvent {
+    const { runtimeId, epoch } = this.started();
+    return { type: RUNTIME_RECOVERED, runtimeId, epoch, at: Date.now() };
+  }
+
   private strand(actorType: ActorType, id: string, stream: string): void {
     if (!this.stranded.has(stream)) this.stranded.set(stream, { actorType, id, since: Date.now() });
   }
@@ -638,14 +640,12 @@ export class ActorRuntime<S = unknown> {
    * reached yet (the store still fails) stays for the next call. Resolves with how many were sent it.
    */
   async redriveStranded(afterMs: number): Promise<number> {
-    const identity = this.started();
     let sent = 0;
     for (const [stream, { actorType, id, since }] of this.stranded) {
       if (Date.now() - since < afterMs || this.effectsRunning.has(stream)) continue;
-      const recovered = { type: RUNTIME_RECOVERED, runtimeId: identity.runtimeId, epoch: identity.epoch, at: Date.now() };
       try {
         this.cache.drop(stream); // whatever is in the log is what counts
-        if (await this.enqueue(actorType.type, id, [recovered], {}, 'skip')) sent++;
+        if (await this.enqueue(actorType.type, id, [this.recoveredEvent()], {}, 'skip')) sent++;
         this.stranded.delete(stream);
       } catch (err) {
         if (isBerthError(err, 'owned_elsewhere')) this.stranded.delete(stream);

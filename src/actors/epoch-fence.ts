@@ -10,24 +10,15 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CorruptEvent, type EventStore, type RecordedEvent } from '../store/event-store.ts';
 import { isBerthError } from '../../schemas/errors.ts';
-import {
-  RUNTIME_STARTED,
-  runtimeEventSchemas,
-  type RuntimeEventType,
-} from '../../schemas/events/runtime.ts';
-
-export { RUNTIME_RETIRED, RUNTIME_SERVING, RUNTIME_STARTED, RUNTIME_STOPPED } from '../../schemas/events/runtime.ts';
-
-export const runtimeStartedSchema = runtimeEventSchemas[RUNTIME_STARTED];
+import { parseRuntimeEvent, RUNTIME_STARTED, runtimeEventSchemas, type RuntimeEventType } from '../../schemas/events/runtime.ts';
 
 export const runtimeStreamOf = (runtimeId: string): string => `runtime-${runtimeId}`;
 
 /** A runtime event's data, checked; a CorruptEvent when it is none. */
-export function decodeRuntimeEvent(event: RecordedEvent): { type: RuntimeEventType; data: { epoch: number; at: number } & Record<string, unknown> } {
-  const schema = Object.hasOwn(runtimeEventSchemas, event.type) ? runtimeEventSchemas[event.type as RuntimeEventType] : undefined;
-  const parsed = schema?.safeParse(event.data);
-  if (!parsed?.success) throw new CorruptEvent(event.stream, event.revision, 'not a runtime lifecycle event');
-  return { type: event.type as RuntimeEventType, data: parsed.data };
+function decodeRuntimeEvent(event: RecordedEvent): NonNullable<ReturnType<typeof parseRuntimeEvent>> {
+  const parsed = parseRuntimeEvent(event.type, event.data);
+  if (!parsed) throw new CorruptEvent(event.stream, event.revision, 'not a runtime lifecycle event');
+  return parsed;
 }
 
 /** The stream's last event (its revision and epoch), or undefined for a runtime never started. */

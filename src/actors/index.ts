@@ -30,7 +30,8 @@ export type {
   SendResult,
 } from './actor-runtime.ts';
 export { decodeRecorded, runtimeRecoveredSchema } from './event-codec.ts';
-export { RUNTIME_STARTED, runtimeStreamOf } from './epoch-fence.ts';
+export { runtimeStreamOf } from './epoch-fence.ts';
+export { RUNTIME_STARTED } from '../../schemas/events/runtime.ts';
 export { replayStream, type ReplayedEvent } from './replay.ts';
 export { SNAPSHOT_PREFIX, snapshotStreamOf } from './snapshot-stream.ts';
 export { actorSpec, restartCheck, snapshotAfter, type SpecExpectation, type SpecOutcome } from './testing.ts';

@@ -9,8 +9,7 @@ import {
   RUNTIME_SERVING,
   RUNTIME_STARTED,
   RUNTIME_STOPPED,
-  runtimeEventSchemas,
-  type RuntimeEventType,
+  parseRuntimeEvent,
 } from '../../schemas/events/runtime.ts';
 import { defineProjection, table, type Tables } from './projection.ts';
 
@@ -30,10 +29,8 @@ export interface RuntimeRow {
 const PREFIX = 'runtime-';
 
 function reduce(t: Tables<{ runtimes: RuntimeRow }>, e: RecordedEvent): void {
-  const schema = Object.hasOwn(runtimeEventSchemas, e.type) ? runtimeEventSchemas[e.type as RuntimeEventType] : undefined;
-  const parsed = schema?.safeParse(e.data);
-  if (!parsed?.success) return; // not a lifecycle event: nothing to show
-  const event = { type: e.type as RuntimeEventType, data: parsed.data as { epoch: number } & Record<string, unknown> };
+  const event = parseRuntimeEvent(e.type, e.data);
+  if (!event) return; // not a lifecycle event: nothing to show
   const runtimeId = e.stream.slice(PREFIX.length);
   const { data } = event;
   const row = t.runtimes.get(runtimeId);

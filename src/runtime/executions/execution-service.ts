@@ -330,7 +330,7 @@ export class ExecutionService {
     }
     const view = await this.view(caller, id);
     // Its spool and saved output are the owner's (each runtime keeps its own artifacts): read them there.
-    await this.deps.actors.assertOwned('execution', id);
+    await this.deps.actors.assertOwned('execution', id, view);
     const c = view.context;
     if (c.retention) throw outputExpired(id, c.retention);
     if (c.artifacts) this.rememberSaved(id, c.scope, c.artifacts);
