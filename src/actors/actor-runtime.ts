@@ -113,6 +113,26 @@ export interface RecoveryReport {
 
 const RESERVED_TYPES = new Set(['runtime', 'snapshot']);
 
+/** The metadata every event the runtime writes carries: its writer, its chain, the transition it makes and when. */
+function stamp(
+  identity: RuntimeIdentity,
+  actorType: ActorType,
+  before: AnyMachineSnapshot,
+  after: AnyMachineSnapshot,
+  chain: { correlationId: string; causationId: string },
+): Record<string, unknown> {
+  return {
+    runtimeId: identity.runtimeId,
+    epoch: identity.epoch,
+    ...chain,
+    actorType: actorType.type,
+    from: stateLabel(before.value),
+    to: stateLabel(after.value),
+    at: Date.now(),
+    finished: isFinished(actorType, after),
+  };
+}
+
 /** Errors of the store, not refusals by the actor: an outcome that met one is lost, and its actor stranded. */
 const STORE_FAILURES = new Set<string>(['unavailable', 'wrong_expected_version', 'internal', 'corrupt_event']);
 
@@ -259,22 +279,13 @@ export class ActorRuntime<S = unknown> {
           if (actor.revision < 0n || (actor.owner !== undefined && actor.owner !== from)) return false;
           const revision = actor.revision + 1n;
           const data = { ...(actor.owner ? { from: actor.owner } : {}), to: identity.runtimeId, epoch: identity.epoch, at: Date.now() };
-          const label = stateLabel(actor.snapshot.value);
+          const id = decisionEventId(stream, revision, identity, ACTOR_ADOPTED, data);
           const stored: EventData = {
-            id: decisionEventId(stream, revision, identity, ACTOR_ADOPTED, data),
+            id,
             type: ACTOR_ADOPTED,
             data: actorAdoptedSchema.parse(data),
-            metadata: {
-              runtimeId: identity.runtimeId,
-              epoch: identity.epoch,
-              actorType: actorType.type,
-              from: label,
-              to: label,
-              at: data.at,
-              finished: isFinished(actorType, actor.snapshot),
-            },
+            metadata: stamp(identity, actorType, actor.snapshot, actor.snapshot, { correlationId: id, causationId: id }),
           };
-          stored.metadata!.correlationId = stored.metadata!.causationId = stored.id;
           try {
             await this.retryingUnknown(() => this.store.append(stream, [stored], { expectedRevision: actor.revision }));
           } catch (e) {
@@ -437,16 +448,11 @@ export class ActorRuntime<S = unknown> {
           type,
           data,
           metadata: {
-            runtimeId: identity.runtimeId,
-            epoch: identity.epoch,
-            correlationId: opts.correlationId ?? eventId,
-            causationId: opts.causationId ?? eventId,
-            actorType: actorType.type,
-            from: stateLabel(at.snapshot.value),
-            to: stateLabel(decision.next.value),
-            at: Date.now(),
+            ...stamp(identity, actorType, at.snapshot, decision.next, {
+              correlationId: opts.correlationId ?? eventId,
+              causationId: opts.causationId ?? eventId,
+            }),
             schemaVersion: schemaVersionOf(actorType, type),
-            finished: isFinished(actorType, decision.next),
             ...(opts.compact ? { compacted: true } : {}),
           },
         };
