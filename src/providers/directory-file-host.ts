@@ -19,7 +19,7 @@ export class DirectoryFileHost implements FileHost {
   ) {}
 
   async capture(previous: TreeManifest | undefined, pack: PackWriter, limits: CaptureLimits): Promise<TreeManifest> {
-    return this.withRoot((rootFd) => new TreeCapture(previous, pack, limits).run(rootFd));
+    return this.withRoot((rootFd) => new TreeCapture(previous, pack, limits, this.root).run(rootFd));
   }
 
   async apply(target: TreeManifest, base: TreeManifest | undefined, source: BlobSource): Promise<void> {

@@ -67,10 +67,15 @@ export class TreeCapture {
   private readonly slices = new EventLoopSlices();
   private takenAtNs = 0n;
 
+  /**
+   * `rootPath`: the view's own path (canonical, the host's above it), for the stat-hint checks; without it they go
+   * through the directory's descriptor like everything else.
+   */
   constructor(
     previous: TreeManifest | undefined,
     private readonly pack: PackWriter,
     private readonly limits: CaptureLimits,
+    private readonly rootPath?: string,
   ) {
     for (const entry of previous?.entries ?? []) this.previousByPath.set(entry.path, entry);
   }
@@ -109,19 +114,21 @@ export class TreeCapture {
 
   /**
    * `listed` is the type readdir gave. A special file is never opened. A file is looked at with lstat only when the
-   * previous capture has a hint for its path; otherwise it is opened straight away (O_NOFOLLOW: a link planted
-   * since fails; O_NONBLOCK, O_NOCTTY: a FIFO or terminal planted since neither blocks nor attaches) and fstat of the
-   * descriptor decides. A device node planted between the listing and the open would be opened (not read): staging
-   * volumes are mounted nodev, and a contained command cannot make device nodes.
+   * previous capture has a hint for its path, and kept as it was when the hint matches; otherwise it is opened
+   * straight away (O_NOFOLLOW: a link planted since fails; O_NONBLOCK, O_NOCTTY: a FIFO or terminal planted since
+   * neither blocks nor attaches) and fstat of the descriptor decides. A device node planted between the listing and
+   * the open would be opened (not read): staging volumes are mounted nodev, and a contained command cannot make
+   * device nodes.
    */
   private entry(dirFd: number, name: string, path: string, listed: Kind, depth: number): Promise<void> | void {
     let kind = listed;
     const previous = kind === 'file' ? this.previousByPath.get(path) : undefined;
-    if (kind === 'unknown' || previous?.stat !== undefined) {
+    if (previous?.type === 'file' && previous.stat !== undefined) {
+      if (this.hintHolds(dirFd, name, path, previous.stat)) return this.reuse(previous);
+    } else if (kind === 'unknown') {
       const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
       if (!stats) return; // gone since it was listed
       kind = kindOf(stats);
-      if (kind === 'file' && previous?.type === 'file' && previous.stat === hintOf(stats)) return this.reuse(previous);
     }
     if (kind === 'symlink') return this.link(dirFd, name, path);
     if (kind !== 'file' && kind !== 'directory') return void this.skipped++;
@@ -153,6 +160,19 @@ export class TreeCapture {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * Whether the entry's lstat is still the hint. With the view's path the lstat goes by path from the root: the
+   * descriptor's /proc/self/fd/N costs the kernel three times the lstat itself, the most of an incremental capture.
+   * A directory on the way swapped for a link since it was opened may then be followed; that costs nothing: only the
+   * stat is used, only to be compared with the hint, whose dev:ino:ctime is the inode the previous capture read at
+   * this path, unchanged since (a move or a new link moves the ctime). A mismatch or a missing entry falls back to
+   * the descriptor-relative open, as for a file without a hint.
+   */
+  private hintHolds(dirFd: number, name: string, path: string, hint: string): boolean {
+    const stats = lstatSync(this.rootPath === undefined ? at(dirFd, name) : `${this.rootPath}/${path}`, { bigint: true, throwIfNoEntry: false });
+    return stats !== undefined && stats.isFile() && hintOf(stats) === hint;
   }
 
   /** The previous entry itself: its ctime did not move, so neither did its mode (entries are never mutated). */

@@ -3,6 +3,7 @@
  * directory is the same tree; an incremental capture hands the pack only what changed; identical files are stored
  * once; an apply makes only the changes between two trees, again harmlessly; diffTrees; the pack store's manifests.
  */
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +92,28 @@ describe('DirectoryFileHost', () => {
     writeFileSync(join(dir, 'hot'), 'b'); // same size, probably the same timestamp
     const next = await captureInto(packs, dir, manifest);
     expect(next.received.toString()).toBe('b');
+  });
+
+  it('sees every change a command makes right after a capture of a settled tree: same size and mtime, mode, link, removal, empty dir, swapped dirs', async () => {
+    const dir = freshDir();
+    mkdirSync(join(dir, 'a'));
+    mkdirSync(join(dir, 'b'));
+    writeFileSync(join(dir, 'a/f'), 'from a');
+    writeFileSync(join(dir, 'b/f'), 'from b');
+    for (const name of ['same-size', 'mode-only', 'gone']) writeFileSync(join(dir, name), 'A');
+    symlinkSync('old-target', join(dir, 'link'));
+    await settle();
+    const first = await captureInto(packs, dir);
+    const hinted = first.manifest.entries.filter((e) => e.stat !== undefined).map((e) => e.path);
+    expect(hinted).toEqual(['a/f', 'b/f', 'gone', 'mode-only', 'same-size']); // the next capture trusts these hints
+    // Within the same second, by another process: same size, and the mtime put back to the nanosecond.
+    execFileSync('sh', ['-c', 'touch -r same-size .ref && printf B > same-size && touch -r .ref same-size && rm .ref && chmod 600 mode-only && ln -sfn new-target link && rm gone && mkdir new-empty && mv a t && mv b a && mv t b'], { cwd: dir });
+
+    const second = await captureInto(packs, dir, first.manifest);
+    expect(diffTrees(first.manifest, second.manifest).map((c) => c.path)).toEqual(['a/f', 'b/f', 'gone', 'link', 'mode-only', 'new-empty', 'same-size']);
+    const to = freshDir();
+    await new DirectoryFileHost(to).apply(second.manifest, undefined, packs.source());
+    expect(describeTree(to)).toEqual(describeTree(dir));
   });
 
   it('stores identical bytes once, within a capture and against the previous one', async () => {
