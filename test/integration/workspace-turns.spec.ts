@@ -96,6 +96,40 @@ describe('workspaces and turns', () => {
     await api.releaseTurn(alice, s3.id, t3.id);
   });
 
+  it('opening on a free storage claims it and records the turn in one commit; of racing opens one holds, the others burn their turn', async () => {
+    const api = berth.api;
+    let store = berth.runtime.store as unknown as { inner?: unknown; stats?: { commits: number } };
+    while (store.inner) store = store.inner as typeof store;
+    const ws = await api.createWorkspace(alice, {});
+    const sessions = [await api.createSession(alice, { workspaceId: ws.id }), await api.createSession(alice, { workspaceId: ws.id })];
+    const before = store.stats!.commits;
+    const turn = await api.openTurn(alice, sessions[0]!.id);
+    expect(store.stats!.commits - before).toBe(1);
+    expect((await api.getWorkspace(alice, ws.id)).holder?.turnId).toBe(turn.id);
+    await api.releaseTurn(alice, sessions[0]!.id, turn.id);
+
+    // Both see the storage free and claim it together: exactly one holds it; the other's turn is released at once.
+    const raced = await Promise.allSettled(sessions.map((s) => api.openTurn(alice, s.id)));
+    const won = raced.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(won).toHaveLength(1);
+    expect(raced.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'workspace_busy' } });
+    expect((await api.getWorkspace(alice, ws.id)).holder?.turnId).toBe(won[0]!.id);
+    const lost = sessions.find((s) => s.id !== won[0]!.sessionId)!;
+    const burned = (await berth.runtime.store.readAll()).filter((e) => e.type === 'turn.opened' && (e.data as { sessionId: string }).sessionId === lost.id);
+    expect(burned).toHaveLength(1);
+    expect((await api.getTurn(alice, lost.id, burned[0]!.stream.slice('turn-'.length))).state).toBe('released');
+
+    // A loser that would wait opens a fresh turn, and holds once the winner lets go.
+    await api.releaseTurn(alice, won[0]!.sessionId, won[0]!.id);
+    const racing = sessions.map((s) => api.openTurn(alice, s.id, { waitMs: 10_000 }));
+    const first = await Promise.race(racing);
+    await api.releaseTurn(alice, first.sessionId, first.id);
+    const second = await racing[sessions.findIndex((s) => s.id !== first.sessionId)]!;
+    expect(second).toMatchObject({ state: 'open' });
+    expect((await api.getWorkspace(alice, ws.id)).holder?.turnId).toBe(second.id);
+    await api.releaseTurn(alice, second.sessionId, second.id);
+  });
+
   it('refuses before claiming: missing and linked session directories, wrong generation, deleted session, other scope', async () => {
     const api = berth.api;
     const ws = await api.createWorkspace(alice, {});

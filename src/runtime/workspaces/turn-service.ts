@@ -119,24 +119,46 @@ export class TurnService {
     const workspace = await this.boundWorkspace(caller, session, sessionId);
     await this.sessionDirectory(workspace, session.cwd);
     const ownership = storageKey(workspace.scope, workspace.storageId);
-    const deadline = Date.now() + Math.max(0, opts.waitMs ?? 0);
-    await this.acquire(ownership, { holder: turnId, sessionId, workspaceId: workspace.id, scope: workspace.scope }, deadline);
-    try {
-      // Re-checked once held: the directory may have gone between the check and the claim.
-      await this.sessionDirectory(workspace, session.cwd);
-    } catch (e) {
+    const claim = { holder: turnId, sessionId, workspaceId: workspace.id, scope: workspace.scope };
+    const opened = { type: 'turn.opened', scope: session.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership } as const;
+    // A storage free here is claimed in the same group commit as the turn is recorded (one commit for the open, not
+    // two). Only for a turn without the caller's key: a claim lost to a racing holder burns the turn (released at
+    // once, never admitting a call: a call checks its turn holds the storage), and a key must stay usable.
+    if (opts.key === undefined && !(await this.deps.actors.get<OwnershipContext>('ownership', ownership))?.context.holder) {
+      const [claimed, recorded] = await Promise.allSettled([
+        this.acquire(ownership, claim, 0),
+        this.deps.actors.send<TurnContext>('turn', turnId, { ...opened, at: this.deps.now() }),
+      ]);
+      if (claimed.status === 'fulfilled' && recorded.status === 'fulfilled') {
+        await this.recheck(workspace, session.cwd, () => Promise.all([this.giveBack(ownership, turnId), this.finish(turnId, false).catch(ignoreRefusal)]));
+        return viewOf(recorded.value);
+      }
+      if (claimed.status === 'fulfilled') await this.giveBack(ownership, turnId);
+      if (recorded.status === 'fulfilled') await this.finish(turnId, false).catch(ignoreRefusal);
+      const lost = claimed.status === 'rejected' ? claimed.reason : (recorded as PromiseRejectedResult).reason;
+      // Taken meanwhile by another turn: a caller who would wait opens a fresh turn the usual way below.
+      if (!(isBerthError(lost, 'workspace_busy') && (opts.waitMs ?? 0) > 0)) throw lost;
+      return this.open(caller, sessionId, { ...opts, key: `${sessionId}\0${randomUUID()}` });
+    }
+    await this.acquire(ownership, claim, Date.now() + Math.max(0, opts.waitMs ?? 0));
+    // Checked again before the turn is recorded, so that a key stays usable: the turn is recorded only once it holds.
+    await this.recheck(workspace, session.cwd, () => this.giveBack(ownership, turnId));
+    const sent = await this.deps.actors.send<TurnContext>('turn', turnId, { ...opened, at: this.deps.now() }).catch(async (e) => {
+      // No turn to hold it: the storage goes back (a crash right here leaves it to a retry with the key, or a clear).
       await this.giveBack(ownership, turnId);
       throw e;
+    });
+    return viewOf(sent);
+  }
+
+  /** The session directory checked again once the storage is held (it may have gone meanwhile); `undo` when it has. */
+  private async recheck(workspace: WorkspaceContext, cwd: string, undo: () => Promise<unknown>): Promise<void> {
+    try {
+      await this.sessionDirectory(workspace, cwd);
+    } catch (e) {
+      await undo();
+      throw e;
     }
-    const at = this.deps.now();
-    const opened = await this.deps.actors
-      .send<TurnContext>('turn', turnId, { type: 'turn.opened', scope: session.scope, sessionId, workspaceId: workspace.id, generation: workspace.generation, ownership, at })
-      .catch(async (e) => {
-        // No turn to hold it: the storage goes back (a crash right here leaves it to a retry with the key, or a clear).
-        await this.giveBack(ownership, turnId);
-        throw e;
-      });
-    return viewOf(opened);
   }
 
   async get(caller: Caller, sessionId: string, turnId: string): Promise<TurnView> {
