@@ -31,6 +31,25 @@ const privateAtRoot = new Set<string>(PRIVATE_ROOT_NAMES);
 
 const hintOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 
+type HintStat = Pick<BigIntStats, 'dev' | 'ino' | 'size' | 'mtimeNs' | 'ctimeNs'>;
+/**
+ * The numbers of each entry's hint (entries are never mutated), so a check compares numbers instead of making a
+ * string of five bigints per file (most of an incremental capture's own time, and its garbage).
+ */
+const hintStats = new WeakMap<TreeEntry, HintStat>();
+
+/** The numbers of the entry's hint, read once from its string (a manifest is data: a malformed hint matches nothing). */
+function hintStatOf(entry: TreeEntry, hint: string): HintStat | undefined {
+  let known = hintStats.get(entry);
+  if (known === undefined) {
+    const parts = hint.split(':');
+    if (parts.length !== 5 || !parts.every((part) => /^[0-9]{1,20}$/.test(part))) return undefined;
+    const [dev, ino, size, mtimeNs, ctimeNs] = parts.map(BigInt) as [bigint, bigint, bigint, bigint, bigint];
+    hintStats.set(entry, (known = { dev, ino, size, mtimeNs, ctimeNs }));
+  }
+  return known;
+}
+
 const quota = (which: 'checkpoint_entries' | 'checkpoint_bytes' | 'checkpoint_depth', limit: number, use: number): BerthError =>
   new BerthError('quota_exceeded', `The view is over the checkpoint limit (${which}: ${use} past ${limit}); nothing was recorded.`, { quota: which, limit, use });
 
@@ -124,7 +143,7 @@ export class TreeCapture {
     let kind = listed;
     const previous = kind === 'file' ? this.previousByPath.get(path) : undefined;
     if (previous?.type === 'file' && previous.stat !== undefined) {
-      if (this.hintHolds(dirFd, name, path, previous.stat)) return this.reuse(previous);
+      if (this.hintHolds(dirFd, name, path, hintStatOf(previous, previous.stat))) return this.reuse(previous);
     } else if (kind === 'unknown') {
       const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
       if (!stats) return; // gone since it was listed
@@ -170,9 +189,12 @@ export class TreeCapture {
    * this path, unchanged since (a move or a new link moves the ctime). A mismatch or a missing entry falls back to
    * the descriptor-relative open, as for a file without a hint.
    */
-  private hintHolds(dirFd: number, name: string, path: string, hint: string): boolean {
+  private hintHolds(dirFd: number, name: string, path: string, hint: HintStat | undefined): boolean {
+    if (hint === undefined) return false;
     const stats = lstatSync(this.rootPath === undefined ? at(dirFd, name) : `${this.rootPath}/${path}`, { bigint: true, throwIfNoEntry: false });
-    return stats !== undefined && stats.isFile() && hintOf(stats) === hint;
+    return (
+      stats !== undefined && stats.isFile() && stats.ctimeNs === hint.ctimeNs && stats.mtimeNs === hint.mtimeNs && stats.size === hint.size && stats.ino === hint.ino && stats.dev === hint.dev
+    );
   }
 
   /** The previous entry itself: its ctime did not move, so neither did its mode (entries are never mutated). */
@@ -218,7 +240,10 @@ export class TreeCapture {
     this.files++;
     const entry: TreeEntry = { path, type: 'file', mode: Number(stats.mode) & 0o777, size, hash: digest, blob };
     // Only a settled file read to the size it had when looked at gets a hint (see SETTLED_NS).
-    if (BigInt(size) === stats.size && stats.ctimeNs + SETTLED_NS < this.takenAtNs) entry.stat = hintOf(stats);
+    if (BigInt(size) === stats.size && stats.ctimeNs + SETTLED_NS < this.takenAtNs) {
+      entry.stat = hintOf(stats);
+      hintStats.set(entry, { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs });
+    }
     this.entries.push(entry);
   }
 

@@ -246,6 +246,46 @@ describe('CheckpointPacks', () => {
     await expect(packs.loadManifest('sha256:../../etc/passwd')).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it('stores an incremental manifest as its changes from the whole one it builds on, loaded back equal in a new store', async () => {
+    const dir = freshDir();
+    for (let d = 0; d < 4; d++) {
+      mkdirSync(join(dir, `d${d}`));
+      for (let i = 0; i < 20; i++) writeFileSync(join(dir, `d${d}/f${i}`), `${d}-${i}`);
+    }
+    await settle();
+    const fileOf = (id: string) => join(base, 'checkpoints/manifests', `${id.slice('sha256:'.length)}.json`);
+    const sizeOf = (id: string) => statSync(fileOf(id)).size;
+    const first = (await captureInto(packs, dir)).manifest;
+    const firstId = await packs.saveManifest(first);
+    writeFileSync(join(dir, 'd1/f3'), 'changed');
+    rmSync(join(dir, 'd2/f7'));
+    mkdirSync(join(dir, 'd2/new'));
+    const second = (await captureInto(packs, dir, first)).manifest;
+    const secondId = await packs.saveManifest(second, first);
+    writeFileSync(join(dir, 'd3/f0'), 'changed too');
+    const third = (await captureInto(packs, dir, second)).manifest;
+    const thirdId = await packs.saveManifest(third, second);
+    expect(sizeOf(secondId) * 10).toBeLessThan(sizeOf(firstId));
+    expect(JSON.parse(readFileSync(fileOf(thirdId), 'utf8'))).toMatchObject({
+      base: firstId, // builds on the whole one, not on the delta before it
+      set: [expect.objectContaining({ path: 'd1/f3' }), expect.objectContaining({ path: 'd2/new' }), expect.objectContaining({ path: 'd3/f0' })],
+      removed: ['d2/f7'],
+    });
+    const fresh = new CheckpointPacks(join(base, 'checkpoints'));
+    expect(await fresh.loadManifest(secondId)).toEqual(second);
+    expect(await fresh.loadManifest(thirdId)).toEqual(third);
+    const loaded = await fresh.loadManifest(thirdId);
+    writeFileSync(join(dir, 'd3/f1'), 'changed after a restart');
+    const fourthId = await fresh.saveManifest((await captureInto(packs, dir, loaded)).manifest, loaded);
+    expect(JSON.parse(readFileSync(fileOf(fourthId), 'utf8'))).toMatchObject({ base: firstId });
+
+    for (let i = 0; i < 12; i++) writeFileSync(join(dir, `d0/f${i}`), 'most changed');
+    const many = (await captureInto(packs, dir, third)).manifest;
+    const manyId = await packs.saveManifest(many, third);
+    expect(sizeOf(manyId)).toBeGreaterThan(sizeOf(thirdId)); // past an eighth of the tree: whole again
+    expect(JSON.parse(readFileSync(fileOf(manyId), 'utf8'))).toEqual(many);
+  });
+
   it('keeps no empty pack and no aborted one', async () => {
     const packsDir = join(base, 'checkpoints/packs');
     const before = readdirSync(packsDir).sort();

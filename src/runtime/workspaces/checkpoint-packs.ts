@@ -1,7 +1,7 @@
 /**
  * Where checkpoints are kept under the data directory: packs (one file of concatenated blobs per capture, durable
  * under packs/<name> once finished) and manifests (content-addressed JSON at manifests/<hex>.json, the checkpoint id
- * being `sha256:<hex>`). Both are written to a temporary name, fsynced, then renamed, so a crash leaves either the
+ * being `sha256:<hex>`; a manifest whole, or its changes from a whole one). Both are written to a temporary name, fsynced, then renamed, so a crash leaves either the
  * whole file or none.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { BlobLocation, BlobSource, PackWriter, TreeManifest } from '../../providers/file-host.ts';
 import { errorCode } from '../../providers/spool-dir.ts';
+import { applyDelta, deltaOf, isDelta, type ManifestDelta } from './manifest-delta.ts';
 
 export interface FinishablePackWriter extends PackWriter {
   /** Writes what is buffered, fsyncs, and renames the pack to its name (an empty pack is dropped instead). */
@@ -24,6 +25,8 @@ const CHECKPOINT_ID = /^sha256:([0-9a-f]{64})$/;
 /** Blobs are gathered into writes this large (most files of a tree are far smaller). */
 const WRITE_BUFFER_BYTES = 4 << 20;
 const READ_BUFFER_BYTES = 1 << 20;
+/** Manifests kept parsed (each some megabytes for a tree of 10,000 files). */
+const RECENT_MANIFESTS = 4;
 /** Written bytes synced in the background this often while a pack is written. */
 const SYNC_EVERY = 16 << 20;
 const writeAsync = promisify(write);
@@ -161,6 +164,13 @@ class PackFile implements FinishablePackWriter {
 export class CheckpointPacks {
   private readonly packsDir: string;
   private readonly manifestsDir: string;
+  /** Of each manifest this store saved or loaded (by object: entries are never mutated): its whole base, or itself. */
+  private readonly stored = new WeakMap<TreeManifest, { whole: { id: string; tree: TreeManifest } }>();
+  /**
+   * The manifests last saved or loaded, by id, the newest last: a view's checkpoint loads the tree it was brought to,
+   * most often the one its previous checkpoint just saved (megabytes of JSON for 10,000 files, parsed again).
+   */
+  private readonly recent = new Map<string, TreeManifest>();
 
   constructor(root: string) {
     this.packsDir = join(root, 'packs');
@@ -241,12 +251,21 @@ export class CheckpointPacks {
     };
   }
 
-  /** Stores the manifest durably (once; the same tree gives the same id) and returns its checkpoint id. */
-  async saveManifest(manifest: TreeManifest): Promise<string> {
-    const json = Buffer.from(JSON.stringify(manifest));
+  /**
+   * Stores the manifest durably and returns its checkpoint id (the sha256 of what is stored: the same tree stored the
+   * same way gives the same id). When `previous` is a manifest this store saved or loaded, what is stored may be the
+   * changes from its whole base (manifest-delta.ts).
+   */
+  async saveManifest(manifest: TreeManifest, previous?: TreeManifest): Promise<string> {
+    const whole = previous && this.stored.get(previous)?.whole;
+    const delta = whole && deltaOf(whole.id, whole.tree, manifest);
+    const json = Buffer.from(JSON.stringify(delta ?? manifest));
     const hex = createHash('sha256').update(json).digest('hex');
+    const id = `sha256:${hex}`;
+    this.stored.set(manifest, { whole: delta ? whole : { id, tree: manifest } });
+    this.remember(id, manifest);
     const path = join(this.manifestsDir, `${hex}.json`);
-    if (existsSync(path)) return `sha256:${hex}`;
+    if (existsSync(path)) return id;
     const tmp = join(this.manifestsDir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     try {
@@ -257,10 +276,35 @@ export class CheckpointPacks {
     }
     renameSync(tmp, path);
     syncDirectory(this.manifestsDir);
-    return `sha256:${hex}`;
+    return id;
   }
 
+  /** The manifest of checkpoint `id` (shared with other callers: never mutated). */
   async loadManifest(id: string): Promise<TreeManifest> {
+    const cached = this.recent.get(id);
+    if (cached) return this.remember(id, cached);
+    const stored = this.read(id);
+    if (!isDelta(stored)) {
+      this.stored.set(stored, { whole: { id, tree: stored } });
+      return this.remember(id, stored);
+    }
+    const base = this.recent.get(stored.base) ?? this.read(stored.base);
+    if (isDelta(base)) throw new BerthError('internal', 'A stored checkpoint manifest builds on another that is not whole.', { checkpoint: id, base: stored.base });
+    this.stored.set(base, { whole: { id: stored.base, tree: base } });
+    const tree = applyDelta(base, stored);
+    this.stored.set(tree, { whole: { id: stored.base, tree: base } });
+    return this.remember(id, tree);
+  }
+
+  private remember(id: string, manifest: TreeManifest): TreeManifest {
+    this.recent.delete(id);
+    this.recent.set(id, manifest);
+    if (this.recent.size > RECENT_MANIFESTS) this.recent.delete(this.recent.keys().next().value!);
+    return manifest;
+  }
+
+  /** The stored form of checkpoint `id`, checked against it. */
+  private read(id: string): TreeManifest | ManifestDelta {
     const match = CHECKPOINT_ID.exec(id);
     const missing = (): BerthError => new BerthError('not_found', 'No such checkpoint.', { checkpoint: id });
     if (!match) throw missing();
@@ -274,6 +318,6 @@ export class CheckpointPacks {
     if (createHash('sha256').update(json).digest('hex') !== match[1]) {
       throw new BerthError('internal', 'A stored checkpoint manifest does not match its id.', { checkpoint: id });
     }
-    return JSON.parse(json.toString()) as TreeManifest;
+    return JSON.parse(json.toString()) as TreeManifest | ManifestDelta;
   }
 }

@@ -1,8 +1,8 @@
 /**
  * Checkpoints for callers (issue 14): the published ones of a workspace (its stream's `workspace.checkpoint_published`
  * events), one's tree, the diff between two, an explicit checkpoint and a restore inside a turn (which holds the
- * storage), the workspace's view and its explicit detachment. A checkpoint id is a content address shared by equal
- * trees, so it is only ever read for a workspace whose stream published it (no tenant reads another's by guessing).
+ * storage), the workspace's view and its explicit detachment. A checkpoint id is a content address (of the stored
+ * manifest), so it is only ever read for a workspace whose stream published it (no tenant reads another's by guessing).
  */
 import { randomUUID } from 'node:crypto';
 import { BerthError, isBerthError } from '../../../schemas/errors.ts';

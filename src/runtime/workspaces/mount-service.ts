@@ -407,7 +407,7 @@ export class MountService {
     }
   }
 
-  /** A capture of `host` into a new pack, made durable with its manifest. */
+  /** A capture of `host` into a new pack, made durable with its manifest (stored as changes when few since `previous`). */
   private async captureInto(host: FileHost, previous: TreeManifest | undefined): Promise<{ id: string; tree: TreeManifest }> {
     const pack = await this.deps.packs.writer();
     let tree: TreeManifest;
@@ -418,7 +418,7 @@ export class MountService {
       await pack.abort();
       throw e;
     }
-    return { id: await this.deps.packs.saveManifest(tree), tree };
+    return { id: await this.deps.packs.saveManifest(tree, previous), tree };
   }
 
   /** The head's tree: the published checkpoint's when nothing changed since, else a capture of the directory. */
