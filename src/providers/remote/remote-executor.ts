@@ -94,8 +94,8 @@ export class RemoteExecutor implements Executor {
     if (tail?.dead) tail.close();
     const chunk = await this.client.bytes('/v1/exec/read', { target: this.target, operationId, stream, cursor, maxBytes: bound }, into);
     if (chunk.data.length > 0 && !chunk.closed && !this.tails.has(key)) {
-      const response = this.client.open('/v1/exec/stream', { target: this.target, operationId, stream, cursor: chunk.next });
-      this.tails.set(key, new OutputTail(chunk.next, response, () => this.tails.delete(key)));
+      const call = { target: this.target, operationId, stream, cursor: chunk.next };
+      this.tails.set(key, new OutputTail(chunk.next, (sink) => this.client.stream('/v1/exec/stream', call, sink), () => this.tails.delete(key)));
     }
     return chunk;
   }
