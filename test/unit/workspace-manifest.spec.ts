@@ -56,6 +56,18 @@ describe('manifestOf', () => {
   });
 });
 
+describe('manifestOf on a settled tree', () => {
+  it('sees a change a command makes right after a walk remembered the file (same size, mtime put back), and no hard link made to it', async () => {
+    writeFileSync(join(root, 'same-size'), 'A');
+    writeFileSync(join(root, 'kept'), 'kept');
+    await new Promise((resolve) => setTimeout(resolve, 2_100)); // settled: the walk remembers their stamps
+    expect((await manifestOf(root)).files).toEqual({ kept: stamp('kept'), 'same-size': stamp('A') });
+    execFileSync('sh', ['-c', 'touch -r same-size .ref && printf B > same-size && touch -r .ref same-size && rm .ref && ln kept kept-twice'], { cwd: root });
+    // A file with two links (kept, kept-twice) is recorded under neither, though its stamp is remembered.
+    expect((await manifestOf(root)).files).toEqual({ 'same-size': stamp('B') });
+  });
+});
+
 describe('diffManifests', () => {
   it('reports files added, changed and removed and directories added and removed, sorted by path', async () => {
     mkdirSync(join(root, 'old'));

@@ -2,11 +2,12 @@
  * A workspace's manifest (every regular file with its size and sha256, every directory) and the difference of two:
  * how a shell command's changes are recorded when it ends. The walk is descriptor-relative and never follows a link.
  */
-import { closeSync, constants, fstatSync, readdirSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, readdirSync } from 'node:fs';
 import { at, MAX_REMOVE_DEPTH, openDir, openDirAt, openEntry } from '../../providers/spool-dir.ts';
 import { BerthError } from '../../../schemas/errors.ts';
 import { WORKSPACE_INPUTS_NAME } from '../../providers/provider.ts';
-import { DIRECTORY_STAMP, nowNs, stampOfOpenFile, type FileStamp } from './file-stamp.ts';
+import { EventLoopSlices } from '../../providers/event-loop-slices.ts';
+import { DIRECTORY_STAMP, knownStamp, nowNs, stampOfOpenFile, type FileStamp } from './file-stamp.ts';
 
 /** Berth's own directory at the workspace root: no tool and no manifest ever looks inside. */
 export const PRIVATE_DIR = '.berth';
@@ -61,12 +62,18 @@ export async function manifestOf(root: string, limits: ManifestLimits = {}): Pro
 /** The manifest of the directory open as `dirFd`, its paths under `prefix` ('' for the workspace root). */
 export async function manifestAt(dirFd: number, prefix: string, limits: ManifestLimits = {}): Promise<Manifest> {
   const manifest: Manifest = { files: {}, directories: [], truncated: false };
-  const budget = { files: limits.maxFiles ?? DEFAULT_MAX_FILES, bytes: limits.maxBytes ?? DEFAULT_MAX_BYTES };
+  const budget = { files: limits.maxFiles ?? DEFAULT_MAX_FILES, bytes: limits.maxBytes ?? DEFAULT_MAX_BYTES, slices: new EventLoopSlices() };
   await walk(dirFd, prefix, 0, manifest, budget);
   return manifest;
 }
 
-async function walk(dirFd: number, prefix: string, depth: number, manifest: Manifest, budget: { files: number; bytes: number }): Promise<void> {
+interface Budget {
+  files: number;
+  bytes: number;
+  slices: EventLoopSlices;
+}
+
+async function walk(dirFd: number, prefix: string, depth: number, manifest: Manifest, budget: Budget): Promise<void> {
   const entries = readdirSync(at(dirFd, '.'), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
     if (manifest.truncated) return;
@@ -87,8 +94,12 @@ async function walk(dirFd: number, prefix: string, depth: number, manifest: Mani
         closeSync(child);
       }
     } else if (entry.isFile()) {
-      await stampFile(dirFd, entry.name, path, manifest, budget);
+      // A file whose stamp is remembered needs no await: no promise per file of a tree of thousands.
+      const hashing = stampFile(dirFd, entry.name, path, manifest, budget);
+      if (hashing) await hashing;
     }
+    const pause = budget.slices.breathe();
+    if (pause) await pause;
   }
 }
 
@@ -100,7 +111,27 @@ function openChildDir(dirFd: number, name: string): number | undefined {
   }
 }
 
-async function stampFile(dirFd: number, name: string, path: string, manifest: Manifest, budget: { files: number; bytes: number }): Promise<void> {
+/**
+ * Records the file's stamp. A settled file hashed before and unchanged since needs only its lstat (through the
+ * directory's descriptor, nothing followed); any other is opened without following and hashed.
+ */
+function stampFile(dirFd: number, name: string, path: string, manifest: Manifest, budget: Budget): Promise<void> | undefined {
+  const record = (stamp: FileStamp): void => {
+    budget.files -= 1;
+    budget.bytes -= stamp.size;
+    manifest.files[path] = stamp;
+  };
+  const overBudget = (size: bigint): boolean => {
+    if (budget.files > 0 && Number(size) <= budget.bytes) return false;
+    manifest.truncated = true;
+    return true;
+  };
+  const listed = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
+  const known = listed?.isFile() && listed.nlink === 1n ? knownStamp(listed) : undefined;
+  if (known) {
+    if (!overBudget(listed!.size)) record(known);
+    return;
+  }
   let fd: number | undefined;
   try {
     fd = openEntry(dirFd, name, constants.O_RDONLY, 'file', skip);
@@ -108,19 +139,16 @@ async function stampFile(dirFd: number, name: string, path: string, manifest: Ma
     return; // a link, special file or several-link file now
   }
   if (fd === undefined) return;
+  const open = fd;
+  let hashing: Promise<void> | undefined;
   try {
     const takenAt = nowNs();
-    const stats = fstatSync(fd, { bigint: true });
-    if (budget.files === 0 || Number(stats.size) > budget.bytes) {
-      manifest.truncated = true;
-      return;
-    }
-    const stamp = await stampOfOpenFile(fd, stats, takenAt);
-    budget.files -= 1;
-    budget.bytes -= stamp.size;
-    manifest.files[path] = stamp;
+    const stats = fstatSync(open, { bigint: true });
+    if (overBudget(stats.size)) return;
+    hashing = stampOfOpenFile(open, stats, takenAt).then(record).finally(() => closeSync(open));
+    return hashing;
   } finally {
-    closeSync(fd);
+    if (!hashing) closeSync(open);
   }
 }
 
