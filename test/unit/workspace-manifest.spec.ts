@@ -4,10 +4,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, linkSync, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { nowNs, stampOfOpenFile, versionOf } from '../../src/runtime/workspaces/file-stamp.ts';
 import { diffManifests, manifestOf, PRIVATE_DIR } from '../../src/runtime/workspaces/workspace-manifest.ts';
 
 let base: string;
@@ -65,6 +66,28 @@ describe('manifestOf on a settled tree', () => {
     execFileSync('sh', ['-c', 'touch -r same-size .ref && printf B > same-size && touch -r .ref same-size && rm .ref && ln kept kept-twice'], { cwd: root });
     // A file with two links (kept, kept-twice) is recorded under neither, though its stamp is remembered.
     expect((await manifestOf(root)).files).toEqual({ 'same-size': stamp('B') });
+  });
+});
+
+describe('stampOfOpenFile', () => {
+  it('hashes what the file holds when read, small or large, grown or shrunk since its fstat', async () => {
+    const cases: [string, string | Buffer, string | Buffer][] = [
+      ['grown', 'abc', 'abcdef'],
+      ['shrunk', 'abcdef', 'ab'],
+      ['large grown', Buffer.alloc(200_000, 1), Buffer.alloc(300_000, 2)],
+    ];
+    for (const [name, before, after] of cases) {
+      const path = join(root, name);
+      writeFileSync(path, before);
+      const fd = openSync(path, 'r');
+      try {
+        const stats = fstatSync(fd, { bigint: true });
+        writeFileSync(path, after);
+        expect(await stampOfOpenFile(fd, stats, nowNs())).toEqual({ size: after.length, hash: versionOf(Buffer.from(after)) });
+      } finally {
+        closeSync(fd);
+      }
+    }
   });
 });
 

@@ -3,7 +3,7 @@
  * opened without following anything. Shared by the file tools (a write's before/after) and the manifest walk.
  */
 import { createHash } from 'node:crypto';
-import { read, type BigIntStats } from 'node:fs';
+import { read, readSync, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
 
 export interface FileStamp {
@@ -25,14 +25,15 @@ const CHUNK_BYTES = 1 << 20;
 /**
  * Hashes the whole file open as `fd` from offset 0, one chunk in memory at a time. `onChunk` sees each chunk with
  * its file offset (the tools copy a requested range out of it). The stamp's size is what was read, which differs
- * from an earlier fstat only when someone changes the file meanwhile.
+ * from an earlier fstat only when someone changes the file meanwhile. `sizeHint`: the size fstat gave, if known.
  */
-export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: number) => void): Promise<FileStamp> {
+export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: number) => void, sizeHint = CHUNK_BYTES): Promise<FileStamp> {
   const hash = createHash('sha256');
-  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  // A small file gets a small buffer: a megabyte allocated per file of a tree of thousands was most of its walk.
+  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK_BYTES, sizeHint + 1)));
   let offset = 0;
   for (;;) {
-    const { bytesRead } = await readAsync(fd, buffer, 0, CHUNK_BYTES, offset);
+    const { bytesRead } = await readAsync(fd, buffer, 0, buffer.length, offset);
     if (bytesRead === 0) break;
     const chunk = buffer.subarray(0, bytesRead);
     hash.update(chunk);
@@ -50,7 +51,8 @@ export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: nu
  * too, so a stamp of mixed bytes is never matched again.
  */
 const known = new Map<string, { size: bigint; mtimeNs: bigint; ctimeNs: bigint; stamp: FileStamp }>();
-const MAX_KNOWN = 10_000;
+/** As many as the files of one workspace's manifest at most: a bigger workspace would evict its own stamps at each walk. */
+const MAX_KNOWN = 100_000;
 const SETTLED_NS = 2_000_000_000n;
 
 const identity = (stats: BigIntStats): string => `${stats.dev}:${stats.ino}`;
@@ -72,11 +74,24 @@ export function rememberStamp(stats: BigIntStats, takenAtNs: bigint, stamp: File
   known.set(key, { size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs, stamp });
 }
 
+/** Files this small are hashed with synchronous reads: a trip through the thread pool per read cost more. */
+const SYNC_BYTES = 64 * 1024;
+
+/** The stamp of a small file read in one go, or undefined when it holds more than `size` bytes now (it grows). */
+function smallStamp(fd: number, size: number): FileStamp | undefined {
+  const buffer = Buffer.allocUnsafe(size + 1);
+  let offset = 0;
+  for (let read; offset < buffer.length && (read = readSync(fd, buffer, offset, buffer.length - offset, offset)) > 0; ) offset += read;
+  if (offset > size) return undefined;
+  return { size: offset, hash: versionOf(buffer.subarray(0, offset)) };
+}
+
 /** The stamp of the file open as `fd`: remembered if settled and unchanged, else hashed (and remembered if settled). */
 export async function stampOfOpenFile(fd: number, stats: BigIntStats, takenAtNs: bigint): Promise<FileStamp> {
   const remembered = knownStamp(stats);
   if (remembered) return remembered;
-  const stamp = await stampOfFd(fd);
+  const size = Number(stats.size);
+  const stamp = (size <= SYNC_BYTES ? smallStamp(fd, size) : undefined) ?? (await stampOfFd(fd, undefined, size));
   rememberStamp(stats, takenAtNs, stamp);
   return stamp;
 }
