@@ -12,7 +12,7 @@ import { EventLoopSlices } from './event-loop-slices.ts';
 import { PRIVATE_ROOT_NAMES, type BlobSource, type FileOwner, type TreeEntry, type TreeManifest } from './file-host.ts';
 import { at, errorCode, mkdirAt, removeEntryAt, removeTreeAt } from './spool-dir.ts';
 import { checkManifest } from './tree-manifest-check.ts';
-import { diffTrees } from './tree-diff.ts';
+import { comparePaths, diffTrees } from './tree-diff.ts';
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
@@ -23,13 +23,26 @@ const MAX_ATTEMPTS = 4;
 const raced = (path: string): BerthError =>
   new BerthError('internal', 'An entry of the view keeps changing while the checkpoint is applied; stopped.', { path });
 
+/** The target's entry at `path` (entries are checked sorted): a lookup per change, not a map of the whole tree. */
+function entryAt(target: TreeManifest, path: string): TreeEntry | undefined {
+  const { entries } = target;
+  for (let low = 0, high = entries.length - 1; low <= high; ) {
+    const middle = (low + high) >>> 1;
+    const order = comparePaths(entries[middle]!.path, path);
+    if (order === 0) return entries[middle];
+    if (order < 0) low = middle + 1;
+    else high = middle - 1;
+  }
+  return undefined;
+}
+
 /** The open directories of the path being worked in, from the root down: consecutive entries share their parents. */
 class DirectoryChain {
   private readonly chain: { name: string; fd: number }[] = [];
 
   constructor(
     private readonly rootFd: number,
-    private readonly modes: Map<string, number>,
+    private readonly target: TreeManifest,
     private readonly owner: FileOwner,
   ) {}
 
@@ -67,7 +80,8 @@ class DirectoryChain {
       if (mkdirAt(parent, name, 0o700)) {
         const fd = openSync(at(parent, name), DIR_FLAGS);
         fchownSync(fd, this.owner.uid, this.owner.gid);
-        fchmodSync(fd, this.modes.get(path) ?? 0o755);
+        const entry = entryAt(this.target, path);
+        fchmodSync(fd, entry?.type === 'directory' ? entry.mode : 0o755);
         return fd;
       }
     }
@@ -79,11 +93,8 @@ class DirectoryChain {
 export async function applyTree(rootFd: number, owner: FileOwner, target: TreeManifest, base: TreeManifest | undefined, source: BlobSource): Promise<void> {
   checkManifest(target);
   if (base) checkManifest(base);
-  const modes = new Map<string, number>();
-  for (const entry of target.entries) if (entry.type === 'directory') modes.set(entry.path, entry.mode);
-  const byPath = new Map(target.entries.map((entry) => [entry.path, entry] as const));
   const changes = diffTrees(base, target);
-  const dirs = new DirectoryChain(rootFd, modes, owner);
+  const dirs = new DirectoryChain(rootFd, target, owner);
   const writer = new EntryWriter(owner, source, base === undefined && isEmptyView(rootFd));
   const slices = new EventLoopSlices();
   try {
@@ -100,7 +111,7 @@ export async function applyTree(rootFd: number, owner: FileOwner, target: TreeMa
     }
     for (const change of changes) {
       if (change.after === null) continue;
-      const entry = byPath.get(change.path)!;
+      const entry = entryAt(target, change.path)!;
       const segments = change.path.split('/');
       if (entry.type === 'directory') {
         const fd = dirs.open(segments, true)!;
