@@ -3,10 +3,15 @@
  * workspace, a session bound to it with a cwd, a turn, every file tool with its byte-version preconditions, release,
  * the paged history, workspace_busy for a second turn, and the OpenAPI document (answers checked against it).
  */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenApiCheck, type OpenApiDocument } from '../e2e/openapi-check.ts';
 import { startGateway, tokens, type RunningGateway } from './gateway-fixture.ts';
-import { call, expectError, expectStatus, q, documentedCalls } from './workspace-http.ts';
+import { call, expectError, expectStatus, q, documentedCalls, tenant } from './workspace-http.ts';
 
 let gw: RunningGateway;
 let openapi: OpenApiCheck;
@@ -126,6 +131,41 @@ describe('workspaces and turns over HTTP', () => {
     await expectError(call(gw, 'DELETE', `/v1/workspaces/${ws}`), 409, 'workspace_busy');
     await expectStatus(call(gw, 'POST', `/v1/sessions/${s2.id}/turns/${second.id}/release`, { json: {} }), 200);
     await expectStatus(call(gw, 'DELETE', `/v1/workspaces/${ws}`), 204);
+  });
+
+  it('should stream a large file both ways: the bytes and version hold, a release waits for a download under way, a download cut off lets go', { timeout: 60_000 }, async () => {
+    const t = await tenant(gw, tokens.alice);
+    const data = randomBytes(32 * 1024 * 1024);
+    const version = `sha256:${createHash('sha256').update(data).digest('hex')}`;
+    // Written and hashed as it arrives.
+    const written = await expectStatus(call(gw, 'PUT', `${t.files}${q('big.bin')}`, { body: data }), 200);
+    expect(written).toMatchObject({ path: 'big.bin', size: data.length, version });
+    expect(readFileSync(join(t.root, 'big.bin')).equals(data)).toBe(true);
+    // Once settled its version is remembered, and from then on it is sent from the file as it is read.
+    await sleep(2_100);
+    for (let i = 0; i < 2; i++) {
+      const read = await call(gw, 'GET', `${t.files}${q('big.bin')}`);
+      expect(read.status).toBe(200);
+      expect(read.headers.get('x-berth-version')).toBe(version);
+      expect(read.bytes.equals(data)).toBe(true);
+    }
+    const range = await call(gw, 'GET', `${t.files}${q('big.bin', `&offset=${3 * 1024 * 1024}&limit=${5 * 1024 * 1024}`)}`);
+    expect(range.bytes.equals(data.subarray(3 * 1024 * 1024, 8 * 1024 * 1024))).toBe(true);
+
+    // A reader that takes nothing: the download stalls in the socket, and the turn counts it as a call under way.
+    const { port } = new URL(gw.url);
+    const stalled = httpRequest({ host: '127.0.0.1', port, path: `${t.files}${q('big.bin')}`, headers: gw.headers(tokens.alice) });
+    const answered = new Promise<IncomingMessage>((resolve) => stalled.once('response', resolve));
+    stalled.end();
+    const response = await answered;
+    response.pause();
+    const busy = await expectError(call(gw, 'POST', `/v1/sessions/${t.session}/turns/${t.turn}/release`, { json: { waitMs: 300 } }), 409, 'workspace_busy');
+    expect(busy.detail).toMatchObject({ reason: 'calls_running' });
+    // Cut off: the file's stream ends with the answer, and the release goes through.
+    response.destroy();
+    stalled.destroy();
+    const released = await expectStatus(call(gw, 'POST', `/v1/sessions/${t.session}/turns/${t.turn}/release`, { json: { waitMs: 5_000 } }), 200);
+    expect(released).toMatchObject({ state: 'released' });
   });
 
   it('should list the workspace and turn routes in the OpenAPI document', async () => {

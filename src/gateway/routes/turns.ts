@@ -5,6 +5,7 @@
  * create only): a stale one is `stale_version` (412) and nothing is written. Shell commands name the turn in
  * `POST /v1/executions {session, turn}`.
  */
+import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
@@ -40,19 +41,15 @@ function expected(request: FastifyRequest): string | undefined {
   return request.headers['if-none-match'] === '*' ? 'absent' : undefined;
 }
 
-/** The whole raw body (a file's bytes), refused past the tools' limit without reading on. */
-async function bodyBytes(request: FastifyRequest): Promise<Buffer> {
-  const declared = Number(request.headers['content-length']);
-  const tooLarge = () => new BerthError('file_too_large', 'The file is over the limit.', { max_bytes: MAX_FILE_BYTES });
-  if (declared > MAX_FILE_BYTES) throw tooLarge();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of requestBytes(request)) {
-    size += chunk.length;
-    if (size > MAX_FILE_BYTES) throw tooLarge();
-    chunks.push(chunk);
+/**
+ * The raw body (a file's bytes) as it arrives: the tools hash and write it chunk by chunk and refuse it past their
+ * limit; a declared length over the limit is refused before anything is read.
+ */
+function fileBody(request: FastifyRequest): AsyncIterable<Uint8Array> {
+  if (Number(request.headers['content-length']) > MAX_FILE_BYTES) {
+    throw new BerthError('file_too_large', 'The file is over the limit.', { max_bytes: MAX_FILE_BYTES });
   }
-  return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.length) : Buffer.concat(chunks, size);
+  return requestBytes(request);
 }
 
 const turnRoutes = [
@@ -103,14 +100,18 @@ const turnRoutes = [
       responses: { 200: { description: 'The bytes; ETag and x-berth-version carry the byte version, x-berth-size the whole size', contentType: 'application/octet-stream', schema: z.string() } },
     },
     async ({ deps, caller, params, query, reply }) => {
-      const read = await deps.api.files.read(caller, params.id, params.turnId, query.path, { ...(query.offset !== undefined ? { offset: query.offset } : {}), ...(query.limit !== undefined ? { limit: query.limit } : {}) });
+      const read = await deps.api.files.readStream(caller, params.id, params.turnId, query.path, { ...(query.offset !== undefined ? { offset: query.offset } : {}), ...(query.limit !== undefined ? { limit: query.limit } : {}) });
+      // However the answer ends (sent, cut off, never started), the file's stream ends with it and the call leaves the turn.
+      if (!Buffer.isBuffer(read.body)) reply.raw.once('close', () => (read.body as Readable).destroy());
       return reply
         .type('application/octet-stream')
+        // Declared for a stream too: a file cut short meanwhile ends the answer in an error, never a short success.
+        .header('content-length', read.length)
         .header('etag', `"${read.version}"`)
         .header('x-berth-version', read.version)
         .header('x-berth-size', read.size)
         .header('x-berth-offset', read.offset)
-        .send(read.data);
+        .send(read.body);
     },
   ),
   defineRoute(
@@ -196,8 +197,7 @@ const rawRoutes = [
     },
     async ({ deps, caller, params, query, request }) => {
       const ifMatch = expected(request);
-      const data = await bodyBytes(request);
-      return deps.api.files.write(caller, params.id, params.turnId, query.path, data, { ...(ifMatch ? { ifMatch } : {}), ...(query.parents !== undefined ? { parents: query.parents } : {}) });
+      return deps.api.files.write(caller, params.id, params.turnId, query.path, fileBody(request), { ...(ifMatch ? { ifMatch } : {}), ...(query.parents !== undefined ? { parents: query.parents } : {}) });
     },
   ),
   defineRoute(
@@ -211,7 +211,7 @@ const rawRoutes = [
       errors: ['file_too_large'],
       responses: { 200: { description: 'Staged', schema: fileWrittenJson } },
     },
-    async ({ deps, caller, params, query, request }) => deps.api.files.stage(caller, params.id, params.turnId, query.path, await bodyBytes(request)),
+    async ({ deps, caller, params, query, request }) => deps.api.files.stage(caller, params.id, params.turnId, query.path, fileBody(request)),
   ),
 ];
 

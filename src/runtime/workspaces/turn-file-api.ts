@@ -3,12 +3,22 @@
  * list, stat, mkdir, remove, and stage for inputs): each is one admitted call of the turn (turn-service.ts), and
  * each mutation lands in the workspace history with the turn that made it.
  */
+import type { Readable } from 'node:stream';
 import type { Caller } from '../caller.ts';
 import type { TurnService } from './turn-service.ts';
-import type { EntryInfo, FileChange } from './workspace-files.ts';
+import type { EntryInfo, FileBytes, FileChange } from './workspace-files.ts';
 
 export interface FileRead {
   data: Buffer;
+  size: number;
+  version: string;
+  offset: number;
+}
+
+export interface FileStreamed {
+  body: Buffer | Readable;
+  /** Bytes in `body`. */
+  length: number;
   size: number;
   version: string;
   offset: number;
@@ -27,7 +37,18 @@ export class TurnFileApi {
     return this.turns.tool(caller, sessionId, turnId, 'read', async (f) => ({ value: await f.read(path, opts), changes: [] }));
   }
 
-  write(caller: Caller, sessionId: string, turnId: string, path: string, data: Buffer, opts: { ifMatch?: string; parents?: boolean } = {}): Promise<FileWritten> {
+  /**
+   * As `read`, the bytes of a large file whose version is known as a stream from the file (the HTTP tool sends them
+   * as they are read); the call counts in the turn until the stream has ended.
+   */
+  readStream(caller: Caller, sessionId: string, turnId: string, path: string, opts: { offset?: number; limit?: number } = {}): Promise<FileStreamed> {
+    return this.turns.tool(caller, sessionId, turnId, 'read', async (f) => {
+      const { done, ...read } = await f.readStream(path, opts);
+      return { value: read, changes: [], settled: done };
+    });
+  }
+
+  write(caller: Caller, sessionId: string, turnId: string, path: string, data: FileBytes, opts: { ifMatch?: string; parents?: boolean } = {}): Promise<FileWritten> {
     return this.turns.tool(caller, sessionId, turnId, 'write', async (f) => written(await f.write(path, data, opts)));
   }
 
@@ -58,7 +79,7 @@ export class TurnFileApi {
   }
 
   /** Stages an input at `.berth-inputs/<path>`: read-only to every other tool and to commands. */
-  stage(caller: Caller, sessionId: string, turnId: string, path: string, data: Buffer): Promise<FileWritten> {
+  stage(caller: Caller, sessionId: string, turnId: string, path: string, data: FileBytes): Promise<FileWritten> {
     return this.turns.tool(caller, sessionId, turnId, 'stage', async (f) => written(await f.stage(path, data)));
   }
 }

@@ -6,7 +6,7 @@
  */
 import { BerthError } from '../../../schemas/errors.ts';
 import type { PlacedWorkspace } from './workspace-directories.ts';
-import { INPUTS_DIR, WorkspaceFiles } from './workspace-files.ts';
+import { INPUTS_DIR, WorkspaceFiles, type FileBytes } from './workspace-files.ts';
 
 /** The largest file one tool call reads or writes (file_too_large past it). */
 export const MAX_FILE_BYTES = 64 * 1024 * 1024;
@@ -40,6 +40,10 @@ export class TurnFiles {
     return this.of(path).read(path, opts);
   }
 
+  readStream(path: string, opts?: { offset?: number; limit?: number }) {
+    return this.of(path).readStream(path, opts);
+  }
+
   list(path: string, opts?: { limit?: number; cursor?: string }) {
     return this.of(path).list(path, opts);
   }
@@ -48,7 +52,7 @@ export class TurnFiles {
     return this.of(path).stat(path);
   }
 
-  write(path: string, data: Buffer, opts?: { ifMatch?: string; parents?: boolean }) {
+  write(path: string, data: FileBytes, opts?: { ifMatch?: string; parents?: boolean }) {
     return this.of(path).write(path, data, opts);
   }
 
@@ -65,7 +69,7 @@ export class TurnFiles {
   }
 
   /** Stages an input (path relative to `.berth-inputs`): the one way bytes get there. */
-  stage(path: string, data: Buffer) {
+  stage(path: string, data: FileBytes) {
     return this.staging.stage(path, data);
   }
 }

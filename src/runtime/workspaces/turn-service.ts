@@ -224,10 +224,12 @@ export class TurnService {
     // Counted from before its admission checks: a release that closes the gate meanwhile waits for it, or it is refused.
     const gate = this.gateOf(turnId);
     gate.enter();
+    let settled: Promise<unknown> | undefined;
     try {
       const { turn, workspace } = await this.admitted(caller, sessionId, turnId, gate);
       const placed = await this.deps.directories.place(workspace);
       const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.owner : undefined), workspace);
+      settled = result.settled;
       if (result.changes.length > 0) {
         await this.deps.actors.send('workspace', turn.workspaceId, {
           type: 'workspace.files_changed',
@@ -241,7 +243,9 @@ export class TurnService {
       }
       return result.value;
     } finally {
-      gate.leave();
+      const leave = () => gate.leave();
+      if (settled) void settled.then(leave, leave);
+      else leave();
     }
   }
 
@@ -504,6 +508,8 @@ export type FileTool = 'read' | 'write' | 'edit' | 'list' | 'stat' | 'mkdir' | '
 export interface ToolResult<T> {
   value: T;
   changes: FileChange[];
+  /** Settles when the call is over, if that is after it answers (a read streaming its file): the turn counts it until then. */
+  settled?: Promise<unknown>;
   /** restore: the checkpoint whose tree the changes came from. */
   checkpointId?: string;
 }

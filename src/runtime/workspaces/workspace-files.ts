@@ -4,10 +4,12 @@
  * spool-dir.ts), so no link, even one swapped in during the call, is ever followed, and nothing but regular files
  * with a single link and directories is acted on.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
-import { close as closeCallback, open as openCallback, rename as renameCallback, write as writeCallback } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants, createReadStream, fchmodSync, fchownSync, fstatSync, lchownSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
+import { close as closeCallback, open as openCallback, rename as renameCallback, write as writeCallback, writev as writevCallback } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
@@ -37,6 +39,7 @@ type Owner = { uid: number; gid: number };
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
 const writeAsync = promisify(writeCallback);
+const writevAsync = promisify(writevCallback);
 // Creating and renaming wait for the filesystem's journal (busy with the event store's commits): off the event loop.
 const openAsync = promisify(openCallback);
 const closeAsync = promisify(closeCallback);
@@ -45,6 +48,28 @@ const renameAsync = promisify(renameCallback);
 async function writeAll(fd: number, data: Buffer): Promise<void> {
   for (let done = 0; done < data.length; ) done += (await writeAsync(fd, data, done, data.length - done)).bytesWritten;
 }
+
+/** Writes `chunks` in order with as few calls as the kernel allows (a short write goes on from where it stopped). */
+async function writeChunks(fd: number, chunks: Uint8Array[]): Promise<void> {
+  let rest = chunks;
+  while (rest.length > 0) {
+    let written = (await writevAsync(fd, rest)).bytesWritten;
+    while (rest.length > 0 && written >= rest[0]!.length) {
+      written -= rest[0]!.length;
+      rest = rest.slice(1);
+    }
+    if (written > 0) rest = [rest[0]!.subarray(written), ...rest.slice(1)];
+  }
+}
+
+/** The bytes of a write: whole in memory, or arriving in chunks (an HTTP body) to be hashed and written as they come. */
+export type FileBytes = Buffer | AsyncIterable<Uint8Array>;
+
+/** Chunks of a streamed write gathered into one write call, while the next ones arrive. */
+const GATHER_BYTES = 1 << 20;
+/** A read at least this long is streamed (readStream); a shorter one costs less read whole. */
+const STREAM_FROM_BYTES = 256 * 1024;
+const STREAM_CHUNK_BYTES = 1 << 20;
 const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
 const MAX_LIST_LIMIT = 1000;
 /** detail.count of old_text_not_unique stops here (see occurrences). */
@@ -138,13 +163,46 @@ export class WorkspaceFiles {
   }
 
   /**
+   * As `read`, for a caller that passes the bytes on (the HTTP tool): a large file whose version is remembered comes
+   * as a stream from its descriptor, sent as it is read instead of after; any other is read whole as `read` does.
+   * `done` settles once the stream has ended or failed (the descriptor is closed then).
+   */
+  async readStream(path: string, opts: { offset?: number; limit?: number } = {}): Promise<{ body: Buffer | Readable; length: number; size: number; version: string; offset: number; done: Promise<unknown> }> {
+    const offset = this.count(path, 'offset', opts.offset ?? 0);
+    const limit = Math.min(this.count(path, 'limit', opts.limit ?? this.maxFileBytes), this.maxFileBytes);
+    const target = this.parse(path, 'read');
+    if (target.segments.length === 0) throw invalid(path, 'is_directory', refusalMessages.is_directory);
+    const streamed = await this.inParent(target, null, async (dirFd, name) => {
+      const fd = this.openFile(dirFd, name, target);
+      if (fd === undefined) throw notFound(path);
+      let handed = false;
+      try {
+        const stats = fstatSync(fd, { bigint: true });
+        const size = Number(stats.size);
+        this.checkSize(path, size);
+        const known = knownStamp(stats);
+        const length = Math.max(0, Math.min(size, offset + limit) - offset);
+        if (!known || length < STREAM_FROM_BYTES) return undefined;
+        const body = createReadStream('', { fd, start: offset, end: offset + length - 1, highWaterMark: STREAM_CHUNK_BYTES });
+        handed = true;
+        return { body, length, size, version: known.hash, offset, done: finished(body) };
+      } finally {
+        if (!handed) closeSync(fd);
+      }
+    });
+    if (streamed) return streamed;
+    const read = await this.read(path, opts);
+    return { body: read.data, length: read.data.length, size: read.size, version: read.version, offset: read.offset, done: Promise.resolve() };
+  }
+
+  /**
    * Replaces (or creates) a file atomically: a temp file in the same directory, renamed over the name. `ifMatch` is
    * the byte version expected now, or 'absent' for create-only; a mismatch writes nothing (stale_version).
    */
-  async write(path: string, data: Buffer, opts: { ifMatch?: string; parents?: boolean } = {}): Promise<{ version: string; size: number; change: FileChange }> {
+  async write(path: string, data: FileBytes, opts: { ifMatch?: string; parents?: boolean } = {}): Promise<{ version: string; size: number; change: FileChange }> {
     const target = this.parse(path, 'write');
     if (target.segments.length === 0) throw invalid(path, 'is_directory', refusalMessages.is_directory);
-    this.checkSize(path, data.length);
+    if (Buffer.isBuffer(data)) this.checkSize(path, data.length);
     const ifMatch = this.checkIfMatch(path, opts.ifMatch);
     return this.inParent(target, opts.parents ? [] : null, async (dirFd, name) => {
       const current = await this.currentFile(dirFd, name, target);
@@ -274,10 +332,10 @@ export class WorkspaceFiles {
   }
 
   /** Writes a staged input under INPUTS_DIR/<path> (creating the directories), owned by the server: read-only to tools. */
-  async stage(path: string, data: Buffer): Promise<{ version: string; size: number; change: FileChange }> {
+  async stage(path: string, data: FileBytes): Promise<{ version: string; size: number; change: FileChange }> {
     const inner = this.parse(path, 'read');
     if (inner.segments.length === 0) throw invalid(path, 'is_directory', refusalMessages.is_directory);
-    this.checkSize(path, data.length);
+    if (Buffer.isBuffer(data)) this.checkSize(path, data.length);
     const segments = [INPUTS_DIR, ...inner.segments];
     const target: ToolPath = { raw: path, segments, rel: segments.join('/') };
     return this.inParent(target, [], async (dirFd, name) => {
@@ -396,7 +454,7 @@ export class WorkspaceFiles {
     dirFd: number,
     name: string,
     target: ToolPath,
-    data: Buffer,
+    data: FileBytes,
     current: { stamp: FileStamp; mode: number } | null,
     ifMatch: string | undefined,
     owner: Owner | null,
@@ -406,11 +464,17 @@ export class WorkspaceFiles {
     // O_EXCL|O_NOFOLLOW: a name planted meanwhile (a link included) fails the create instead of being written through.
     let fd: number | undefined = await openAsync(at(dirFd, tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o600);
     let version = '';
+    let size = 0;
     try {
-      const writing = writeAll(fd, data);
-      // Hashed while the thread pool writes the bytes (the two took turns before: one 4 MiB write, 2-3 ms less).
-      version = versionOf(data);
-      await writing;
+      if (Buffer.isBuffer(data)) {
+        const writing = writeAll(fd, data);
+        // Hashed while the thread pool writes the bytes (the two took turns before: one 4 MiB write, 2-3 ms less).
+        version = versionOf(data);
+        size = data.length;
+        await writing;
+      } else {
+        ({ version, size } = await this.writeArriving(fd, data, target.raw));
+      }
       // The old file's permission bits (never set-id or sticky ones), 0644 for a new file; the umask does not apply.
       fchmodSync(fd, current ? current.mode & 0o777 : 0o644);
       if (owner) fchownSync(fd, owner.uid, owner.gid);
@@ -425,8 +489,46 @@ export class WorkspaceFiles {
       if (errorCode(e) === 'EISDIR' || errorCode(e) === 'ENOTEMPTY') throw this.refusal(target, target.segments.length - 1, 'is_directory');
       throw e;
     }
-    const after = { size: data.length, hash: version };
-    return { version, size: data.length, change: { path: target.rel, kind: 'file', before: current?.stamp ?? null, after } };
+    const after = { size, hash: version };
+    return { version, size, change: { path: target.rel, kind: 'file', before: current?.stamp ?? null, after } };
+  }
+
+  /**
+   * Hashes and writes chunks as they arrive, a gathered megabyte per write call while the next arrive: by the last
+   * chunk the bytes are written and hashed, where a whole body would be gathered, copied, then hashed and written.
+   * Past the size limit it stops with file_too_large (the caller drops the temp file).
+   */
+  private async writeArriving(fd: number, chunks: AsyncIterable<Uint8Array>, path: string): Promise<{ version: string; size: number }> {
+    const hash = createHash('sha256');
+    let size = 0;
+    let gathered: Uint8Array[] = [];
+    let gatheredBytes = 0;
+    let writing = Promise.resolve();
+    // Kept here, not left on the chain: a failed write must not go unhandled while the next chunk is awaited.
+    let failed: { error: unknown } | undefined;
+    const flush = () => {
+      const batch = gathered;
+      gathered = [];
+      gatheredBytes = 0;
+      writing = writing.then(() => (failed ? undefined : writeChunks(fd, batch))).catch((error: unknown) => void (failed ??= { error }));
+    };
+    try {
+      for await (const chunk of chunks) {
+        if (failed) break;
+        size += chunk.length;
+        this.checkSize(path, size);
+        hash.update(chunk);
+        gathered.push(chunk);
+        gatheredBytes += chunk.length;
+        if (gatheredBytes >= GATHER_BYTES) flush();
+      }
+      flush();
+    } finally {
+      // A write under way ends before the caller closes the descriptor.
+      await writing;
+    }
+    if (failed) throw failed.error;
+    return { version: `sha256:${hash.digest('hex')}`, size };
   }
 
   private checkIfMatch(path: string, ifMatch: string | undefined): string | undefined {
