@@ -39,7 +39,7 @@ export interface StreamRequest {
 }
 
 const READ_BYTES = 1 << 20;
-/** A response head longer than this is not the host's. */
+/** A response head, a chunk's size line or a refusal's body longer than this is not the host's. */
 const MAX_HEAD_BYTES = 64 * 1024;
 /** Read synchronously out of it by whichever connection read, so one buffer serves them all. */
 let readBuffer: Buffer | undefined;
@@ -53,6 +53,7 @@ export function openByteStream(request: StreamRequest, sink: ByteSink): Promise<
     let accepted = false;
     let ended = false;
     const refusedBody: Buffer[] = [];
+    let refusedBytes = 0;
     const onread = {
       buffer: (readBuffer ??= Buffer.allocUnsafeSlow(READ_BYTES)),
       callback: (n: number, buffer: Buffer): boolean => {
@@ -76,6 +77,7 @@ export function openByteStream(request: StreamRequest, sink: ByteSink): Promise<
             resolve({ resume: () => socket.resume(), destroy: () => socket.destroy() });
           }
         }
+        if (!accepted && (refusedBytes += view.length) > MAX_HEAD_BYTES) return (socket.destroy(new Error('refusal too long')), false);
         if (!body) return (refusedBody.push(Buffer.from(view)), true);
         let more = true;
         let done: boolean;
@@ -150,6 +152,7 @@ class ChunkedBody {
         const newline = view.indexOf(10, at);
         const end = newline < 0 ? view.length : newline;
         this.line += view.toString('latin1', at, end);
+        if (this.line.length > MAX_HEAD_BYTES) throw new Error('chunk size line too long');
         at = end + (newline < 0 ? 0 : 1);
         if (newline < 0) continue;
         const line = this.line.replace(/\r$/, '');

@@ -1,7 +1,7 @@
 /**
  * The control plane's hand-spoken client of a host's byte stream (src/providers/remote/byte-stream.ts) against real
  * HTTP servers (Node's own, as the host is) on a Unix socket and over TLS: every byte in order through a sink that
- * pauses the connection and resumes it, a clean end only at the last chunk, a cut body reported broken, a refusal
+ * pauses the connection and resumes it, a clean end only at the last chunk, a cut body or one that is not chunked HTTP reported broken, a refusal
  * answered with its status and body, a missing socket unreachable; and the ring the bytes are held in.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ByteRing } from '../../../src/providers/remote/byte-ring.ts';
 import { openByteStream, type ByteSink, type StreamRequest } from '../../../src/providers/remote/byte-stream.ts';
@@ -108,6 +108,23 @@ describe('the byte stream client', () => {
     const stream = collect('/cut');
     expect(await stream.done).toBe('broken');
     expect(stream.bytes().equals(payload.subarray(0, 100_000))).toBe(true);
+  });
+
+  it('reports a body that is not chunked HTTP (an endless size line) as broken, holding none of it', async () => {
+    const path = join(dir, 'garbage.sock');
+    const garbage = net.createServer((socket) => {
+      socket.on('error', () => {});
+      socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n');
+      socket.write('f'.repeat(200_000));
+    });
+    await new Promise<void>((resolve) => garbage.listen(path, resolve));
+    try {
+      const stream = collect('/ok', { socketPath: path });
+      expect(await stream.done).toBe('broken');
+      expect(stream.bytes().length).toBe(0);
+    } finally {
+      garbage.close();
+    }
   });
 
   it('rejects a refusal with its status and body, and a missing socket as unreachable', async () => {
