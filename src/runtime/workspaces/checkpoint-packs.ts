@@ -262,10 +262,16 @@ export class CheckpointPacks {
     const json = Buffer.from(JSON.stringify(delta ?? manifest));
     const hex = createHash('sha256').update(json).digest('hex');
     const id = `sha256:${hex}`;
+    const path = join(this.manifestsDir, `${hex}.json`);
+    if (!existsSync(path)) this.write(path, hex, json);
+    // Known as stored only once durable: a later delta never names a base that is not on disk.
     this.stored.set(manifest, { whole: delta ? whole : { id, tree: manifest } });
     this.remember(id, manifest);
-    const path = join(this.manifestsDir, `${hex}.json`);
-    if (existsSync(path)) return id;
+    return id;
+  }
+
+  /** `json` at `path`, durably: written under a temporary name, fsynced, renamed, the directory fsynced. */
+  private write(path: string, hex: string, json: Buffer): void {
     const tmp = join(this.manifestsDir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     try {
@@ -276,7 +282,6 @@ export class CheckpointPacks {
     }
     renameSync(tmp, path);
     syncDirectory(this.manifestsDir);
-    return id;
   }
 
   /** The manifest of checkpoint `id` (shared with other callers: never mutated). */
