@@ -6,7 +6,7 @@
  * execution ends `unknown`, never `exited` nor resubmitted, while new work runs on the new incarnation.
  */
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import { allocationReportSchema } from '../../schemas/events/allocation.ts';
 import { CALL_HEADER, HOST_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../../schemas/host-protocol.ts';
@@ -97,6 +97,28 @@ describe('the raw byte stream of an output', () => {
     expect(lines[499_999]).toBe('500000');
     // The tail answered the reads: the host's own read at any cursor agrees with what was followed.
     expect((await executor.read(id, 'stdout', cursor - 7, 100)).data.toString()).toBe('500000\n');
+  });
+
+  it('keeps every byte in order when the reader lags past what the tail holds (the connection paused, then resumed)', async () => {
+    // About 21 MiB, well past the tail's 8 MiB: the tail pauses its connection while the reader sleeps.
+    const id = await start(['seq', '1', '3000000']);
+    const plainReads = vi.spyOn(client, 'bytes');
+    const parts: Buffer[] = [];
+    let cursor = 0;
+    for (let reads = 0; ; reads++) {
+      const chunk = await executor.read(id, 'stdout', cursor, 1 << 20);
+      parts.push(Buffer.from(chunk.data));
+      cursor = chunk.next;
+      if (chunk.closed) break;
+      if (reads === 0) await new Promise((resolve) => setTimeout(resolve, 1500));
+      if (chunk.data.length === 0) await executor.waitForChange(id, 1000, { stdout: cursor });
+    }
+    const lines = Buffer.concat(parts).toString().split('\n');
+    expect(lines.length).toBe(3_000_001);
+    expect(lines.every((line, i) => i === 3_000_000 || line === String(i + 1))).toBe(true);
+    // One plain read opened the tail; the tail, resumed, answered every other (a tail left paused would die silent).
+    expect(plainReads).toHaveBeenCalledTimes(1);
+    plainReads.mockRestore();
   });
 });
 
