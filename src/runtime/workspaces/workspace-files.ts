@@ -495,8 +495,9 @@ export class WorkspaceFiles {
 
   /**
    * Hashes and writes chunks as they arrive, a gathered megabyte per write call while the next arrive: by the last
-   * chunk the bytes are written and hashed, where a whole body would be gathered, copied, then hashed and written.
-   * Past the size limit it stops with file_too_large (the caller drops the temp file).
+   * chunk the bytes are written and hashed, where a whole body would be gathered, copied, then hashed and written,
+   * and no upload holds more than two megabytes. Past the size limit it stops with file_too_large (the caller drops
+   * the temp file).
    */
   private async writeArriving(fd: number, chunks: AsyncIterable<Uint8Array>, path: string): Promise<{ version: string; size: number }> {
     const hash = createHash('sha256');
@@ -520,7 +521,10 @@ export class WorkspaceFiles {
         hash.update(chunk);
         gathered.push(chunk);
         gatheredBytes += chunk.length;
-        if (gatheredBytes >= GATHER_BYTES) flush();
+        if (gatheredBytes < GATHER_BYTES) continue;
+        // One write under way at a time: a disk slower than the network slows the reading, not fills memory.
+        await writing;
+        flush();
       }
       flush();
     } finally {

@@ -1,0 +1,77 @@
+/**
+ * File uploads through a turn's tools cannot make the server hold them: against a real `berth serve`, eight 48 MiB
+ * bodies sent at once (each a chunked stream the client makes as it goes) are hashed and written as they arrive, so
+ * the server's resident memory grows by a few buffers per upload, not by the 384 MiB sent (a body gathered whole, then
+ * copied into one buffer, held each upload twice over). Every file lands whole with the version of its bytes, and the
+ * server keeps answering meanwhile.
+ */
+import { createHash } from 'node:crypto';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { healthLatency, residentBytes } from './stalled-client.ts';
+
+const MiB = 1024 * 1024;
+const UPLOADS = 8;
+const SIZE = 48 * MiB;
+
+let server: BerthServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server?.close());
+
+async function json(method: string, path: string, body: unknown): Promise<any> {
+  const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** PUTs SIZE bytes (1 MiB pieces, each filled with `n`) as a chunked body, answering the server's reply and the bytes' version. */
+function upload(files: string, n: number): Promise<{ status: number; body: any; version: string }> {
+  const { hostname, port } = new URL(server.url);
+  const piece = Buffer.alloc(MiB, n);
+  const hash = createHash('sha256');
+  return new Promise((resolve, reject) => {
+    const req = request({ host: hostname, port, method: 'PUT', path: `${files}?path=up-${n}.bin`, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/octet-stream' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()), version: `sha256:${hash.digest('hex')}` }));
+    });
+    req.on('error', reject);
+    let sent = 0;
+    const write = (): void => {
+      while (sent < SIZE) {
+        sent += MiB;
+        hash.update(piece);
+        if (!req.write(piece)) return void req.once('drain', write);
+      }
+      req.end();
+    };
+    write();
+  });
+}
+
+describe('uploads through the file tools', () => {
+  it(`are not held in memory: ${UPLOADS} x 48 MiB at once grow the server by far less than they send`, { timeout: 180_000 }, async () => {
+    const ws = await json('POST', '/v1/workspaces', { name: 'uploads' });
+    const session = await json('POST', '/v1/sessions', { workspaceId: ws.id });
+    const turn = await json('POST', `/v1/sessions/${session.id}/turns`, {});
+    const files = `/v1/sessions/${session.id}/turns/${turn.id}/files`;
+
+    const pid = server.process.child.pid!;
+    const before = residentBytes(pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 20);
+    let answers: Awaited<ReturnType<typeof upload>>[];
+    try {
+      const sending = Promise.all(Array.from({ length: UPLOADS }, (_, n) => upload(files, n + 1)));
+      expect(await healthLatency(server.url, 5000)).toBeLessThan(5000);
+      answers = await sending;
+    } finally {
+      clearInterval(sampler);
+    }
+    for (const a of answers) expect(a).toMatchObject({ status: 200, body: { size: SIZE, version: a.version } });
+    expect(peak - before, `RSS ${before} -> peak ${peak}`).toBeLessThan(128 * MiB);
+  });
+});
