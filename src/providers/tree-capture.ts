@@ -33,21 +33,29 @@ const hintOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtim
 
 type HintStat = Pick<BigIntStats, 'dev' | 'ino' | 'size' | 'mtimeNs' | 'ctimeNs'>;
 /**
- * The numbers of each entry's hint (entries are never mutated), so a check compares numbers instead of making a
- * string of five bigints per file (most of an incremental capture's own time, and its garbage).
+ * The numbers of an entry's hint, on the entry itself under a symbol (not enumerable: never serialised, never
+ * compared), so a check compares numbers instead of making a string of five bigints per file.
  */
-const hintStats = new WeakMap<TreeEntry, HintStat>();
+const HINT = Symbol('hint numbers');
+type Hinted = TreeEntry & { [HINT]?: HintStat | null };
+
+function setHintStat(entry: TreeEntry, hint: HintStat | null): void {
+  Object.defineProperty(entry, HINT, { value: hint });
+}
 
 /** The numbers of the entry's hint, read once from its string (a manifest is data: a malformed hint matches nothing). */
-function hintStatOf(entry: TreeEntry, hint: string): HintStat | undefined {
-  let known = hintStats.get(entry);
-  if (known === undefined) {
-    const parts = hint.split(':');
-    if (parts.length !== 5 || !parts.every((part) => /^[0-9]{1,20}$/.test(part))) return undefined;
-    const [dev, ino, size, mtimeNs, ctimeNs] = parts.map(BigInt) as [bigint, bigint, bigint, bigint, bigint];
-    hintStats.set(entry, (known = { dev, ino, size, mtimeNs, ctimeNs }));
+function hintStatOf(entry: Hinted, hint: string): HintStat | undefined {
+  const known = entry[HINT];
+  if (known !== undefined) return known ?? undefined;
+  const parts = hint.split(':');
+  if (parts.length !== 5 || !parts.every((part) => /^[0-9]{1,20}$/.test(part))) {
+    setHintStat(entry, null);
+    return undefined;
   }
-  return known;
+  const [dev, ino, size, mtimeNs, ctimeNs] = parts.map(BigInt) as [bigint, bigint, bigint, bigint, bigint];
+  const parsed = { dev, ino, size, mtimeNs, ctimeNs };
+  setHintStat(entry, parsed);
+  return parsed;
 }
 
 const quota = (which: 'checkpoint_entries' | 'checkpoint_bytes' | 'checkpoint_depth', limit: number, use: number): BerthError =>
@@ -242,7 +250,7 @@ export class TreeCapture {
     // Only a settled file read to the size it had when looked at gets a hint (see SETTLED_NS).
     if (BigInt(size) === stats.size && stats.ctimeNs + SETTLED_NS < this.takenAtNs) {
       entry.stat = hintOf(stats);
-      hintStats.set(entry, { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs });
+      setHintStat(entry, { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs });
     }
     this.entries.push(entry);
   }
