@@ -66,7 +66,7 @@ async function rawApply(head: object, bytes = Buffer.alloc(0)): Promise<unknown>
   async function* body() {
     yield Buffer.concat([frameHead(head), bytes]);
   }
-  return client.open('/v1/files/apply', undefined, body()).then(() => 'applied', (e: unknown) => e);
+  return client.open('/v1/files/apply', body()).then(() => 'applied', (e: unknown) => e);
 }
 
 describe('the host\'s file host and a hostile view', () => {

@@ -89,14 +89,14 @@ export class HostClient {
   }
 
   /**
-   * A call answered with a long body (a byte stream): the response once the host accepted the call, its body
-   * unread. No idle timeout: the reader decides when a silent body is dead. With `upload`, the body is those bytes
-   * (the file calls' framed bodies, schemas/framed-body.ts) and `body` is unused.
+   * A call whose body is `upload` and whose answer is a long body (the file calls' framed bodies, both ways:
+   * schemas/framed-body.ts): the response once the host accepted the call, its body unread. No idle timeout: the
+   * reader decides when a silent body is dead.
    */
-  async open(path: string, body: unknown, upload?: AsyncIterable<Buffer>): Promise<http.IncomingMessage> {
+  async open(path: string, upload: AsyncIterable<Buffer>): Promise<http.IncomingMessage> {
     await this.handshake();
     return new Promise((resolve, reject) => {
-      const req = this.send('POST', path, body, 0, upload);
+      const req = this.send('POST', path, undefined, 0, upload);
       req.on('error', (e: NodeJS.ErrnoException) => reject(this.unreachable(e)));
       req.on('response', (res) => {
         if (res.statusCode === 200) return resolve(res);

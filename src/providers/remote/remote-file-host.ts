@@ -22,7 +22,7 @@ export class RemoteFileHost implements FileHost {
   async capture(previous: TreeManifest | undefined, pack: PackWriter, limits: CaptureLimits): Promise<TreeManifest> {
     const start = pack.offset;
     const head = { target: this.target, ...(previous ? { previous } : {}), limits, pack: { name: pack.pack, offset: start } };
-    const answer = await this.client.open('/v1/files/capture', undefined, once(frameHead(head)));
+    const answer = await this.client.open('/v1/files/capture', once(frameHead(head)));
     const incomplete = async (): Promise<never> => {
       await pack.truncate(start);
       throw new BerthError('unavailable', `The host ${this.client.config.name} did not send the whole capture.`, { host: this.client.config.name, reason: 'capture_incomplete' });
@@ -47,7 +47,7 @@ export class RemoteFileHost implements FileHost {
   async apply(target: TreeManifest, base: TreeManifest | undefined, source: BlobSource): Promise<void> {
     const blobs = neededBlobs(target, base);
     const head = { target: this.target, manifest: target, ...(base ? { base } : {}), blobs };
-    const answer = await this.client.open('/v1/files/apply', undefined, framed(frameHead(head), blobs, source));
+    const answer = await this.client.open('/v1/files/apply', framed(frameHead(head), blobs, source));
     await drain(answer);
   }
 }
