@@ -4,6 +4,7 @@
  * once; an apply makes only the changes between two trees, again harmlessly; diffTrees; the pack store's manifests.
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -284,6 +285,13 @@ describe('CheckpointPacks', () => {
     const manyId = await packs.saveManifest(many, third);
     expect(sizeOf(manyId)).toBeGreaterThan(sizeOf(thirdId)); // past an eighth of the tree: whole again
     expect(JSON.parse(readFileSync(fileOf(manyId), 'utf8'))).toEqual(many);
+
+    // A stored delta naming another delta as its base (never written so) is refused, not followed down a chain.
+    const chained = Buffer.from(JSON.stringify({ version: 1, base: thirdId, set: [], removed: [], files: 0, bytes: 0, skipped: 0 }));
+    const chainedHex = createHash('sha256').update(chained).digest('hex');
+    writeFileSync(fileOf(`sha256:${chainedHex}`), chained);
+    await expect(new CheckpointPacks(join(base, 'checkpoints')).loadManifest(`sha256:${chainedHex}`)).rejects.toMatchObject({ code: 'internal' });
+    await expect(fresh.loadManifest(`sha256:${chainedHex}`)).rejects.toMatchObject({ code: 'internal' }); // its base parsed already
   });
 
   it('keeps no empty pack and no aborted one', async () => {

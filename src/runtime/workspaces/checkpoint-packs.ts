@@ -293,7 +293,8 @@ export class CheckpointPacks {
       this.stored.set(stored, { whole: { id, tree: stored } });
       return this.remember(id, stored);
     }
-    const base = this.recent.get(stored.base) ?? this.read(stored.base);
+    const cachedBase = this.recent.get(stored.base);
+    const base = cachedBase && this.stored.get(cachedBase)?.whole.id === stored.base ? cachedBase : this.read(stored.base);
     if (isDelta(base)) throw new BerthError('internal', 'A stored checkpoint manifest builds on another that is not whole.', { checkpoint: id, base: stored.base });
     this.stored.set(base, { whole: { id: stored.base, tree: base } });
     const tree = applyDelta(base, stored);
