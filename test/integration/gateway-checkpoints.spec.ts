@@ -1,8 +1,9 @@
 /**
  * Workspace checkpoints over HTTP, through the real gateway on a real socket over the real runtime (native provider,
  * a managed workspace): checkpoints taken in a turn and listed with the revision they made, a tree, a diff between
- * two, a restore recorded in the history that puts the files back, a stale restore that changes nothing, and the
- * view of a workspace no allocation holds (answers checked against the OpenAPI document).
+ * two, a restore recorded in the history that puts the files back, a stale restore that changes nothing, the
+ * view of a workspace no allocation holds (answers checked against the OpenAPI document), and an incremental
+ * checkpoint that misses nothing a command changed right after the one before (same size, mtime put back).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -171,6 +172,29 @@ describe('checkpoints right after a shell command', () => {
     await expectStatus(call(gw, 'POST', `${turn}/restore`, { json: { checkpoint: first.id } }), 200);
     // (The sandbox's mount points of the private .berth and .berth-inputs are no workspace files.)
     expect(onDisk(t.root).filter((p) => !p.startsWith('.berth'))).toEqual([]);
+    await expectStatus(call(gw, 'POST', `${turn}/release`, { json: {} }), 200);
+  });
+
+  it.skipIf(!bwrap)('should see what a command changes right after a checkpoint of settled files, same size and mtime put back', { timeout: 120_000 }, async () => {
+    const env = await createEnvironment(gw, tokens.alice);
+    const t = await tenant(gw, tokens.alice, { environmentId: env });
+    const turn = `/v1/sessions/${t.session}/turns/${t.turn}`;
+    const take = async () => {
+      for (let tries = 0; ; tries++) {
+        const got = await call(gw, 'POST', `${turn}/checkpoints`);
+        if (got.status === 201) return got.json;
+        expect({ status: got.status, code: got.json.error.code, tries: tries < 20 }).toEqual({ status: 412, code: 'stale_version', tries: true });
+      }
+    };
+    expect((await runInTurn(gw, t, 'mkdir d && printf AAAA > d/same && printf x > mode && printf gone > gone && ln -s old link')).status).toBe('exited');
+    await new Promise((resolve) => setTimeout(resolve, 2_100)); // settled: the next capture records their stat hints
+    const first = await take();
+    // The same second, by a command: the old stats except ctime (same size, the mtime put back to the nanosecond).
+    const script = 'touch -r d/same .ref && printf BBBB > d/same && touch -r .ref d/same && rm .ref && chmod 600 mode && rm gone && ln -sfn new link && mkdir empty';
+    expect((await runInTurn(gw, t, script)).status).toBe('exited');
+    const second = await take();
+    const diff = await expectStatus(call(gw, 'GET', `/v1/workspaces/${t.workspace}/diff?from=${first.id}&to=${second.id}`), 200);
+    expect(diff.changes.map((c: { path: string }) => c.path)).toEqual(['d/same', 'empty', 'gone', 'link', 'mode']);
     await expectStatus(call(gw, 'POST', `${turn}/release`, { json: {} }), 200);
   });
 });
