@@ -25,8 +25,9 @@ const CHECKPOINT_ID = /^sha256:([0-9a-f]{64})$/;
 /** Blobs are gathered into writes this large (most files of a tree are far smaller). */
 const WRITE_BUFFER_BYTES = 4 << 20;
 const READ_BUFFER_BYTES = 1 << 20;
-/** Manifests kept parsed (each some megabytes for a tree of 10,000 files). */
+/** Manifests kept parsed, and their entries at most (a parsed entry is some hundred bytes). */
 const RECENT_MANIFESTS = 4;
+const RECENT_ENTRIES = 50_000;
 /** Written bytes synced in the background this often while a pack is written. */
 const SYNC_EVERY = 16 << 20;
 const writeAsync = promisify(write);
@@ -305,7 +306,13 @@ export class CheckpointPacks {
   private remember(id: string, manifest: TreeManifest): TreeManifest {
     this.recent.delete(id);
     this.recent.set(id, manifest);
-    if (this.recent.size > RECENT_MANIFESTS) this.recent.delete(this.recent.keys().next().value!);
+    let entries = 0;
+    for (const kept of this.recent.values()) entries += kept.entries.length;
+    for (const [oldest, kept] of this.recent) {
+      if (this.recent.size <= RECENT_MANIFESTS && entries <= RECENT_ENTRIES) break;
+      this.recent.delete(oldest);
+      entries -= kept.entries.length;
+    }
     return manifest;
   }
 
