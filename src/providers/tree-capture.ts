@@ -192,10 +192,11 @@ export class TreeCapture {
   /**
    * Whether the entry's lstat is still the hint. With the view's path the lstat goes by path from the root: the
    * descriptor's /proc/self/fd/N costs the kernel three times the lstat itself, the most of an incremental capture.
-   * A directory on the way swapped for a link since it was opened may then be followed; that costs nothing: only the
-   * stat is used, only to be compared with the hint, whose dev:ino:ctime is the inode the previous capture read at
-   * this path, unchanged since (a move or a new link moves the ctime). A mismatch or a missing entry falls back to
-   * the descriptor-relative open, as for a file without a hint.
+   * A directory on the way swapped for a link since it was opened may then be followed: the host stats a path the
+   * link names, and nothing of it comes back but a mismatch, since the stat is only compared with the hint, whose
+   * dev:ino:ctime is the inode the previous capture read at this path, unchanged since (a move or a new link moves
+   * the ctime). A mismatch or a missing entry falls back to the descriptor-relative open, as for a file without a
+   * hint.
    */
   private hintHolds(dirFd: number, name: string, path: string, hint: HintStat | undefined): boolean {
     if (hint === undefined) return false;

@@ -1,8 +1,8 @@
 /**
  * Where checkpoints are kept under the data directory: packs (one file of concatenated blobs per capture, durable
  * under packs/<name> once finished) and manifests (content-addressed JSON at manifests/<hex>.json, the checkpoint id
- * being `sha256:<hex>`; a manifest whole, or its changes from a whole one). Both are written to a temporary name, fsynced, then renamed, so a crash leaves either the
- * whole file or none.
+ * being `sha256:<hex>`; a manifest whole, or its changes from a whole one). Both are written to a temporary name,
+ * fsynced, then renamed, so a crash leaves either the whole file or none.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fdatasync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, write, writeSync } from 'node:fs';

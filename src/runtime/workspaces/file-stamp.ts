@@ -51,7 +51,7 @@ export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: nu
  * too, so a stamp of mixed bytes is never matched again.
  */
 const known = new Map<string, { size: bigint; mtimeNs: bigint; ctimeNs: bigint; stamp: FileStamp }>();
-/** As many as the files of one workspace's manifest at most: a bigger workspace would evict its own stamps at each walk. */
+/** As many as one workspace's manifest holds at most: a bigger workspace would evict its own stamps at each walk. */
 const MAX_KNOWN = 100_000;
 const SETTLED_NS = 2_000_000_000n;
 
