@@ -101,8 +101,8 @@ export function openByteStream(request: StreamRequest, sink: ByteSink): Promise<
         ? net.connect({ path: connect.socketPath, onread })
         : // tls.connect documents `onread` (as net.connect's); @types/node does not declare it.
           tls.connect({ host: connect.host, port: connect.port, ...(net.isIP(connect.host) ? {} : { servername: connect.host }), ...connect.tls, onread } as tls.ConnectionOptions);
-    socket.write(`${request.head}\r\ncontent-length: ${request.body.length}\r\nconnection: close\r\n\r\n`);
-    socket.write(request.body);
+    // One write: a second small one could wait on Nagle for the first one's acknowledgement.
+    socket.write(Buffer.concat([Buffer.from(`${request.head}\r\ncontent-length: ${request.body.length}\r\nconnection: close\r\n\r\n`, 'latin1'), request.body]));
     socket.on('error', (e: NodeJS.ErrnoException) => {
       if (!settled) (settled = true), reject(request.unreachable(e));
     });
