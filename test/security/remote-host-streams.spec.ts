@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import { allocationReportSchema } from '../../schemas/events/allocation.ts';
 import { CALL_HEADER, HOST_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../../schemas/host-protocol.ts';
@@ -78,6 +78,21 @@ describe('a host started with --tls-client-ca (mTLS)', () => {
     while (receipt.state !== 'exited') receipt = (await executor.waitForChange('mtls-1', 1000), await executor.status('mtls-1'));
     expect(receipt.exitCode).toBe(0);
     expect((await executor.read('mtls-1', 'stdout', 0)).data.toString()).toBe('over mtls\n');
+    // A running command followed: its byte stream is a connection of its own, admitted by the same certificate.
+    const plainReads = vi.spyOn(client, 'bytes');
+    await executor.submit({ operationId: 'mtls-2', command: ['/bin/sh', '-c', 'seq 1 200000; sleep 0.5; seq 200001 300000'], env: commandEnv(), stdin: false });
+    const parts: Buffer[] = [];
+    let cursor = 0;
+    for (;;) {
+      const chunk = await executor.read('mtls-2', 'stdout', cursor, 1 << 20);
+      parts.push(Buffer.from(chunk.data));
+      cursor = chunk.next;
+      if (chunk.closed) break;
+      if (chunk.data.length === 0) await executor.waitForChange('mtls-2', 1000, { stdout: cursor });
+    }
+    expect(Buffer.concat(parts).toString().split('\n')[299_999]).toBe('300000');
+    // Plain reads until output first appeared, then none: the tail (over mTLS) answered the rest.
+    expect(plainReads.mock.calls.length).toBeLessThanOrEqual(3);
     client.close();
   });
 
