@@ -30,6 +30,15 @@ const T = '/v1/sessions/{id}/turns/{turnId}';
 const W = '/v1/workspaces/{id}';
 const CHECKPOINT_ID = /^sha256:[0-9a-f]{64}$/;
 
+/** A checkpoint in `turn`, taken again while a command's recording moves the head under it (stale_version, 412). */
+async function takeCheckpoint(turn: string): Promise<any> {
+  for (let tries = 0; ; tries++) {
+    const got = await call(gw, 'POST', `${turn}/checkpoints`);
+    if (got.status === 201) return got.json;
+    expect({ status: got.status, code: got.json.error.code, tries: tries < 20 }).toEqual({ status: 412, code: 'stale_version', tries: true });
+  }
+}
+
 /** The workspace root's files (path=bytes), directories (path/), sorted. */
 function onDisk(root: string, prefix = ''): string[] {
   return readdirSync(join(root, prefix), { withFileTypes: true })
@@ -153,19 +162,11 @@ describe('checkpoints right after a shell command', () => {
     const env = await createEnvironment(gw, tokens.alice);
     const t = await tenant(gw, tokens.alice, { environmentId: env });
     const turn = `/v1/sessions/${t.session}/turns/${t.turn}`;
-    /** A checkpoint, taken again while the command's recording moves the head under it (stale_version, 412). */
-    const take = async () => {
-      for (let tries = 0; ; tries++) {
-        const got = await call(gw, 'POST', `${turn}/checkpoints`);
-        if (got.status === 201) return got.json;
-        expect({ status: got.status, code: got.json.error.code, tries: tries < 20 }).toEqual({ status: 412, code: 'stale_version', tries: true });
-      }
-    };
     const paths = async (id: string) => (await expectStatus(call(gw, 'GET', `/v1/workspaces/${t.workspace}/checkpoints/${id}`), 200)).entries.map((e: { path: string }) => e.path);
-    const first = await take();
+    const first = await takeCheckpoint(turn);
     for (let i = 0; i < 5; i++) {
       expect((await runInTurn(gw, t, `echo ${i} > f${i}.txt`)).status).toBe('exited');
-      const taken = await take();
+      const taken = await takeCheckpoint(turn);
       expect(await paths(taken.id)).toEqual(Array.from({ length: i + 1 }, (_, j) => `f${j}.txt`));
     }
     expect((await runInTurn(gw, t, 'echo late > late.txt')).status).toBe('exited');
@@ -179,20 +180,13 @@ describe('checkpoints right after a shell command', () => {
     const env = await createEnvironment(gw, tokens.alice);
     const t = await tenant(gw, tokens.alice, { environmentId: env });
     const turn = `/v1/sessions/${t.session}/turns/${t.turn}`;
-    const take = async () => {
-      for (let tries = 0; ; tries++) {
-        const got = await call(gw, 'POST', `${turn}/checkpoints`);
-        if (got.status === 201) return got.json;
-        expect({ status: got.status, code: got.json.error.code, tries: tries < 20 }).toEqual({ status: 412, code: 'stale_version', tries: true });
-      }
-    };
     expect((await runInTurn(gw, t, 'mkdir d && printf AAAA > d/same && printf x > mode && printf gone > gone && ln -s old link')).status).toBe('exited');
     await new Promise((resolve) => setTimeout(resolve, 2_100)); // settled: the next capture records their stat hints
-    const first = await take();
+    const first = await takeCheckpoint(turn);
     // The same second, by a command: the old stats except ctime (same size, the mtime put back to the nanosecond).
     const script = 'touch -r d/same .ref && printf BBBB > d/same && touch -r .ref d/same && rm .ref && chmod 600 mode && rm gone && ln -sfn new link && mkdir empty';
     expect((await runInTurn(gw, t, script)).status).toBe('exited');
-    const second = await take();
+    const second = await takeCheckpoint(turn);
     const diff = await expectStatus(call(gw, 'GET', `/v1/workspaces/${t.workspace}/diff?from=${first.id}&to=${second.id}`), 200);
     expect(diff.changes.map((c: { path: string }) => c.path)).toEqual(['d/same', 'empty', 'gone', 'link', 'mode']);
     await expectStatus(call(gw, 'POST', `${turn}/release`, { json: {} }), 200);
