@@ -1,8 +1,7 @@
 /**
- * A FIFO of bytes in one reused buffer that grows (doubling, up to `limit`) only while its reader lags. A socket hands
- * each read over in a fresh 64 KiB buffer; copied in here at once, those buffers die young instead of being held until
- * read, promoted, and swept by the full collections that their external memory then keeps triggering (the cost that
- * dominated following a remote stream).
+ * A FIFO of bytes in one reused buffer that grows (doubling, up to about `limit`) only while its reader lags: what a
+ * byte stream read ahead is copied in here out of the connection's reused read buffer (byte-stream.ts), so holding
+ * it allocates nothing per read.
  */
 const FIRST_CAPACITY = 1 << 20;
 
