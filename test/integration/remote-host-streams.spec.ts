@@ -196,11 +196,14 @@ describe('through a control plane', () => {
     const newIncarnation = (await fresh.handshake()).incarnation;
     fresh.close();
     expect(newIncarnation).not.toBe(oldIncarnation);
-    // Nothing of the old operation ran again on the new host.
+    // The replaced host's allocation is found lost (a submit before that is refused stale_target before anything runs:
+    // it names the old host's allocation); the next submit allocates again, on the new incarnation.
+    type Allocation = { state: string; identity?: { incarnation?: string } };
+    const allocationsNow = () => server.json<Allocation[]>(`/v1/environments/${environment}/allocations`);
+    await waitFor(allocationsNow, { what: 'the old allocation lost', until: (all) => all.some((a) => a.state === 'lost'), timeoutMs: 30_000 });
+    // Nothing of the old operation ran again on the new host; new work runs there.
     const after = await submit(server, environment, ['/bin/sh', '-c', 'echo again']);
     expect(await finished(server, after.id)).toMatchObject({ status: 'exited', exitCode: 0 });
-    const allocations = await server.json<Array<{ state: string; identity?: { incarnation?: string } }>>(`/v1/environments/${environment}/allocations`);
-    expect(allocations.map((a) => a.state)).toContain('lost');
-    expect(allocations.some((a) => a.state === 'ready' && a.identity?.incarnation === newIncarnation)).toBe(true);
+    expect((await allocationsNow()).some((a) => a.state === 'ready' && a.identity?.incarnation === newIncarnation)).toBe(true);
   }, 120_000);
 });
