@@ -3,10 +3,9 @@
  * list, stat, mkdir, remove, and stage for inputs): each is one admitted call of the turn (turn-service.ts), and
  * each mutation lands in the workspace history with the turn that made it.
  */
-import type { Readable } from 'node:stream';
 import type { Caller } from '../caller.ts';
 import type { TurnService } from './turn-service.ts';
-import type { EntryInfo, FileBytes, FileChange } from './workspace-files.ts';
+import type { EntryInfo, FileBytes, FileChange, StreamedRead } from './workspace-files.ts';
 
 export interface FileRead {
   data: Buffer;
@@ -15,14 +14,8 @@ export interface FileRead {
   offset: number;
 }
 
-export interface FileStreamed {
-  body: Buffer | Readable;
-  /** Bytes in `body`. */
-  length: number;
-  size: number;
-  version: string;
-  offset: number;
-}
+/** A streamed read as the caller gets it (the call's end is the turn's to wait for). */
+export type FileStreamed = Omit<StreamedRead, 'done'>;
 
 export interface FileWritten {
   path: string;

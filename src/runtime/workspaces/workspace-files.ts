@@ -62,6 +62,17 @@ async function writeChunks(fd: number, chunks: Uint8Array[]): Promise<void> {
   }
 }
 
+/** A read's bytes, whole or as a stream from the file, and when the call is over (`done`: the stream has ended). */
+export interface StreamedRead {
+  body: Buffer | Readable;
+  /** Bytes in `body`. */
+  length: number;
+  size: number;
+  version: string;
+  offset: number;
+  done: Promise<unknown>;
+}
+
 /** The bytes of a write: whole in memory, or arriving in chunks (an HTTP body) to be hashed and written as they come. */
 export type FileBytes = Buffer | AsyncIterable<Uint8Array>;
 
@@ -123,6 +134,20 @@ export class WorkspaceFiles {
 
   /** Bytes of a file, bounded by offset/limit; the version is the sha256 of the whole file. */
   async read(path: string, opts: { offset?: number; limit?: number } = {}): Promise<{ data: Buffer; size: number; version: string; offset: number }> {
+    const { body, size, version, offset } = await this.reading(path, opts, false);
+    return { data: body as Buffer, size, version, offset };
+  }
+
+  /**
+   * As `read`, for a caller that passes the bytes on (the HTTP tool): a large file whose version is remembered comes
+   * as a stream from its descriptor, sent as it is read instead of after; any other is read whole as `read` does.
+   * `done` settles once the stream has ended or failed (the descriptor is closed then).
+   */
+  readStream(path: string, opts: { offset?: number; limit?: number } = {}): Promise<StreamedRead> {
+    return this.reading(path, opts, true);
+  }
+
+  private async reading(path: string, opts: { offset?: number; limit?: number }, mayStream: boolean): Promise<StreamedRead> {
     const offset = this.count(path, 'offset', opts.offset ?? 0);
     const limit = Math.min(this.count(path, 'limit', opts.limit ?? this.maxFileBytes), this.maxFileBytes);
     const target = this.parse(path, 'read');
@@ -130,23 +155,28 @@ export class WorkspaceFiles {
     return this.inParent(target, null, async (dirFd, name) => {
       const fd = this.openFile(dirFd, name, target);
       if (fd === undefined) throw notFound(path);
+      let streaming = false;
       try {
         const takenAt = nowNs();
         const stats = fstatSync(fd, { bigint: true });
         const size = Number(stats.size);
         this.checkSize(path, size);
         const known = knownStamp(stats);
+        const length = Math.max(0, Math.min(size, offset + limit) - offset);
+        const whole = (data: Buffer, stamp: FileStamp, fileSize: number): StreamedRead => ({ body: data, length: data.length, size: fileSize, version: stamp.hash, offset, done: Promise.resolve() });
+        if (known && mayStream && length >= STREAM_FROM_BYTES) {
+          const body = createReadStream('', { fd, start: offset, end: offset + length - 1, highWaterMark: STREAM_CHUNK_BYTES });
+          streaming = true;
+          return { body, length, size, version: known.hash, offset, done: finished(body) };
+        }
         if (offset === 0 && limit >= size) {
           const data = await readWhole(fd, 0, size);
           const stamp = known ?? { size: data.length, hash: versionOf(data) };
           if (!known) rememberStamp(stats, takenAt, stamp);
-          return { data, size: data.length, version: stamp.hash, offset };
+          return whole(data, stamp, data.length);
         }
-        const data = Buffer.allocUnsafe(Math.max(0, Math.min(size, offset + limit) - offset));
-        if (known) {
-          const range = await readWhole(fd, offset, data.length, data);
-          return { data: range, size, version: known.hash, offset };
-        }
+        const data = Buffer.allocUnsafe(length);
+        if (known) return whole(await readWhole(fd, offset, data.length, data), known, size);
         // A range of a file not hashed yet: the whole file is hashed, one chunk at a time, the range copied on the way.
         let copied = 0;
         const stamp = await stampOfFd(fd, (chunk, chunkOffset) => {
@@ -155,44 +185,12 @@ export class WorkspaceFiles {
           if (to > from) copied += chunk.copy(data, from - offset, from - chunkOffset, to - chunkOffset);
         });
         rememberStamp(stats, takenAt, stamp);
-        return { data: data.subarray(0, copied), size: stamp.size, version: stamp.hash, offset };
+        return whole(data.subarray(0, copied), stamp, stamp.size);
       } finally {
-        closeSync(fd);
+        // A stream closes its descriptor when it ends.
+        if (!streaming) closeSync(fd);
       }
     });
-  }
-
-  /**
-   * As `read`, for a caller that passes the bytes on (the HTTP tool): a large file whose version is remembered comes
-   * as a stream from its descriptor, sent as it is read instead of after; any other is read whole as `read` does.
-   * `done` settles once the stream has ended or failed (the descriptor is closed then).
-   */
-  async readStream(path: string, opts: { offset?: number; limit?: number } = {}): Promise<{ body: Buffer | Readable; length: number; size: number; version: string; offset: number; done: Promise<unknown> }> {
-    const offset = this.count(path, 'offset', opts.offset ?? 0);
-    const limit = Math.min(this.count(path, 'limit', opts.limit ?? this.maxFileBytes), this.maxFileBytes);
-    const target = this.parse(path, 'read');
-    if (target.segments.length === 0) throw invalid(path, 'is_directory', refusalMessages.is_directory);
-    const streamed = await this.inParent(target, null, async (dirFd, name) => {
-      const fd = this.openFile(dirFd, name, target);
-      if (fd === undefined) throw notFound(path);
-      let handed = false;
-      try {
-        const stats = fstatSync(fd, { bigint: true });
-        const size = Number(stats.size);
-        this.checkSize(path, size);
-        const known = knownStamp(stats);
-        const length = Math.max(0, Math.min(size, offset + limit) - offset);
-        if (!known || length < STREAM_FROM_BYTES) return undefined;
-        const body = createReadStream('', { fd, start: offset, end: offset + length - 1, highWaterMark: STREAM_CHUNK_BYTES });
-        handed = true;
-        return { body, length, size, version: known.hash, offset, done: finished(body) };
-      } finally {
-        if (!handed) closeSync(fd);
-      }
-    });
-    if (streamed) return streamed;
-    const read = await this.read(path, opts);
-    return { body: read.data, length: read.data.length, size: read.size, version: read.version, offset: read.offset, done: Promise.resolve() };
   }
 
   /**
@@ -504,18 +502,15 @@ export class WorkspaceFiles {
     let size = 0;
     let gathered: Uint8Array[] = [];
     let gatheredBytes = 0;
-    let writing = Promise.resolve();
-    // Kept here, not left on the chain: a failed write must not go unhandled while the next chunk is awaited.
-    let failed: { error: unknown } | undefined;
-    const flush = () => {
+    const take = () => {
       const batch = gathered;
       gathered = [];
       gatheredBytes = 0;
-      writing = writing.then(() => (failed ? undefined : writeChunks(fd, batch))).catch((error: unknown) => void (failed ??= { error }));
+      return batch;
     };
+    let writing: Promise<void> = Promise.resolve();
     try {
       for await (const chunk of chunks) {
-        if (failed) break;
         size += chunk.length;
         this.checkSize(path, size);
         hash.update(chunk);
@@ -524,14 +519,16 @@ export class WorkspaceFiles {
         if (gatheredBytes < GATHER_BYTES) continue;
         // One write under way at a time: a disk slower than the network slows the reading, not fills memory.
         await writing;
-        flush();
+        writing = writeChunks(fd, take());
+        // Its failure is met at the next await, not reported unhandled while the next chunk is awaited.
+        writing.catch(() => undefined);
       }
-      flush();
-    } finally {
-      // A write under way ends before the caller closes the descriptor.
       await writing;
+      await writeChunks(fd, take());
+    } finally {
+      // Nothing under way once the caller closes the descriptor.
+      await writing.catch(() => undefined);
     }
-    if (failed) throw failed.error;
     return { version: `sha256:${hash.digest('hex')}`, size };
   }
 
