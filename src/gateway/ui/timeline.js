@@ -89,7 +89,9 @@ export function TimelineView({ stream }) {
   }, [failures]);
   useFeed((event) => {
     if (event === FEED_OPENED && bounds) return void load(pageStart(bounds.last)).catch(setError);
-    if (event.stream !== stream || !bounds) return;
+    if (event.stream !== stream) return;
+    // An event that lands while the first page is on its way may not be in it: that page is read again.
+    if (!bounds) return void (clearTimeout(refresh.current), (refresh.current = setTimeout(() => load(0).catch(setError), 100)));
     const revision = Number(event.revision);
     const following = selected === bounds.last;
     setBounds({ ...bounds, last: Math.max(bounds.last, revision) });
