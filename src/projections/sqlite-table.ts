@@ -2,12 +2,22 @@
  * One read-model table on SQLite: `seq` (insertion order, never reused, so a page cursor stays valid while rows come
  * and go), the key, the row as JSON, and one `c_<column>` per filter column, with the spec's indexes each ending in
  * `seq`. Writes stay in memory until the next query of the table or commit, so the many transitions of one execution
- * within a checkpoint interval cost one row write; recently used rows stay parsed in a bounded cache.
+ * within a checkpoint interval cost one row write; recently used rows stay parsed in a bounded cache, and every read
+ * hands out those cached objects (the projection changes them in place: callers read them, never change them).
  */
 import type Database from 'better-sqlite3';
 import type { ColumnValue, Page, PageRequest, Table, TableSpec, Where } from './projection.ts';
 
 const CACHE_ROWS = 4096;
+
+/** How many `seq` → key pairs are kept (forgotten all at once past it: they are learned again on the next read). */
+const SEQ_KEYS = 4 * CACHE_ROWS;
+
+interface Stored {
+  seq: number;
+  key: string;
+  row: string;
+}
 
 const sqlValue = (v: unknown): ColumnValue => {
   if (v === undefined || v === null) return null;
@@ -19,12 +29,14 @@ const sqlValue = (v: unknown): ColumnValue => {
 export class SqliteTable<R> implements Table<R> {
   private readonly columns: readonly string[];
   private readonly cache = new Map<string, R>();
+  private readonly keyOfSeq = new Map<number, string>();
   /** Rows written since the last flush: a row, or null for a delete. Bounded by the engine's checkpoint interval. */
   private readonly dirty = new Map<string, R | null>();
   private readonly statements = new Map<string, Database.Statement>();
   private readonly getRow: Database.Statement<[string], { row: string }>;
   private readonly upsert: Database.Statement;
   private readonly remove: Database.Statement<[string]>;
+  private readonly bySeqs: Database.Statement<[string]>;
 
   constructor(
     private readonly db: Database.Database,
@@ -45,6 +57,7 @@ export class SqliteTable<R> implements Table<R> {
        ON CONFLICT (key) DO UPDATE SET row = excluded.row${cols.map((c) => `, ${c} = excluded.${c}`).join('')}`,
     );
     this.remove = db.prepare(`DELETE FROM "${sqlName}" WHERE key = ?`);
+    this.bySeqs = db.prepare(`SELECT seq, key, row FROM "${sqlName}" WHERE seq IN (SELECT value FROM json_each(?))`);
   }
 
   get(key: string): R | undefined {
@@ -70,10 +83,10 @@ export class SqliteTable<R> implements Table<R> {
   page({ where = {}, after, limit, order = 'asc' }: PageRequest<R>): Page<R> {
     this.flush();
     const [sql, args] = this.select(where, order, after);
-    const rows = this.statement(`${sql} LIMIT ?`).all(...args, limit + 1) as { seq: number; row: string }[];
-    const more = rows.length > limit;
-    if (more) rows.length = limit;
-    return { rows: rows.map((r) => JSON.parse(r.row) as R), ...(more ? { next: rows[rows.length - 1].seq } : {}) };
+    const seqs = this.seqs(`${sql} LIMIT ?`, [...args, limit + 1]);
+    const more = seqs.length > limit;
+    if (more) seqs.length = limit;
+    return { rows: this.rowsOf(seqs), ...(more ? { next: seqs[seqs.length - 1] } : {}) };
   }
 
   count(where: Where<R> = {}): number {
@@ -85,7 +98,39 @@ export class SqliteTable<R> implements Table<R> {
   all(where: Where<R> = {}): R[] {
     this.flush();
     const [sql, args] = this.select(where, 'asc');
-    return (this.statement(sql).all(...args) as { row: string }[]).map((r) => JSON.parse(r.row) as R);
+    return this.rowsOf(this.seqs(sql, args));
+  }
+
+  /** The `seq` of each row a query finds: a walk of the filter's index alone, no row read. */
+  private seqs(sql: string, args: ColumnValue[]): number[] {
+    return this.statement(sql).pluck(true).all(...args) as number[];
+  }
+
+  /**
+   * The rows at these places, in order: parsed ones from the cache, the others read in one more query. A page asked
+   * for again (a catalog under load) then costs an index walk, not the reading and parsing of every row. A `seq`
+   * names one key for good (never reused), so what `keyOfSeq` learned stays true.
+   */
+  private rowsOf(seqs: number[]): R[] {
+    const rows: R[] = new Array(seqs.length);
+    const missing: number[] = [];
+    for (let i = 0; i < seqs.length; i++) {
+      const key = this.keyOfSeq.get(seqs[i]);
+      const hit = key === undefined ? undefined : this.cache.get(key);
+      if (hit !== undefined) rows[i] = hit;
+      else missing.push(seqs[i]);
+    }
+    if (missing.length === 0) return rows;
+    const read = new Map((this.bySeqs.all(JSON.stringify(missing)) as Stored[]).map((r) => [r.seq, r]));
+    if (this.keyOfSeq.size + missing.length > SEQ_KEYS) this.keyOfSeq.clear();
+    for (let i = 0; i < seqs.length; i++) {
+      if (rows[i] !== undefined) continue;
+      const { key, row } = read.get(seqs[i])!;
+      rows[i] = JSON.parse(row) as R;
+      this.remember(key, rows[i]);
+      this.keyOfSeq.set(seqs[i], key);
+    }
+    return rows;
   }
 
   /** Writes the rows changed since the last flush into the open transaction (the store commits them). */
@@ -112,7 +157,7 @@ export class SqliteTable<R> implements Table<R> {
 
   private select(where: Where<R>, order: 'asc' | 'desc', after?: number): [string, ColumnValue[]] {
     const [clause, args] = this.filter(where, after === undefined ? undefined : [order === 'asc' ? '>' : '<', after]);
-    return [`SELECT seq, row FROM "${this.sqlName}"${clause} ORDER BY seq ${order === 'asc' ? 'ASC' : 'DESC'}`, args];
+    return [`SELECT seq FROM "${this.sqlName}"${clause} ORDER BY seq ${order === 'asc' ? 'ASC' : 'DESC'}`, args];
   }
 
   private filter(where: Where<R>, seq?: ['>' | '<', number]): [string, ColumnValue[]] {
