@@ -2,7 +2,7 @@
  * `GET /v1/catalog?limit=1000` (one page, the largest) of a scope with 1,000 environments under load: autocannon (the npm load generator, a
  * devDependency, so a fresh clone needs nothing else) with 32 connections for 5 s against the gateway over the real
  * runtime, and against a raw node:http server answering JSON.stringify of the same catalog held in memory (the least
- * any server must do per request). The servers take turns for 3 rounds (the machine is shared: a burst of other work
+ * any server must do per request). The servers take turns for 5 rounds (the machine is shared: a burst of other work
  * then hits every server alike); value and baseline are the medians, in requests/s. Target: the gateway keeps at
  * least half the raw rate.
  */
@@ -17,7 +17,7 @@ import { figure, median } from './figure.ts';
 
 const ENVIRONMENTS = Number(process.env.BENCH_ENVIRONMENTS ?? 1000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const autocannonCli = createRequire(import.meta.url).resolve('autocannon');
 
 /**
