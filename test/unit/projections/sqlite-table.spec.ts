@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TableSpec } from '../../../src/projections/projection.ts';
 import { SqliteTable } from '../../../src/projections/sqlite-table.ts';
 
 interface Row {
@@ -18,7 +19,7 @@ interface Row {
 
 let dir: string;
 let db: Database.Database;
-const spec = { columns: ['scope'], indexes: [['scope']] };
+const spec: TableSpec<Row> = { columns: ['scope'], indexes: [['scope']] };
 const open = () => new SqliteTable<Row>(db, 'rows', spec);
 const ids = (rows: Row[]) => rows.map((r) => r.id);
 
