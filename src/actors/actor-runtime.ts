@@ -325,8 +325,9 @@ export class ActorRuntime<S = unknown> {
     const recovered = this.recoveredEvent();
     let accepted = 0;
     let failed = scan.failed.length;
-    // A bounded window keeps memory flat; the store still group-commits each window's appends together.
-    const window = 1024;
+    // The store group-commits each window's appends together. What a send decided lives until that commit, so a
+    // window of 1,024 made the GC copy and promote about twice the bytes 256 does, more than the 30 extra commits cost.
+    const window = 256;
     for (let i = 0; i < unfinished.length; i += window) {
       await Promise.all(
         unfinished.slice(i, i + window).map(async (a) => {

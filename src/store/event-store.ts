@@ -26,6 +26,12 @@ export interface RecordedEvent {
   createdAt: string;
 }
 
+/**
+ * An event as folding it onto its stream's state needs it, which is what `readStreams` returns: without the id,
+ * position and time of a RecordedEvent (a third of what SQLite hands over per row when recovery reads 200,000).
+ */
+export type StreamEvent = Pick<RecordedEvent, 'stream' | 'revision' | 'type' | 'data' | 'metadata'>;
+
 export interface AppendResult {
   /** Revision of the stream's last event after the append. */
   nextRevision: bigint;
@@ -95,7 +101,7 @@ export interface EventStore {
    * adapter can make (SQLite: one statement per 256 streams; recovery reads 10,000). A stream with no event from
    * there is absent from the map. Callers without it read stream by stream.
    */
-  readStreams?(streams: readonly StreamFrom[]): Promise<Map<string, RecordedEvent[]>>;
+  readStreams?(streams: readonly StreamFrom[]): Promise<Map<string, StreamEvent[]>>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** The stream's current revision, or 'no_stream'. */

@@ -15,6 +15,7 @@ import {
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
+  type StreamEvent,
   type StreamFrom,
   type SubscribeOptions,
   type Subscription,
@@ -22,7 +23,7 @@ import {
 import { AppendSignal } from './sqlite-append-signal.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import { assertStoreFileKind, assertStoreSchema, keepStorePrivate } from './sqlite-store-file.ts';
-import { decodeRow, EVENT_COLUMNS, type EventRow } from './sqlite-event-row.ts';
+import { decodeRow, decodeStreamRow, EVENT_COLUMNS, STREAM_EVENT_COLUMNS, type EventRow, type StreamRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -115,7 +116,7 @@ export class SqliteEventStore implements EventStore {
   private closed = false;
   private readonly pageSize: number;
   /** `readStreams` statements by how many streams they name (a full chunk, and the remainders met so far). */
-  private readonly manyStreams = new Map<number, Database.Statement<(string | bigint)[], EventRow>>();
+  private readonly manyStreams = new Map<number, Database.Statement<(string | bigint)[], StreamRow>>();
 
   private readonly stmts: {
     revision: Database.Statement<[string], { revision: bigint | null }>;
@@ -280,9 +281,9 @@ export class SqliteEventStore implements EventStore {
     return rows.map(decodeRow);
   }
 
-  async readStreams(streams: readonly StreamFrom[]): Promise<Map<string, RecordedEvent[]>> {
+  async readStreams(streams: readonly StreamFrom[]): Promise<Map<string, StreamEvent[]>> {
     this.assertOpen();
-    const found = new Map<string, RecordedEvent[]>();
+    const found = new Map<string, StreamEvent[]>();
     // SQLite reads each stream along its (stream, revision) key, in revision order; an ORDER BY would sort every
     // row in a temporary tree instead, so a stream that came back otherwise (another plan) is sorted here.
     const unordered = new Set<string>();
@@ -290,7 +291,7 @@ export class SqliteEventStore implements EventStore {
       const chunk = streams.slice(i, i + READ_STREAMS_CHUNK);
       const params = chunk.flatMap((s) => [s.stream, s.from]);
       for (const row of this.manyStreamsStatement(chunk.length).all(...params)) {
-        const event = decodeRow(row);
+        const event = decodeStreamRow(row);
         const events = found.get(event.stream);
         if (!events) found.set(event.stream, [event]);
         else if (events[events.length - 1].revision < event.revision) events.push(event);
@@ -309,8 +310,8 @@ export class SqliteEventStore implements EventStore {
     if (!statement) {
       const wanted = Array.from({ length: count }, () => '(?, ?)').join(', ');
       statement = this.db
-        .prepare<(string | bigint)[], EventRow>(
-          `WITH wanted(s, r) AS (VALUES ${wanted}) SELECT ${EVENT_COLUMNS} FROM wanted JOIN events ON stream = s AND revision >= r`,
+        .prepare<(string | bigint)[], StreamRow>(
+          `WITH wanted(s, r) AS (VALUES ${wanted}) SELECT ${STREAM_EVENT_COLUMNS} FROM wanted JOIN events ON stream = s AND revision >= r`,
         )
         .raw(true);
       this.manyStreams.set(count, statement);

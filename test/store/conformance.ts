@@ -266,10 +266,13 @@ export function eventStoreConformance(
     });
 
     describe('readStreams (optional)', () => {
+      /** What `readStreams` returns of a recorded event. */
+      const asStreamEvent = ({ stream, revision, type, data, metadata }: RecordedEvent) => ({ stream, revision, type, data, metadata });
+
       it('should read each stream from its own revision in revision order, across chunks, leaving out streams with nothing there', async (ctx) => {
         if (!store.readStreams) return ctx.skip();
         const long = stream();
-        const longEvents = Array.from({ length: 5 }, (_, i) => event('t.n', { i }));
+        const longEvents = Array.from({ length: 5 }, (_, i) => event('t.n', { i }, { i, by: 'conformance' }));
         await store.append(long, longEvents.slice(0, 3), { expectedRevision: 'no_stream' });
         const others = Array.from({ length: 300 }, () => stream());
         const otherEvents = new Map(others.map((s) => [s, event('t.o', { s })]));
@@ -288,9 +291,9 @@ export function eventStoreConformance(
         ]);
         expect([...read.keys()].sort()).toEqual([...others, long].sort());
         expect(read.get(long)!.map((e) => e.revision)).toEqual([1n, 2n, 3n, 4n]);
-        expect(ids(read.get(long)!)).toEqual(ids(longEvents.slice(1)));
-        expect(read.get(long)).toEqual(await store.readStream(long, { from: 1n }));
-        for (const s of others) expect(ids(read.get(s)!)).toEqual([otherEvents.get(s)!.id]);
+        expect(read.get(long)!.map((e) => e.data)).toEqual(longEvents.slice(1).map((e) => e.data));
+        expect(read.get(long)).toEqual((await store.readStream(long, { from: 1n })).map(asStreamEvent));
+        for (const s of others) expect(read.get(s)).toEqual((await store.readStream(s)).map(asStreamEvent));
       });
     });
 
