@@ -59,6 +59,8 @@ export interface Table<R> {
   count(where?: Where<R>): number;
   /** Every matching row in insertion order: only for filters whose matches stay small (work in flight). */
   all(where?: Where<R>): R[];
+  /** The key of every matching row in insertion order, without reading or parsing the rows. */
+  keys(where?: Where<R>): string[];
 }
 
 export type Tables<T> = { [K in keyof T]: Table<T[K]> };

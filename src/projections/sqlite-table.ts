@@ -101,6 +101,12 @@ export class SqliteTable<R> implements Table<R> {
     return this.rowsOf(this.seqs(sql, args));
   }
 
+  keys(where: Where<R> = {}): string[] {
+    this.flush();
+    const [clause, args] = this.filter(where);
+    return this.statement(`SELECT key FROM "${this.sqlName}"${clause} ORDER BY seq ASC`).pluck(true).all(...args) as string[];
+  }
+
   /** The `seq` of each row a query finds: a walk of the filter's index alone, no row read. */
   private seqs(sql: string, args: ColumnValue[]): number[] {
     return this.statement(sql).pluck(true).all(...args) as number[];

@@ -30,12 +30,11 @@ export const unfinishedActorsProjection = defineProjection({
   tables: { streams: table<UnfinishedActor>({ columns: ['owner'], indexes: [['owner']] }) },
   reduce,
   queries: {
-    /** The streams `runtimeId` recovers: its own and the unowned (any runtime may write those). */
-    streams: (t, runtimeId: string): string[] =>
-      t.streams
-        .all()
-        .filter((a) => a.owner === null || a.owner === runtimeId)
-        .map((a) => a.stream),
+    /**
+     * The streams `runtimeId` recovers: its own and the unowned (any runtime may write those). Keys only: a start
+     * lists 10,000 of them, and reading and parsing their rows cost about a tenth of recovering them.
+     */
+    streams: (t, runtimeId: string): string[] => [...t.streams.keys({ owner: runtimeId }), ...t.streams.keys({ owner: null })],
     /** The unfinished actors `runtimeId` owns. */
     ownedBy: (t, runtimeId: string): UnfinishedActor[] => t.streams.all({ owner: runtimeId }),
   },

@@ -50,6 +50,8 @@ describe('a read-model table', () => {
     expect(ids(first.rows)).toEqual(['r2']);
     expect(ids(t.page({ where: { scope: 'even' }, after: first.next, limit: 10 }).rows)).toEqual(['r0']);
     expect(ids(t.all({ scope: 'odd' }))).toEqual(['r1', 'r3', 'r4', 'r5']);
+    expect(t.keys({ scope: 'odd' })).toEqual(['r1', 'r3', 'r4', 'r5']);
+    expect(t.keys()).toEqual(['r1', 'r2', 'r3', 'r4', 'r5', 'r0']);
     expect(t.page({ where: { scope: 'odd' }, order: 'desc', limit: 2 }).rows.map((r) => r.n)).toEqual([5, 4]);
   });
 

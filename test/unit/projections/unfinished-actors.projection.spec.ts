@@ -2,6 +2,7 @@
  * The unfinished-actors index and the recovery that reads it: a start rehydrates exactly the actors in flight, read
  * stream by stream, and never scans the log (with history behind them, a scan costs the history).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,5 +63,20 @@ describe('unfinished actors', () => {
     expect((second.index.query.ownedBy('rt_first') as { stream: string }[]).map((a) => a.stream).sort()).toEqual([...open].sort());
     await second.close();
     await counting.close();
+  });
+
+  it('should list an actor no runtime has written for every runtime, beside the actors each owns', async () => {
+    const store = SqliteEventStore.open(join(dir, 'events.sqlite3'));
+    const rt = await runtimeOn(store, 'rt_a');
+    await rt.actors.send('tally', 'mine', { type: 'tally.added', n: 1 });
+    // Imported by hand: the runtime's metadata but no writer.
+    await store.append('tally-imported', [{ id: randomUUID(), type: 'tally.added', data: { n: 2 }, metadata: { actorType: 'tally', finished: false } }], {
+      expectedRevision: 'no_stream',
+    });
+    await rt.engine.catchUp();
+    expect(rt.index.query.streams('rt_a').sort()).toEqual(['tally-imported', 'tally-mine']);
+    expect(rt.index.query.streams('rt_b')).toEqual(['tally-imported']);
+    await rt.close();
+    await store.close();
   });
 });
