@@ -8,8 +8,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import { commandEnv } from '../../src/providers/command-env.ts';
 import { NativeExecutor } from '../../src/providers/native/native-executor.ts';
+import type { Receipt } from '../../src/providers/provider.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
-import { collect, isLive, liveProcessesWith, nativeFixture, run, spec, untilExited, type Fixture } from './native-harness.ts';
+import { collect, isLive, launcherPid, liveProcessesWith, nativeFixture, run, spec, untilExited, type Fixture } from './native-harness.ts';
 
 let fx: Fixture;
 beforeEach(() => {
@@ -103,6 +104,21 @@ describe('native executor', () => {
     const { receipt, stdout } = await run(fx.executor, spec(['/bin/sh', '-c', '(sleep 0.3; echo late) & echo early']));
     expect(receipt.exitCode).toBe(0);
     expect(stdout.toString()).toBe('early\nlate\n');
+  });
+
+  it('counts settleMs from the start it saw, not from the submit: a command queued past it is still answered at its exit', async () => {
+    await run(fx.executor, spec(['true']));
+    // The launcher and what it started (the spare supervisor included) held: the next command waits past settleMs.
+    const group = launcherPid()!;
+    process.kill(-group, 'SIGSTOP');
+    let submitted: Promise<Receipt>;
+    try {
+      submitted = fx.executor.submit(spec(['sleep', '0.1'], { settleMs: 1_000 }));
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+    } finally {
+      process.kill(-group, 'SIGCONT');
+    }
+    expect(await submitted).toMatchObject({ state: 'exited', exitCode: 0 });
   });
 
   it('round-trips stdin through cat', async () => {

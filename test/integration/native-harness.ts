@@ -80,6 +80,20 @@ export function isLive(pid: number): boolean {
   }
 }
 
+/** The native launcher of this process (its only child running launcher.sh), if one runs. */
+export function launcherPid(): number | undefined {
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('launcher.sh')) return Number(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
 /** Live (non-zombie) processes whose command line contains `marker`. */
 export function liveProcessesWith(marker: string): string[] {
   const found: string[] = [];

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { launchDetached, superviseDetached, superviseRun } from '../../../src/providers/native/supervisor-launcher.ts';
 import { waitFor } from '../../fixtures/wait-for.ts';
+import { launcherPid } from '../../integration/native-harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-launcher-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,20 +30,6 @@ const sessionOf = (pid: number | string): number => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
 };
-
-/** The launcher process of this test process (its only child running launcher.sh). */
-function launcherPid(): number | undefined {
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('launcher.sh')) return Number(pid);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return undefined;
-}
 
 describe('launchDetached', () => {
   it('runs a program with exactly the argv and environment given, odd bytes and names included', async () => {
