@@ -36,7 +36,9 @@ const CRASH_POINTS = [
  * A submission appends accepted and dispatched together, so a kill after accepted also lands after dispatched.
  */
 const NEVER_SUBMITTED = new Set<string>(['execution.accepted', 'execution.dispatched']);
-const lastOfAppend = (crashAfter: string): string => (crashAfter === 'execution.accepted' ? 'execution.dispatched' : crashAfter);
+/** The watch appends an exit with its drain (the receipt proves both): a kill after exited lands after drained. */
+const appendedWith: Record<string, string> = { 'execution.accepted': 'execution.dispatched', 'execution.exited': 'execution.drained' };
+const lastOfAppend = (crashAfter: string): string => appendedWith[crashAfter] ?? crashAfter;
 
 const STDOUT_BYTES = 10 * 1024 * 1024;
 const seq = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => `${i + 1}\n`).join(''));
@@ -93,8 +95,8 @@ describe.each(providers)('kill -9 matrix, %s provider', (kind) => {
         provider: kind,
         docker: kind === 'docker' ? dockerRun : (false as const),
         operationId,
-        // The pause keeps the run longer than a submit waits for a quick exit (FAST_EXIT_MS), so started, exited and
-        // drained are appended one by one and a kill can land between them.
+        // The pause keeps the run longer than a submit waits for a quick exit (FAST_EXIT_MS), so started, exited (with
+        // drained) and saved are appended one by one and a kill can land between them.
         command: ['/bin/sh', '-c', `echo ${operationId} >> ${idsFile}; sleep 0.1; seq 1 2000000 | head -c ${STDOUT_BYTES}; seq 1 5000 >&2; exit 3`],
       };
 

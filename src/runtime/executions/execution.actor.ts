@@ -80,10 +80,18 @@ async function submitted(executor: Executor, services: Services, p: SubmitParams
   if (receipt.state !== 'exited') return [fromReceipt(receipt, now())];
   const at = now();
   if (receipt.error) return [{ type: 'execution.failed', code: 'invalid_request', message: `the command could not start: ${receipt.error}`, at }];
-  const run = [...(receipt.startedAt ? [startedEvent(receipt, at)] : []), exitedEvent(receipt, at), drainedEvent(receipt, at)];
+  return [...(receipt.startedAt ? [startedEvent(receipt, at)] : []), ...(await exitedRun(executor, services, p.executionId, receipt, at))];
+}
+
+/**
+ * What an exited receipt proves, as one append: the exit, the drain (the receipt is written once the process tree is
+ * gone and every writer closed), and the save when the run wrote nothing (nothing to copy).
+ */
+async function exitedRun(executor: Executor, services: Services, executionId: string, receipt: Receipt, at: number): Promise<DomainEvent[]> {
+  const run = [exitedEvent(receipt, at), drainedEvent(receipt, at)];
   const { sizes } = receipt;
   const silent = sizes !== undefined && Object.values(sizes).every((n) => n === 0);
-  return silent ? [...run, await savedEvent(executor, services, p.executionId, sizes)] : run;
+  return silent ? [...run, await savedEvent(executor, services, executionId, sizes)] : run;
 }
 
 /** One promise per shutdown signal (a single listener), however many effects wait on it. */
@@ -343,7 +351,10 @@ export const executionActor = defineActor<typeof executionMachine, Services>({
       const outcome = await followRunning(executor, p.executionId, ctx.services.shutdown, p.outputLimitBytes);
       if (!outcome) return undefined;
       if ('written' in outcome) return { type: 'execution.output_exceeded', written: outcome.written, limit: p.outputLimitBytes!, at: ctx.services.now() };
-      return fromReceipt(outcome.receipt, ctx.services.now());
+      const { receipt } = outcome;
+      // The exit with its drain (and its save when silent): one append instead of three.
+      if (receipt.state === 'exited' && !receipt.error) return exitedRun(executor, ctx.services, p.executionId, receipt, ctx.services.now());
+      return fromReceipt(receipt, ctx.services.now());
     },
     'executor.cancel': async (p: OperationParams, ctx) => {
       const executor = await ctx.services.executorFor(p.target.allocationId);
