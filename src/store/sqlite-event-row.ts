@@ -1,6 +1,7 @@
 /**
- * The SQLite store's events-table row and its decoding into a RecordedEvent; shared by the store and its
- * subscriptions. A row that does not decode is reported with its stream and revision, never skipped.
+ * The SQLite store's events-table row and its decoding into a RecordedEvent (a StreamEvent for `readStreams`); shared
+ * by the store and its subscriptions. A row that does not decode is reported with its stream and revision, never
+ * skipped.
  */
 import { CorruptEvent, type RecordedEvent, type StreamEvent } from './event-store.ts';
 
