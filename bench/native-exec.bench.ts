@@ -1,6 +1,7 @@
 /**
  * Native executor overhead: submit -> receipt of `true` (p50) against a raw execa('true') (p50), and the throughput
- * of 100 concurrent executions against 100 concurrent raw execa calls. Each figure ends as one JSON line.
+ * of 100 concurrent executions against 100 concurrent raw execa calls (a ratio, >= 0.7). Each figure ends as one
+ * JSON line.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -79,7 +80,8 @@ try {
   await releaseFinished();
 
   console.log(line('native-exec-true-p50', native, 'ms', raw, native / raw, '<= 2', native / raw <= 2));
-  console.log(line('native-exec-concurrent-100', nativeRate, 'executions/s', rawRate, nativeRate / rawRate, '>= 50', nativeRate >= 50));
+  // A ratio to the raw rate of the same run: a fixed rate would measure the machine, not the executor.
+  console.log(line('native-exec-concurrent-100', nativeRate, 'executions/s', rawRate, nativeRate / rawRate, '>= 0.7', nativeRate / rawRate >= 0.7));
 } finally {
   rmSync(root, { recursive: true, force: true });
 }
