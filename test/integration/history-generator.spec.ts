@@ -1,15 +1,19 @@
 /**
  * The history-scale bench's generator writes what the runtime writes: a real runtime started on a generated store
  * serves the generated executions and runs `true` on a generated environment, and the events of that real `true`
- * (its stream and its allocation uses) have the generated ones' types, states, metadata and data fields.
+ * (its stream and its allocation uses) have the generated ones' types, states, metadata and data fields; its
+ * snapshots are ones the runtime loads from.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateHistory, type GeneratedHistory } from '../../bench/history-generator.ts';
+import { fromSnapshot } from '../../src/actors/rehydrate.ts';
+import { readLatestSnapshot } from '../../src/actors/snapshot-stream.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { startBerth } from '../../src/runtime/berth.ts';
+import { allocationActor } from '../../src/runtime/environments/allocation.actor.ts';
 import { executionIdOf } from '../../src/runtime/executions/execution-service.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
 import type { RecordedEvent } from '../../src/store/event-store.ts';
@@ -76,4 +80,22 @@ describe('history generator', () => {
     expect(generated.execution.map(shape)).toEqual(real.execution.map(shape));
     expect(generated.uses.map(shape)).toEqual(real.uses.map(shape));
   });
+
+  it("writes snapshots a runtime trusts: a live allocation loads from its latest one, not from its first event", async () => {
+    // Long enough for allocations past the snapshot interval (50 events).
+    const longer = join(root, 'longer');
+    await generateHistory(longer, 3_000, () => undefined);
+    const store = SqliteEventStore.open(join(longer, 'events.sqlite3'));
+    try {
+      const lengths = new Map<string, bigint>();
+      for (const e of await store.readAll({ fromPosition: 'start', maxCount: 1_000_000 })) if (e.stream.startsWith('allocation-')) lengths.set(e.stream, e.revision);
+      const [allocation, last] = [...lengths].sort((a, b) => (a[1] > b[1] ? -1 : 1))[0]!;
+      expect(last).toBeGreaterThan(50n);
+      const snapshot = await readLatestSnapshot(store, allocation);
+      expect(snapshot?.revision).toBeGreaterThanOrEqual(49n);
+      expect(fromSnapshot(allocationActor, allocation.slice('allocation-'.length), snapshot).revision).toBe(snapshot!.revision);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
 });
