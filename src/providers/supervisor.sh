@@ -14,7 +14,8 @@
 #   native/launcher.sh; stdio on /dev/null), so it gets no SIGHUP nor any signal meant for the host's process group,
 #   and outlives the host. A host may also source this file with `_bsv_library=1` (it then only defines functions)
 #   and call `_bsv_main run|cancel ...` in a forked subshell: the native launcher does, which saves starting a shell
-#   and parsing this file for every command. Its environment IS the command's environment (already filtered by the host, plus the PWD
+#   and parsing this file for every command. There fd 7 is the launcher's answer channel to the runtime: every
+#   process the supervisor starts gets it closed (`7>&-`), so no command can forge the launcher's answers. Its environment IS the command's environment (already filtered by the host, plus the PWD
 #   any sh exports); the supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores
 #   PATH before exec (dash adds only PWD after `cd`; busybox ash also exports SHLVL).
 #   Needs on its own PATH (it prepends the usual system directories): setsid, sleep; mkfifo with -i. Linux /proc
@@ -185,15 +186,18 @@ _bsv_spare() {
   mkfifo -m 600 "$_bsv_sdir/req" "$_bsv_sdir/go" || exit 2
   if [ -n "$_bsv_sout" ]; then
     mkfifo -m 600 "$_bsv_sdir/up" && mkdir -m 755 "$_bsv_sout" && : >"$_bsv_sout/stdout" && : >"$_bsv_sout/stderr" || exit 2
-    "$_bsv_setsid" "$@" </dev/null >>"$_bsv_sout/stdout" 2>>"$_bsv_sout/stderr" 3<"$_bsv_sdir/go" 4>"$_bsv_sdir/up" &
+    "$_bsv_setsid" "$@" </dev/null >>"$_bsv_sout/stdout" 2>>"$_bsv_sout/stderr" 3<"$_bsv_sdir/go" 4>"$_bsv_sdir/up" 7>&- &
   else
     # Its environment is the launcher's (PWD only); `_l_nl` is how a request's words write a newline.
     # It reads one newline from the FIFO, then sources the line from SPAREDIR/line (a FIFO is read a byte at a time).
     "$_bsv_setsid" /bin/sh -c '_l_nl="
-"; exec <"$1/go" || exit 125; read -r _l || exit 125; . "$1/line"; exit 125' sh "$_bsv_sdir" </dev/null >/dev/null 2>&1 &
+"; exec <"$1/go" || exit 125; read -r _l || exit 125; . "$1/line"; exit 125' sh "$_bsv_sdir" </dev/null >/dev/null 2>&1 7>&- &
   fi
   _bsv_spid=$!
-  trap '[ -z "$_bsv_spid" ] || { kill -KILL "$_bsv_spid" 2>/dev/null; [ -z "$_bsv_sout" ] || rm -rf "$_bsv_sout"; }' EXIT
+  # Run at exit by the launcher's EXIT trap of this request's subshell (launcher.sh: it answers the spare's end
+  # after), or by its own trap when it runs outside a launcher.
+  _bsv_atexit='[ -z "$_bsv_spid" ] || { kill -KILL "$_bsv_spid" 2>/dev/null; [ -z "$_bsv_sout" ] || rm -rf "$_bsv_sout"; }'
+  [ -n "${_l_seq:-}" ] || trap 'eval "$_bsv_atexit"' EXIT
   # An unused spare ends after SPARE_SECONDS, so none outlives a launcher that was killed (no EOF to tell it).
   trap 'exit 0' TERM
   _bsv_whoami
@@ -202,7 +206,7 @@ _bsv_spare() {
     sleep "${_bsv_spare_seconds:-30}" &
     _bsv_s=$!
     wait "$_bsv_s" && kill -TERM "$_bsv_self"
-  ) </dev/null >/dev/null 2>&1 &
+  ) </dev/null >/dev/null 2>&1 7>&- &
   _bsv_expiry=$!
   # A contained spare's process opens the FIFO after its output files: opened write-only first, it is waited for,
   # so the host never takes the files (links them into an operation) before the sandbox holds them.
@@ -308,7 +312,7 @@ _bsv_main() {
       if [ -n "$_bsv_path_set" ]; then PATH=$_bsv_path; else unset PATH; fi
       [ -n "$_bsv_oldpwd_set" ] || unset OLDPWD
       exec "$_bsv_setsid" -- "$@"
-    ) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" &
+    ) <"$_bsv_in" >>"$_bsv_dir/stdout" 2>>"$_bsv_dir/stderr" 7>&- &
     _bsv_pid=$!
   fi
   echo "{\"supervisor\":$_bsv_self,\"pid\":$_bsv_pid,\"pgid\":$_bsv_pid}" >"$_bsv_dir/started"
@@ -330,7 +334,7 @@ _bsv_main() {
       _bsv_s=
       : >"$_bsv_dir/timedout"
       _bsv_stop_group "$_bsv_pid" "$_bsv_grace"
-    ) &
+    ) 7>&- &
     _bsv_timer=$!
   fi
 

@@ -8,7 +8,7 @@
  * waiting for its line: a command then starts with no fork, setsid or shell start on its path (about 1.5 ms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, constants, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmdirSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,12 @@ interface Pending {
   exited(outcome: LaunchOutcome): void;
   /** Keeps the runtime alive while pending (a spare waiting for a request does not). */
   held: boolean;
+  /** Its subshell answers its own end (launcher.sh `rSEQ`): that `x` may come before the `s`, or never (killed). */
+  reportsItself: boolean;
+  pid?: number;
+  ended?: boolean;
+  /** Seen gone at the last look without its `x`: one more look (its answer may sit unread in the pipe) ends it. */
+  missed?: boolean;
 }
 
 /** A FIFO write up to this size is atomic: a spare reads a whole request or none. */
@@ -88,6 +94,20 @@ const SPARE_EXIT = 'exit 0\n';
 const SPARE_END_MS = 5_000;
 /** Names no operation id can take ([A-Za-z0-9_.-]), so a spare's output directory never meets an operation's. */
 const SANDBOX_OUT_PREFIX = 'spare+';
+/** How often the runtime looks for self-answering subshells that ended without answering (killed by a signal). */
+const LOST_LOOK_MS = 250;
+
+/** True while `pid` is a live child of `parent` (not a zombie, not a reused pid under another parent). */
+function liveChildOf(pid: number, parent: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return state !== 'Z' && state !== 'X' && Number(ppid) === parent;
+}
 
 class Launcher {
   private readonly child: ChildProcess;
@@ -97,6 +117,7 @@ class Launcher {
   private spareRoot?: string;
   private spare?: Spare;
   private spareDue = false;
+  private lostLook?: NodeJS.Timeout;
   /** Contained spares by key (JSON of SandboxSpareKey), each with its output directory once made; most recently used last. */
   private readonly sandboxSpares = new Map<string, { key: SandboxSpareKey; spare?: Spare & { out: string } }>();
 
@@ -114,6 +135,7 @@ class Launcher {
         p.exited({ error });
       }
       this.pending.clear();
+      clearInterval(this.lostLook);
     };
     this.child.once('error', (e) => end(e));
     this.child.once('exit', (code, signal) => end(new Error(`the launcher exited (${signal ?? code})`)));
@@ -121,11 +143,16 @@ class Launcher {
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       const [event, seq, n] = line.split(' ');
       const p = this.pending.get(Number(seq));
-      if (event === 's') p?.started(Number(n));
-      if (event !== 'x') return;
-      p?.exited({ code: Number(n) });
-      this.pending.delete(Number(seq));
-      this.holdWhilePending();
+      if (!p) return;
+      if (event === 's') {
+        p.pid = Number(n);
+        p.started(p.pid);
+        if (p.reportsItself) this.lookForLost();
+      } else if (event === 'x') {
+        p.ended = true;
+        p.exited({ code: Number(n) });
+      }
+      if (p.ended && p.pid !== undefined) this.settle(Number(seq));
     });
     // An idle launcher does not keep the runtime alive (it ends at EOF when the runtime does); a pending answer does.
     this.child.unref();
@@ -144,11 +171,40 @@ class Launcher {
     else stdout.unref?.();
   }
 
-  launch(command: string | Error, held = true): Launch {
-    return this.start(command, held).launch;
+  launch(command: string | Error, held = true, reportsItself = false): Launch {
+    return this.start(command, held, reportsItself).launch;
   }
 
-  private start(command: string | Error, held: boolean): { seq: number; launch: Launch } {
+  /** `supervisor.sh ARGS` in the launcher's subshell (it answers its own end), or by exec when `env` needs `env -i`. */
+  superviseArgs(args: string[], env: Record<string, string>): Launch {
+    return this.launch(supervisorLine(args, env), true, plain(Object.keys(env)));
+  }
+
+  private settle(seq: number): void {
+    this.pending.delete(seq);
+    this.holdWhilePending();
+    if (![...this.pending.values()].some((p) => p.reportsItself)) {
+      clearInterval(this.lostLook);
+      this.lostLook = undefined;
+    }
+  }
+
+  /** Ends each self-answering launch whose subshell is gone without its answer, as a lost launcher's are ended. */
+  private lookForLost(): void {
+    this.lostLook ??= setInterval(() => {
+      for (const [seq, p] of this.pending) {
+        if (!p.reportsItself || p.ended || p.pid === undefined) continue;
+        if (liveChildOf(p.pid, this.child.pid!)) p.missed = false;
+        else if (!p.missed) p.missed = true;
+        else {
+          p.exited({ error: new Error('it ended without answering (killed by a signal)') });
+          this.settle(seq);
+        }
+      }
+    }, LOST_LOOK_MS).unref();
+  }
+
+  private start(command: string | Error, held: boolean, reportsItself = false): { seq: number; launch: Launch } {
     if (this.gone || command instanceof Error) {
       return { seq: 0, launch: { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: this.gone ?? (command as Error) }) } };
     }
@@ -159,16 +215,16 @@ class Launcher {
       pid: new Promise((resolve) => (started = resolve)),
       exited: new Promise((resolve) => (exited = resolve)),
     };
-    this.pending.set(seq, { started, exited, held });
+    this.pending.set(seq, { started, exited, held, reportsItself });
     this.holdWhilePending();
-    this.child.stdin!.write(`${seq} ${command}\n`);
+    this.child.stdin!.write(`${reportsItself ? 'r' : ''}${seq} ${command}\n`);
     return { seq, launch };
   }
 
   /** A supervised run: handed to the spare when one is waiting, else launched as any supervisor is. */
   supervise(run: SupervisedRun, env: Record<string, string>): Launch {
     const args = runArgs(run);
-    const launch = (plain(Object.keys(env)) && this.handToSpare(args, goLine(run, env))) || this.launch(supervisorLine(args, env));
+    const launch = (plain(Object.keys(env)) && this.handToSpare(args, goLine(run, env))) || this.superviseArgs(args, env);
     this.spareAfter(launch);
     return launch;
   }
@@ -235,7 +291,7 @@ class Launcher {
     if (!dir) return void this.sandboxSpares.delete(id);
     const entry = { key, spare: undefined as (Spare & { out: string }) | undefined };
     const out = join(key.outRoot, `${SANDBOX_OUT_PREFIX}${process.pid}-${this.seq + 1}`);
-    const { seq, launch } = this.start(`_bsv_spare ${[dir, '-o', out, '--', ...key.prefix].map(word).join(' ')}`, false);
+    const { seq, launch } = this.start(`_bsv_spare ${[dir, '-o', out, '--', ...key.prefix].map(word).join(' ')}`, false, true);
     const spare = { dir, seq, launch, madeAt: Date.now(), out };
     entry.spare = spare;
     this.sandboxSpares.set(id, entry);
@@ -286,7 +342,7 @@ class Launcher {
     if (this.spare || this.gone) return;
     const dir = this.spareDir();
     if (!dir) return;
-    const { seq, launch } = this.start(`_bsv_spare ${word(dir)}`, false);
+    const { seq, launch } = this.start(`_bsv_spare ${word(dir)}`, false, true);
     const spare = { dir, seq, launch, madeAt: Date.now() };
     this.spare = spare;
     void launch.exited.then(() => {
@@ -419,7 +475,7 @@ export function launchDetached(argv: string[], env: Record<string, string>): Lau
 
 /** Runs `supervisor.sh ARGS` (cancel, or a run) detached, as launchDetached does, with exactly `env`. */
 export function superviseDetached(args: string[], env: Record<string, string>): Launch {
-  return launcher().launch(supervisorLine(args, env));
+  return launcher().superviseArgs(args, env);
 }
 
 /** Runs a command under `supervisor.sh run`, detached, with exactly `env` (through the spare when one waits). */

@@ -102,6 +102,30 @@ describe('superviseDetached', () => {
     expect(readFileSync(out, 'utf8').split('\0').filter(Boolean).sort()).toEqual(['GREETING=it\'s', 'PATH=/usr/bin:/bin', 'PWD=/']);
   });
 
+  it("answers a supervisor's end from its own subshell, and one killed without answering as an error", async () => {
+    const op = join(dir, 'op-killed');
+    mkdirSync(op);
+    const launch = superviseDetached(['run', op, '--', '/bin/sleep', '1000'], { PATH: '/usr/bin:/bin' });
+    const pid = (await launch.pid)!;
+    await waitFor(() => existsSync(join(op, 'started')), { intervalMs: 5, what: 'the supervisor to record the start' });
+    const command: number = JSON.parse(readFileSync(join(op, 'started'), 'utf8')).pid;
+    process.kill(pid, 'SIGKILL');
+    expect(await launch.exited).toMatchObject({ error: expect.any(Error) });
+    process.kill(command, 'SIGKILL');
+  });
+
+  it("gives what it starts none of the launcher's descriptors: a command cannot write the runtime's answers", async () => {
+    const op = join(dir, 'op-fds');
+    mkdirSync(op);
+    // The command's own descriptors, from its shell: none is the launcher's socket to the runtime (its stdout, which
+    // the launcher's subshell holds as fd 7 to answer on).
+    const outcome = await superviseDetached(['run', op, '--', '/bin/sh', '-c', 'ls -l /proc/$$/fd'], { PATH: '/usr/bin:/bin' }).exited;
+    expect(outcome).toEqual({ code: 0 });
+    const fds = readFileSync(join(op, 'stdout'), 'utf8');
+    expect(fds).toMatch(/ 1 -> .*\/stdout/);
+    expect(fds).not.toMatch(/socket:| 7 -> /);
+  });
+
   it("hands variables named like the launcher's own over intact (the supervisor then runs as its own program)", async () => {
     const op = join(dir, 'op-own-names');
     mkdirSync(op);
@@ -130,7 +154,7 @@ describe('spare supervisors', () => {
 
     const op = join(dir, 'op-spare');
     mkdirSync(op);
-    const script = `cat /proc/$$/environ >${op}/env; cut -d" " -f1,5,6 /proc/$$/stat; pwd; echo oops >&2; exit 7`;
+    const script = `cat /proc/$$/environ >${op}/env; ls -l /proc/$$/fd >${op}/fds; cut -d" " -f1,5,6 /proc/$$/stat; pwd; echo oops >&2; exit 7`;
     const launch = superviseRun({ dir: op, cwd: '/tmp', graceMs: 100, stdin: false, argv: ['/bin/sh', '-c', script] }, { PATH: '/usr/bin:/bin', Q: "it's\nhere" });
     expect(await launch.exited).toEqual({ code: 0 });
     expect(JSON.parse(readFileSync(join(op, 'receipt'), 'utf8'))).toMatchObject({ status: 7 });
@@ -141,6 +165,8 @@ describe('spare supervisors', () => {
     expect(JSON.parse(readFileSync(join(op, 'started'), 'utf8')).pid).toBe(pid);
     expect(cwd).toBe('/tmp');
     expect(readFileSync(join(op, 'stderr'), 'utf8')).toBe('oops\n');
+    // The launcher's answer channel (its socket to the runtime, fd 7 of the request's subshell) is not the command's.
+    expect(readFileSync(join(op, 'fds'), 'utf8')).not.toMatch(/socket:| 7 -> /);
     // It was the spare: its directory goes once it ends.
     await waitFor(() => !existsSync(spares[0]), { timeoutMs: 5_000, what: 'the used spare\'s directory to go' });
   });
