@@ -8,6 +8,7 @@ import { readdir, readFile, readlink } from 'node:fs/promises';
 interface ProcStat {
   pid: number;
   state: string;
+  ppid: number;
   pgrp: number;
   session: number;
   /** Clock ticks since boot: with the pid, a process identity that survives pid reuse. */
@@ -17,7 +18,7 @@ interface ProcStat {
 function parseStat(pid: number | string, text: string): ProcStat {
   // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { pid: Number(pid), state: fields[0], pgrp: Number(fields[2]), session: Number(fields[3]), startTime: fields[19] };
+  return { pid: Number(pid), state: fields[0], ppid: Number(fields[1]), pgrp: Number(fields[2]), session: Number(fields[3]), startTime: fields[19] };
 }
 
 /**
@@ -49,6 +50,12 @@ export async function processStartTime(pid: number): Promise<string | undefined>
 export async function isProcessAlive(pid: number, startTime?: string): Promise<boolean> {
   const st = procStat(pid);
   return st !== undefined && st.state !== 'Z' && (startTime === undefined || st.startTime === startTime);
+}
+
+/** A live (not zombie) child of `parent`: a pid reused since under another parent does not count. */
+export function isLiveChildOf(pid: number, parent: number): boolean {
+  const st = procStat(pid);
+  return st !== undefined && st.state !== 'Z' && st.ppid === parent;
 }
 
 /** A live supervisor of `opDir`: its command line names the operation directory, so a reused pid does not count. */

@@ -44,10 +44,13 @@ export function execLine(argv: string[], env: Record<string, string>): string | 
 
 const exportsOf = (env: Record<string, string>): string[] => Object.keys(env).map((k) => `export ${k}=${word(env[k])};`);
 
-/** The sh line that runs `supervisor.sh ARGS` in the launcher's subshell itself, or by exec when `env` needs `env -i`. */
-export function supervisorLine(args: string[], env: Record<string, string>): string | Error {
-  if (!plain(Object.keys(env))) return execLine(['/bin/sh', SUPERVISOR_PATH, ...args], env);
-  return [...exportsOf(env), '_bsv_main', ...args.map(word)].join(' ');
+/**
+ * The sh line that runs `supervisor.sh ARGS` in the launcher's subshell itself, which then answers its own end
+ * (launcher.sh `rSEQ`), or by exec when `env` needs `env -i` (the launcher's waiter answers).
+ */
+export function supervisorRequest(args: string[], env: Record<string, string>): { line: string | Error; answersItself: boolean } {
+  if (!plain(Object.keys(env))) return { line: execLine(['/bin/sh', SUPERVISOR_PATH, ...args], env), answersItself: false };
+  return { line: [...exportsOf(env), '_bsv_main', ...args.map(word)].join(' '), answersItself: true };
 }
 
 /** supervisor.sh `run` arguments for a run. */

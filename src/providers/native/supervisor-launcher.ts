@@ -8,14 +8,15 @@
  * waiting for its line: a command then starts with no fork, setsid or shell start on its path (about 1.5 ms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, constants, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmdirSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SUPERVISOR_PATH } from '../spool.ts';
-import { containedGoLine, execLine, goLine, plain, runArgs, spareRequest, supervisorLine, word, type SupervisedRun } from './launcher-lines.ts';
+import { isLiveChildOf } from './host-process.ts';
+import { containedGoLine, execLine, goLine, plain, runArgs, spareRequest, supervisorRequest, word, type SupervisedRun } from './launcher-lines.ts';
 
 const LAUNCHER_PATH = fileURLToPath(new URL('./launcher.sh', import.meta.url));
 
@@ -97,17 +98,6 @@ const SANDBOX_OUT_PREFIX = 'spare+';
 /** How often the runtime looks for self-answering subshells that ended without answering (killed by a signal). */
 const LOST_LOOK_MS = 250;
 
-/** True while `pid` is a live child of `parent` (not a zombie, not a reused pid under another parent). */
-function liveChildOf(pid: number, parent: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return false;
-  }
-  const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return state !== 'Z' && state !== 'X' && Number(ppid) === parent;
-}
 
 class Launcher {
   private readonly child: ChildProcess;
@@ -175,32 +165,38 @@ class Launcher {
     return this.start(command, held, reportsItself).launch;
   }
 
-  /** `supervisor.sh ARGS` in the launcher's subshell (it answers its own end), or by exec when `env` needs `env -i`. */
+  /** `supervisor.sh ARGS`: in the launcher's subshell, which answers its own end, or by exec (supervisorRequest). */
   superviseArgs(args: string[], env: Record<string, string>): Launch {
-    return this.launch(supervisorLine(args, env), true, plain(Object.keys(env)));
+    const { line, answersItself } = supervisorRequest(args, env);
+    return this.launch(line, true, answersItself);
   }
 
   private settle(seq: number): void {
     this.pending.delete(seq);
     this.holdWhilePending();
-    if (![...this.pending.values()].some((p) => p.reportsItself)) {
-      clearInterval(this.lostLook);
-      this.lostLook = undefined;
-    }
   }
 
-  /** Ends each self-answering launch whose subshell is gone without its answer, as a lost launcher's are ended. */
+  /**
+   * Ends each self-answering launch whose subshell is gone without its answer, as a lost launcher's are ended; the
+   * look stops once none is left to look at.
+   */
   private lookForLost(): void {
     this.lostLook ??= setInterval(() => {
+      let left = false;
       for (const [seq, p] of this.pending) {
         if (!p.reportsItself || p.ended || p.pid === undefined) continue;
-        if (liveChildOf(p.pid, this.child.pid!)) p.missed = false;
+        if (isLiveChildOf(p.pid, this.child.pid!)) p.missed = false;
         else if (!p.missed) p.missed = true;
         else {
           p.exited({ error: new Error('it ended without answering (killed by a signal)') });
           this.settle(seq);
+          continue;
         }
+        left = true;
       }
+      if (left) return;
+      clearInterval(this.lostLook);
+      this.lostLook = undefined;
     }, LOST_LOOK_MS).unref();
   }
 
