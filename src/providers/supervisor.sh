@@ -15,7 +15,8 @@
 #   and outlives the host. A host may also source this file with `_bsv_library=1` (it then only defines functions)
 #   and call `_bsv_main run|cancel ...` in a forked subshell: the native launcher does, which saves starting a shell
 #   and parsing this file for every command. There fd 7 is the launcher's answer channel to the runtime: every
-#   process the supervisor starts gets it closed (`7>&-`), so no command can forge the launcher's answers. Its environment IS the command's environment (already filtered by the host, plus the PWD
+#   process the supervisor starts gets it closed (`7>&-`), so no command can forge the launcher's answers.
+#   Its environment IS the command's environment (already filtered by the host, plus the PWD
 #   any sh exports); the supervisor uses only `_bsv_`-prefixed shell variables, which it never exports, and restores
 #   PATH before exec (dash adds only PWD after `cd`; busybox ash also exports SHLVL).
 #   Needs on its own PATH (it prepends the usual system directories): setsid, sleep; mkfifo with -i. Linux /proc

@@ -35,7 +35,7 @@ interface Pending {
   /** Keeps the runtime alive while pending (a spare waiting for a request does not). */
   held: boolean;
   /** Its subshell answers its own end (launcher.sh `rSEQ`): that `x` may come before the `s`, or never (killed). */
-  reportsItself: boolean;
+  answersItself: boolean;
   pid?: number;
   ended?: boolean;
   /** Seen gone at the last look without its `x`: one more look (its answer may sit unread in the pipe) ends it. */
@@ -98,7 +98,6 @@ const SANDBOX_OUT_PREFIX = 'spare+';
 /** How often the runtime looks for self-answering subshells that ended without answering (killed by a signal). */
 const LOST_LOOK_MS = 250;
 
-
 class Launcher {
   private readonly child: ChildProcess;
   private readonly pending = new Map<number, Pending>();
@@ -137,7 +136,7 @@ class Launcher {
       if (event === 's') {
         p.pid = Number(n);
         p.started(p.pid);
-        if (p.reportsItself) this.lookForLost();
+        if (p.answersItself) this.lookForLost();
       } else if (event === 'x') {
         p.ended = true;
         p.exited({ code: Number(n) });
@@ -161,8 +160,8 @@ class Launcher {
     else stdout.unref?.();
   }
 
-  launch(command: string | Error, held = true, reportsItself = false): Launch {
-    return this.start(command, held, reportsItself).launch;
+  launch(command: string | Error, held = true, answersItself = false): Launch {
+    return this.start(command, held, answersItself).launch;
   }
 
   /** `supervisor.sh ARGS`: in the launcher's subshell, which answers its own end, or by exec (supervisorRequest). */
@@ -184,7 +183,7 @@ class Launcher {
     this.lostLook ??= setInterval(() => {
       let left = false;
       for (const [seq, p] of this.pending) {
-        if (!p.reportsItself || p.ended || p.pid === undefined) continue;
+        if (!p.answersItself || p.ended || p.pid === undefined) continue;
         if (isLiveChildOf(p.pid, this.child.pid!)) p.missed = false;
         else if (!p.missed) p.missed = true;
         else {
@@ -200,7 +199,7 @@ class Launcher {
     }, LOST_LOOK_MS).unref();
   }
 
-  private start(command: string | Error, held: boolean, reportsItself = false): { seq: number; launch: Launch } {
+  private start(command: string | Error, held: boolean, answersItself = false): { seq: number; launch: Launch } {
     if (this.gone || command instanceof Error) {
       return { seq: 0, launch: { pid: Promise.resolve(undefined), exited: Promise.resolve({ error: this.gone ?? (command as Error) }) } };
     }
@@ -211,9 +210,9 @@ class Launcher {
       pid: new Promise((resolve) => (started = resolve)),
       exited: new Promise((resolve) => (exited = resolve)),
     };
-    this.pending.set(seq, { started, exited, held, reportsItself });
+    this.pending.set(seq, { started, exited, held, answersItself });
     this.holdWhilePending();
-    this.child.stdin!.write(`${reportsItself ? 'r' : ''}${seq} ${command}\n`);
+    this.child.stdin!.write(`${answersItself ? 'r' : ''}${seq} ${command}\n`);
     return { seq, launch };
   }
 
