@@ -320,6 +320,7 @@ export class ActorRuntime<S = unknown> {
     // Another runtime's actors are its own to recover, even when they are listed (a shared store).
     const unfinished = scan.unfinished.filter((a) => {
       this.cache.put(a.stream, a.loaded);
+      this.snapshotIfFolded(a.actorType, a.stream, a.loaded);
       return !isFinished(a.actorType, a.loaded.snapshot) && mayWrite(a.loaded, identity);
     });
     const recovered = this.recoveredEvent();
@@ -573,6 +574,7 @@ export class ActorRuntime<S = unknown> {
     if (cached) return cached;
     const loaded = await rehydrate(this.store, actorType, id);
     this.cache.put(stream, loaded);
+    this.snapshotIfFolded(actorType, stream, loaded);
     return loaded;
   }
 
@@ -671,6 +673,22 @@ export class ActorRuntime<S = unknown> {
   private maybeSnapshot(actorType: ActorType, stream: string, from: bigint, actor: LoadedActor): void {
     const every = BigInt(this.snapshotEvery);
     if (every <= 0n || (actor.revision + 1n) / every === (from + 1n) / every) return;
+    this.snapshot(actorType, stream, actor);
+  }
+
+  /**
+   * Snapshots a just loaded actor that folded N events or more past its snapshot: one of another machine version
+   * (an upgrade, or the same sources compiled by tsc instead of esbuild) is not restored, and without a snapshot of
+   * this version every later start folded a long-lived actor from its first event again (2.6 s and 70 MB more per
+   * start at a million executions), until N new events of its own came.
+   */
+  private snapshotIfFolded(actorType: ActorType, stream: string, actor: LoadedActor): void {
+    if (this.snapshotEvery > 0 && actor.base !== undefined && actor.revision - actor.base >= BigInt(this.snapshotEvery)) {
+      this.snapshot(actorType, stream, actor);
+    }
+  }
+
+  private snapshot(actorType: ActorType, stream: string, actor: LoadedActor): void {
     const write = writeSnapshot(this.store, stream, {
       revision: actor.revision,
       persisted: persist(actorType.machine, actor.snapshot),

@@ -16,6 +16,8 @@ import { readLatestSnapshot, type StoredSnapshot } from './snapshot-stream.ts';
 export interface LoadedActor extends Ownership {
   snapshot: AnyMachineSnapshot;
   revision: bigint;
+  /** Set by a load: the revision of the snapshot it was restored from (-1n: folded from the first event). */
+  base?: bigint;
 }
 
 export const streamOf = (actorType: ActorType, id: string): string => `${actorType.type}-${id}`;
@@ -24,6 +26,7 @@ export const streamOf = (actorType: ActorType, id: string): string => `${actorTy
 export const freshActor = (actorType: ActorType, id: string): LoadedActor => ({
   snapshot: initialSnapshot(actorType.machine, actorType.input ? actorType.input(id) : { id }),
   revision: -1n,
+  base: -1n,
 });
 
 /**
@@ -33,7 +36,7 @@ export const freshActor = (actorType: ActorType, id: string): LoadedActor => ({
 export function fromSnapshot(actorType: ActorType, id: string, s: StoredSnapshot | undefined): LoadedActor {
   if (!s || s.machine !== machineVersion(actorType.machine)) return freshActor(actorType, id);
   try {
-    return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision, owner: s.owner, ownerEpoch: s.ownerEpoch };
+    return { snapshot: restore(actorType.machine, s.persisted), revision: s.revision, base: s.revision, owner: s.owner, ownerEpoch: s.ownerEpoch };
   } catch {
     // A snapshot is only a cache: a machine that changed shape folds from the start instead.
     return freshActor(actorType, id);
@@ -57,7 +60,7 @@ export function foldStored(actorType: ActorType, from: LoadedActor, events: Stor
     revision = recorded.revision;
     ownership = ownerAfter(ownership, recorded.metadata);
   }
-  return { snapshot, revision, ...ownership };
+  return { snapshot, revision, base: from.base, ...ownership };
 }
 
 async function eventsAfter(store: EventStore, stream: string, revision: bigint): Promise<RecordedEvent[]> {

@@ -35,8 +35,9 @@ const snapshotData = z.object({
 
 export function snapshotEvent(actorStream: string, s: StoredSnapshot): EventData {
   return {
-    // One id per (actor stream, revision): two runtimes writing the same snapshot write it once.
-    id: nameUuid(`${snapshotStreamOf(actorStream)}@${s.revision}`),
+    // One id per (actor stream, revision, machine version): two runtimes writing the same snapshot write it once,
+    // and a changed machine's snapshot of a revision is not taken for the old one's.
+    id: nameUuid(`${snapshotStreamOf(actorStream)}@${s.revision}${s.machine ? `/${s.machine}` : ''}`),
     type: SNAPSHOT_TAKEN,
     data: {
       revision: s.revision.toString(),

@@ -254,6 +254,30 @@ describe('ActorRuntime: snapshots and rehydration', () => {
     expect(same.streamReads.get('counter-v') ?? 0).toBe(after);
   });
 
+  it('snapshots an actor that a changed machine folded from its first event, so its next load starts from there', async () => {
+    const live = await started({ snapshotEvery: 2 });
+    for (let i = 0; i < 4; i++) await live.send('counter', 'w', inc(2));
+    await live.whenIdle();
+    const length = (await store.readStream('counter-w')).length;
+    const changedMachine = counterActor.machine.provide({ guards: { withinLimit: () => true } });
+    const load = async (runtimeId: string) => {
+      const counting = new CountingEventStore(store);
+      const rt = new ActorRuntime<CounterServices>({ store: counting, runtimeId, services: { inspected: [] }, snapshotEvery: 2 });
+      rt.register({ ...counterActor, machine: changedMachine });
+      runtimes.push(rt);
+      expect((await rt.get('counter', 'w'))?.context.count).toBe(8);
+      await rt.whenIdle();
+      return counting.streamReads.get('counter-w') ?? 0;
+    };
+    // The first load of the changed machine folds every event (the snapshots are the old machine's) and snapshots
+    // the head with its own version; the next one reads nothing after that snapshot.
+    expect(await load('rt-upgraded')).toBe(length);
+    expect(await load('rt-upgraded-again')).toBe(0);
+    // The old machine's snapshot of the same revision is still its own: it was not overwritten under the same id.
+    const versions = (await store.readStream(snapshotStreamOf('counter-w'))).map((e) => (e.data as { machine: string }).machine);
+    expect(new Set(versions).size).toBe(2);
+  });
+
   it('applies the upcaster to an event stored at an older schema version', async () => {
     await appendRaw('counter-old', [{ type: 'counter.incremented', data: { amount: 4 }, schemaVersion: 1 }]);
     const rt = await started();
