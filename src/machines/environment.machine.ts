@@ -76,7 +76,7 @@ export interface EnvironmentContext {
  * generation, profile, at}. Also sent again by recovery (re-sending the same intent is idempotent): when the
  * allocation already exists it rejects with `invalid_state`, `detail.reason = 'already_intended'`, and
  * `detail.environmentEvent` (if any) is the notification this environment may have missed; the handler returns it
- * so it is sent back here (a rejection of that one, `invalid_state`, means the environment already knew).
+ * so it is sent back here, unless it is the one `reflected` names (the environment's state already says so).
  */
 export interface AllocationIntendParams {
   allocationId: string;
@@ -90,6 +90,11 @@ export interface AllocationIntendParams {
    * refusal (another claim won, the container was found gone) returns `environment.allocation_failed`.
    */
   pooled?: true;
+  /**
+   * Sent by recovery: the allocation's notification that the environment's state already reflects. Returned anyway,
+   * it was refused, and every restart logged a warning with a stack for each allocated environment.
+   */
+  reflected?: 'environment.allocated' | 'environment.allocation_releasing' | 'environment.allocation_lost';
 }
 
 /** `build.start`: create the build actor by sending it `build.requested` (with the runtime that runs it). */
@@ -116,13 +121,15 @@ const reuseOf = (recorded: ReusePolicy | undefined, profile: Profile): ReusePoli
   recorded ?? profile.reuse ?? defaultsBeforeRecorded[profile.provider].reuse;
 
 /** Every state that names an acquisition has one (set by `startAcquisition`, cleared only on the way to idle). */
-const intend = {
-  type: 'allocation.intend',
-  params: ({ context }: { context: EnvironmentContext }): AllocationIntendParams => {
-    const { allocationId, requestId, generation, profile, pooled } = context.acquisition!;
-    return { allocationId, requestId, environmentId: context.id, generation, profile, ...(pooled ? { pooled } : {}) };
-  },
-} as const;
+const intendReflecting = (reflected?: AllocationIntendParams['reflected']) =>
+  ({
+    type: 'allocation.intend',
+    params: ({ context }: { context: EnvironmentContext }): AllocationIntendParams => {
+      const { allocationId, requestId, generation, profile, pooled } = context.acquisition!;
+      return { allocationId, requestId, environmentId: context.id, generation, profile, ...(pooled ? { pooled } : {}), ...(reflected ? { reflected } : {}) };
+    },
+  }) as const;
+const intend = intendReflecting();
 
 const buildStart = {
   type: 'build.start',
@@ -226,7 +233,10 @@ const content = {
   'environment.version_activated': { guard: 'isReadyVersion', actions: ['activate', 'stamp'] },
 } as const;
 /** Recovery while an allocation is named: re-send its intent, and reconcile a build under way. */
-const recoverAllocated = [{ guard: 'isBuilding', actions: [intend, buildReconcile] }, { actions: intend }] as const;
+const recoverAllocated = (reflected?: AllocationIntendParams['reflected']) => {
+  const again = intendReflecting(reflected);
+  return [{ guard: 'isBuilding', actions: [again, buildReconcile] }, { actions: again }] as const;
+};
 const acquire = { guard: 'isNextGeneration', target: 'acquiring', actions: ['startAcquisition', 'stamp', intend] } as const;
 /** The allocation actor reports a state of the current allocation. */
 const reported = (target: 'allocated' | 'lost' | 'releasing') =>
@@ -277,7 +287,7 @@ export const environmentMachine = environmentSetup.createMachine({
         'environment.allocation_lost': reported('lost'),
         'environment.allocation_releasing': reported('releasing'),
         'environment.allocation_released': released,
-        'runtime.recovered': recoverAllocated,
+        'runtime.recovered': recoverAllocated(),
       },
     },
     allocated: {
@@ -287,7 +297,7 @@ export const environmentMachine = environmentSetup.createMachine({
         'environment.allocation_lost': reported('lost'),
         'environment.allocation_releasing': reported('releasing'),
         'environment.allocation_released': released,
-        'runtime.recovered': recoverAllocated,
+        'runtime.recovered': recoverAllocated('environment.allocated'),
       },
     },
     releasing: {
@@ -295,7 +305,7 @@ export const environmentMachine = environmentSetup.createMachine({
         ...content,
         'environment.updated': update,
         'environment.allocation_released': released,
-        'runtime.recovered': recoverAllocated,
+        'runtime.recovered': recoverAllocated('environment.allocation_releasing'),
       },
     },
     /** The allocation is confirmed gone (or fenced): a new acquisition is allowed; the lost one keeps its uses. */
@@ -307,7 +317,7 @@ export const environmentMachine = environmentSetup.createMachine({
         'environment.acquisition_requested': acquire,
         'environment.allocation_releasing': reported('releasing'),
         'environment.allocation_released': released,
-        'runtime.recovered': recoverAllocated,
+        'runtime.recovered': recoverAllocated('environment.allocation_lost'),
       },
     },
     deleted: { type: 'final' },

@@ -34,14 +34,14 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
      */
     'allocation.intend': async (p: AllocationIntendParams, ctx) => {
       if (p.pooled) return claimPooled(p, ctx);
-      const { allocationId, pooled: _intended, ...intent } = p;
+      const { allocationId, pooled: _intended, reflected: _known, ...intent } = p;
       const { ownership } = ctx.services.providers.get(p.profile.provider);
       const content = await allocationContent(ctx.services, p.environmentId, p.profile);
       try {
         await ctx.send('allocation', allocationId, { type: 'allocation.intended', ...intent, ownership, ...content, at: ctx.services.now() });
       } catch (e) {
         const missed = isBerthError(e, 'invalid_state') ? e.detail.environmentEvent : undefined;
-        if (missed && typeof missed === 'object') return missed as { type: string };
+        if (missed && typeof missed === 'object' && (missed as { type: string }).type !== p.reflected) return missed as { type: string };
         if (!isBerthError(e, 'invalid_state')) throw e;
       }
     },

@@ -23,6 +23,7 @@ export async function claimPooled(p: AllocationIntendParams, ctx: EffectContext<
   } catch (e) {
     if (!isBerthError(e)) throw e;
     const missed = isBerthError(e, 'invalid_state') ? (e.detail.environmentEvent as DomainEvent | undefined) : undefined;
+    if (missed && missed.type === p.reflected) return undefined; // recovery: the environment knows, the version is shown
     if (!missed) return { type: 'environment.allocation_failed', allocationId, reason: `pool claim refused: ${e.message}`, at };
     if (missed.type !== 'environment.allocated') return missed;
     contentVersion = typeof e.detail.contentVersion === 'number' ? e.detail.contentVersion : undefined;

@@ -21,9 +21,9 @@ const lost = (n: number) => ({ type: 'environment.allocation_lost', allocationId
 const releasing = (n: number) => ({ type: 'environment.allocation_releasing', allocationId: `alloc-${n}`, at: 5_000 + n });
 const released = (n: number) => ({ type: 'environment.allocation_released', allocationId: `alloc-${n}`, at: 6_000 + n });
 const recovered = { type: 'runtime.recovered', runtimeId: 'rt-1', epoch: 2, at: 9_000 };
-const intend = (n: number, profile: object = dockerProfile) => ({
+const intend = (n: number, profile: object = dockerProfile, reflected?: string) => ({
   type: 'allocation.intend',
-  params: { allocationId: `alloc-${n}`, requestId: `req-${n}`, environmentId: ENV, generation: n, profile },
+  params: { allocationId: `alloc-${n}`, requestId: `req-${n}`, environmentId: ENV, generation: n, profile, ...(reflected ? { reflected } : {}) },
 });
 
 describe('environment machine: catalog record', () => {
@@ -141,11 +141,11 @@ describe('environment machine: deletion', () => {
 });
 
 describe('environment machine: recovery', () => {
-  it('should re-send the original intent (same ids, same profile) while an allocation is named', () => {
+  it('should re-send the original intent (same ids, same profile) while an allocation is named, saying what it already knows', () => {
     const update = { type: 'environment.updated', profile: { provider: 'native' }, at: 2_500 };
     spec.given([created, acquire(1), update]).when(recovered).then({ state: 'acquiring', actions: [intend(1)] });
-    spec.given([created, acquire(1), allocated(1)]).when(recovered).then({ state: 'allocated', actions: [intend(1)] });
-    spec.given([created, acquire(1), allocated(1), releasing(1)]).when(recovered).then({ actions: [intend(1)] });
+    spec.given([created, acquire(1), allocated(1)]).when(recovered).then({ state: 'allocated', actions: [intend(1, dockerProfile, 'environment.allocated')] });
+    spec.given([created, acquire(1), allocated(1), releasing(1)]).when(recovered).then({ actions: [intend(1, dockerProfile, 'environment.allocation_releasing')] });
   });
 
   it('should need no reconciliation when idle', () => {

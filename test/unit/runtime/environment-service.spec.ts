@@ -109,6 +109,20 @@ describe('environment service', () => {
     expect((await b.api.activeAllocations(admin)).items).toEqual([]);
   });
 
+  it('should reconcile an allocated environment at a restart without sending it what it already knows', async () => {
+    let b = await start();
+    const env = await b.api.createEnvironment(admin, { name: 'kept' });
+    const a = await b.api.acquire(admin, env.id);
+    b = await restart();
+    await b.runtime.actors.whenIdle();
+    // Recovery re-sent the intent, which the allocation refused as already made (the one refusal, by design), saying
+    // `environment.allocated` may have been missed. The environment's state already said so: sent back anyway, it was
+    // refused too (a second refusal, and a warning with a stack at every restart, per environment).
+    expect(b.runtime.actors.stats).toMatchObject({ rejected: 1, effectsFailed: 0 });
+    expect(await eventTypes(b, `environment-${env.id}`)).toContain('runtime.recovered');
+    expect((await b.api.acquire(admin, env.id)).allocationId).toBe(a.allocationId);
+  });
+
   it('should select an environment for a session without allocating anything', async () => {
     const b = await start();
     const env = await b.api.createEnvironment(admin, { name: 'selected' });
