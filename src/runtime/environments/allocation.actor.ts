@@ -17,7 +17,7 @@ import {
   type MountsParams,
   type ProviderCallParams,
 } from '../../machines/allocation.machine.ts';
-import { defineActor } from '../../actors/actor-type.ts';
+import { defineActor, type DomainEvent } from '../../actors/actor-type.ts';
 import type { AllocationRef } from '../../providers/provider.ts';
 import type { Services } from '../services.ts';
 
@@ -31,6 +31,13 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   });
 
 /** How a provider is told which allocation a call is about (also the warm pool's claim: pools/). */
+/**
+ * What an allocation's refusal of a re-sent intent or claim (`invalid_state`) says its environment may have missed
+ * (allocation.machine.ts `reject`), if anything.
+ */
+export const missedNotice = (e: unknown): DomainEvent | undefined =>
+  isBerthError(e, 'invalid_state') ? (e.detail.environmentEvent as DomainEvent | undefined) : undefined;
+
 export const allocationRef = (p: ProviderCallParams): AllocationRef => ({
   requestId: p.requestId,
   allocationId: p.allocationId,

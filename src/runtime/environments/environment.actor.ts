@@ -18,6 +18,7 @@ import { buildIdOf } from '../builds/content-runtime.ts';
 import type { Services } from '../services.ts';
 import { allocationContent } from '../executions/version-exec.ts';
 import { claimPooled } from '../pools/pool-claim.ts';
+import { missedNotice } from './allocation.actor.ts';
 
 export const environmentActor = defineActor<typeof environmentMachine, Services>({
   type: 'environment',
@@ -40,8 +41,8 @@ export const environmentActor = defineActor<typeof environmentMachine, Services>
       try {
         await ctx.send('allocation', allocationId, { type: 'allocation.intended', ...intent, ownership, ...content, at: ctx.services.now() });
       } catch (e) {
-        const missed = isBerthError(e, 'invalid_state') ? e.detail.environmentEvent : undefined;
-        if (missed && typeof missed === 'object' && (missed as { type: string }).type !== p.reflected) return missed as { type: string };
+        const missed = missedNotice(e);
+        if (missed && missed.type !== p.reflected) return missed;
         if (!isBerthError(e, 'invalid_state')) throw e;
       }
     },

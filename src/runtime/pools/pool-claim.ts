@@ -9,7 +9,7 @@
 import { isBerthError, BerthError } from '../../../schemas/errors.ts';
 import type { DomainEvent, EffectContext } from '../../actors/actor-type.ts';
 import type { AllocationIntendParams } from '../../machines/environment.machine.ts';
-import { allocationRef } from '../environments/allocation.actor.ts';
+import { allocationRef, missedNotice } from '../environments/allocation.actor.ts';
 import { allocationContent, versionMount } from '../executions/version-exec.ts';
 import type { Services } from '../services.ts';
 
@@ -22,7 +22,7 @@ export async function claimPooled(p: AllocationIntendParams, ctx: EffectContext<
     await ctx.send('allocation', allocationId, { type: 'allocation.claimed', environmentId, generation, profile, ...(contentVersion ? { contentVersion } : {}), at });
   } catch (e) {
     if (!isBerthError(e)) throw e;
-    const missed = isBerthError(e, 'invalid_state') ? (e.detail.environmentEvent as DomainEvent | undefined) : undefined;
+    const missed = missedNotice(e);
     if (missed && missed.type === p.reflected) return undefined; // recovery: the environment knows, the version is shown
     if (!missed) return { type: 'environment.allocation_failed', allocationId, reason: `pool claim refused: ${e.message}`, at };
     if (missed.type !== 'environment.allocated') return missed;
