@@ -96,12 +96,14 @@ describe('one SQLite store file, two processes', () => {
     const stored = await a.call<{ id: string; revision: string }[]>('readStream', { stream });
     const byRevision = new Map(wins.map((w: { revision: string; id: string }) => [w.revision, w.id]));
     expect(stored.map((e) => byRevision.get(e.revision))).toEqual(stored.map((e) => e.id));
-    // Both processes won and lost some (they really raced), and every loss names a revision past the expected one.
-    expect(ra.wins.length).toBeGreaterThan(0);
-    expect(rb.wins.length).toBeGreaterThan(0);
+    // Every loss names a revision past the expected one, and some append lost its revision to the other process's
+    // (they really raced). How many each wins is scheduling's business: on a loaded machine one may win them all.
     const losses = [...ra.losses, ...rb.losses];
-    expect(losses.length).toBeGreaterThan(0);
     for (const l of losses) expect(l.expected === 'no_stream' ? l.actual !== 'no_stream' : BigInt(l.actual) > BigInt(l.expected)).toBe(true);
+    const wonBy = new Map<string, unknown>([...ra.wins.map((w: { revision: string }) => [w.revision, ra]), ...rb.wins.map((w: { revision: string }) => [w.revision, rb])]);
+    const aimedAt = (l: { expected: string }) => (l.expected === 'no_stream' ? '0' : String(BigInt(l.expected) + 1n));
+    const lostToTheOther = [...ra.losses.filter((l: { expected: string }) => wonBy.get(aimedAt(l)) === rb), ...rb.losses.filter((l: { expected: string }) => wonBy.get(aimedAt(l)) === ra)];
+    expect(lostToTheOther.length).toBeGreaterThan(0);
   });
 
   it('should create each stream once when both append with no_stream at once', async () => {
