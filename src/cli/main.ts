@@ -5,6 +5,7 @@
 import { isBerthError } from '../../schemas/errors.ts';
 import { UsageError } from './command-args.ts';
 import { helpCommand } from './help.ts';
+import { closeInheritedDescriptors } from './inherited-descriptors.ts';
 import { isStdoutClosed } from './stdout-lines.ts';
 
 type Command = (argv: string[]) => Promise<number>;
@@ -65,4 +66,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Before any command starts anything: nothing Berth runs may inherit what its parent leaked.
+closeInheritedDescriptors();
 process.exitCode = await main(process.argv.slice(2));

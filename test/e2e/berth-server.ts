@@ -47,7 +47,8 @@ export interface BerthServer {
   close(): Promise<void>;
 }
 
-export async function startServer(extraArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<BerthServer> {
+/** `inherit`: descriptors the server process gets past stderr (see spawnBerth). */
+export async function startServer(extraArgs: string[] = [], extraEnv: Record<string, string> = {}, inherit: (number | 'pipe' | 'ignore')[] = []): Promise<BerthServer> {
   const root = mkdtempSync(join(tmpdir(), 'berth-e2e-'));
   // Searchable by the sandbox identity (not listable), as an operator's data directory must be: contained commands
   // and builds of a root server bind their version from below it as that identity.
@@ -64,7 +65,7 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
   const environments = new Set<string>();
   let launchEnv = extraEnv;
   const launch = async (port: string) => {
-    const child = spawnBerth(['serve', '--data-dir', dataDir, '--port', port, ...extraArgs], serverEnv(dataDir, launchEnv));
+    const child = spawnBerth(['serve', '--data-dir', dataDir, '--port', port, ...extraArgs], serverEnv(dataDir, launchEnv), inherit);
     const line = await child.waitForLine(/^Berth listening on http:\/\//, 60_000);
     return { child, url: line.replace('Berth listening on ', '') };
   };

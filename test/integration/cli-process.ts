@@ -44,8 +44,9 @@ export interface Running {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function spawnBerth(args: string[], env = cleanEnv()): Running {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `inherit`: descriptors the child gets past stderr (3, 4, …), as a parent that leaks them would hand them on. */
+export function spawnBerth(args: string[], env = cleanEnv(), inherit: (number | 'pipe' | 'ignore')[] = []): Running {
+  const child = spawn(process.execPath, [bin, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', ...inherit] });
   const lines: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
