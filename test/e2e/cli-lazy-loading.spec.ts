@@ -41,7 +41,8 @@ describe('lazy command loading', () => {
     const { code, stdout, modules } = await cliModulesLoaded(['help']);
     expect(code).toBe(0);
     expect(stdout).toContain('usage: berth exec');
-    expect(modules).toEqual(['command-args', 'help', 'main', 'stdout-lines', 'usage']);
+    // inherited-descriptors: main closes what the parent leaked before any command, help included.
+    expect(modules).toEqual(['command-args', 'help', 'inherited-descriptors', 'main', 'stdout-lines', 'usage']);
   });
 
   it('berth --version loads no module of the CLI', async () => {

@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
 import type { Caller } from '../../src/runtime/runtime-api.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 import { countLabelled } from './environments-berth.ts';
 import { dockerAvailable, newTestRun, removeTestResources } from './docker-env.ts';
 import { testProviders } from './environments-berth.ts';
@@ -77,8 +78,15 @@ describe.skipIf(!dockerAvailable)('leases on Docker', () => {
     await inTurn(lease, 'wf-2', 'echo before-pause > kept.txt');
     await berth.api.leases.pause(admin, 'wf-2', { cause: { kind: 'model_unavailable' } });
     clock += 61_000;
-    await berth.api.leases.tick(clock);
-    const paused = await berth.api.leases.get(admin, 'wf-2');
+    // A tick reclaims an idle machine whose release is confirmed; one that finds it still busy (the turn's command
+    // gives its allocation back moments after it ends) or still releasing leaves it to the next tick, as the timer's do.
+    const paused = await waitFor(
+      async () => {
+        await berth.api.leases.tick(clock);
+        return berth.api.leases.get(admin, 'wf-2');
+      },
+      { what: 'the paused lease reclaimed by a tick', timeoutMs: 60_000, intervalMs: 100, until: (l) => l.machine === null },
+    );
     expect(paused).toMatchObject({ state: 'paused', machine: null });
     expect(await containersOf(first.target.environmentId)).toBe(0);
     expect((await countLabelled(LABEL.environmentId, first.target.environmentId)).volumes).toBe(0);
