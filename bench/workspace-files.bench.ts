@@ -7,8 +7,9 @@
  * the per-request cost dominates and the issue sets no target for, are reported on stderr, with the floor any HTTP
  * tool has: the same bytes through a bare node:http server on loopback, fetched the same way. The client is node:http
  * with keep-alive (fetch costs 2-3x more per 4 MiB in this process, and is no part of what the server does) and
- * without Nagle, as curl, fetch and Go's client are: with it, the request after a 4 MiB PUT waited for the server's
- * delayed ACK of the body's tail (40 ms, on 8 to 20 of 60 calls; the bare server's median moved 10x between runs).
+ * without Nagle, as curl, fetch and Go's client are (with it, a request after a 4 MiB PUT can wait for the server's
+ * delayed ACK of the body's tail). GETs of 4 MiB over loopback still stall about 40 ms in some runs on this VM, the
+ * bare server's as much as Berth's: compare the two lines on stderr before reading the ratio to raw fs.
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
