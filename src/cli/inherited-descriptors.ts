@@ -9,15 +9,14 @@ import { closeSync, readdirSync, readFileSync } from 'node:fs';
 /** Linux's O_CLOEXEC, which /proc/PID/fdinfo's `flags` shows for a close-on-exec descriptor. */
 const O_CLOEXEC = 0o2000000;
 
-/** Closes every descriptor above 2 this process holds without close-on-exec; answers their numbers. */
-export function closeInheritedDescriptors(): number[] {
+/** Closes every descriptor above 2 this process holds without close-on-exec. */
+export function closeInheritedDescriptors(): void {
   let names: string[];
   try {
     names = readdirSync('/proc/self/fd');
   } catch {
-    return []; // no /proc: not Linux, where nothing here spawns sandboxed commands
+    return; // no /proc: not Linux, where nothing here spawns sandboxed commands
   }
-  const closed: number[] = [];
   for (const name of names) {
     const fd = Number(name);
     if (fd <= 2) continue;
@@ -30,7 +29,5 @@ export function closeInheritedDescriptors(): number[] {
     const flags = /^flags:\s+([0-7]+)$/m.exec(info);
     if (!flags || parseInt(flags[1]!, 8) & O_CLOEXEC) continue;
     closeSync(fd);
-    closed.push(fd);
   }
-  return closed;
 }

@@ -100,9 +100,10 @@ describe('one SQLite store file, two processes', () => {
     // (they really raced). How many each wins is scheduling's business: on a loaded machine one may win them all.
     const losses = [...ra.losses, ...rb.losses];
     for (const l of losses) expect(l.expected === 'no_stream' ? l.actual !== 'no_stream' : BigInt(l.actual) > BigInt(l.expected)).toBe(true);
-    const wonBy = new Map<string, unknown>([...ra.wins.map((w: { revision: string }) => [w.revision, ra]), ...rb.wins.map((w: { revision: string }) => [w.revision, rb])]);
-    const aimedAt = (l: { expected: string }) => (l.expected === 'no_stream' ? '0' : String(BigInt(l.expected) + 1n));
-    const lostToTheOther = [...ra.losses.filter((l: { expected: string }) => wonBy.get(aimedAt(l)) === rb), ...rb.losses.filter((l: { expected: string }) => wonBy.get(aimedAt(l)) === ra)];
+    const by = (tag: 'a' | 'b') => (w: { revision: string }): [string, 'a' | 'b'] => [w.revision, tag];
+    const winner = new Map([...ra.wins.map(by('a')), ...rb.wins.map(by('b'))]);
+    const lostTo = (l: { expected: string }) => winner.get(l.expected === 'no_stream' ? '0' : String(BigInt(l.expected) + 1n));
+    const lostToTheOther = [...ra.losses.filter((l: { expected: string }) => lostTo(l) === 'b'), ...rb.losses.filter((l: { expected: string }) => lostTo(l) === 'a')];
     expect(lostToTheOther.length).toBeGreaterThan(0);
   });
 

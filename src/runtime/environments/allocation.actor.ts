@@ -30,7 +30,6 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
     p.then(resolve, reject).finally(() => clearTimeout(timer));
   });
 
-/** How a provider is told which allocation a call is about (also the warm pool's claim: pools/). */
 /**
  * What an allocation's refusal of a re-sent intent or claim (`invalid_state`) says its environment may have missed
  * (allocation.machine.ts `reject`), if anything.
@@ -38,6 +37,7 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
 export const missedNotice = (e: unknown): DomainEvent | undefined =>
   isBerthError(e, 'invalid_state') ? (e.detail.environmentEvent as DomainEvent | undefined) : undefined;
 
+/** How a provider is told which allocation a call is about (also the warm pool's claim: pools/). */
 export const allocationRef = (p: ProviderCallParams): AllocationRef => ({
   requestId: p.requestId,
   allocationId: p.allocationId,
