@@ -6,14 +6,13 @@
  * directory across runs, with a copy whose projections a real server caught up (one per version of the read models'
  * code); each run measures a copy of that. Remove `berth-bench-history-*` there to reclaim the space.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startBerthServe, type BerthServe as Server } from './berth-serve.ts';
 import { figure, median } from './figure.ts';
 import { GENERATOR_VERSION, generateHistory, type GeneratedHistory } from './history-generator.ts';
 
@@ -27,7 +26,6 @@ const TRUE_RUNS = 21;
 const SETTLE_MS = 2_000;
 /** Generous per-execution size for the disk check (measured: 6.8 KB per execution at a million; three copies are kept). */
 const BYTES_PER_EXECUTION = 9_000;
-const berthBin = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'berth.js');
 const TOKEN = 'bench-history-admin-token-0123456789';
 const bench = `history-scale-${EXECUTIONS}`;
 
@@ -88,61 +86,6 @@ function checkDisk(): void {
   const needed = 3 * EXECUTIONS * BYTES_PER_EXECUTION;
   log(`disk: ${(free / 1e9).toFixed(1)} GB free in ${tmpdir()}, this scale needs about ${(needed / 1e9).toFixed(1)} GB (generated, caught up, and the measured copy)`);
   if (free < needed) throw new Error(`not enough disk in ${tmpdir()} for ${EXECUTIONS} executions`);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
-interface Server {
-  url: string;
-  child: ChildProcess;
-  startMs: number;
-  stop(): Promise<void>;
-}
-
-/** `berth serve` on `dataDir`; resolves once /healthz answers, with the time from spawn to that answer. */
-async function startServer(dataDir: string): Promise<Server> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BERTH_')));
-  const began = performance.now();
-  const child = spawn(process.execPath, [berthBin, 'serve', '--data-dir', dataDir, '--port', String(port)], {
-    env: { ...env, BERTH_TOKEN: TOKEN, BERTH_LOG_LEVEL: 'error', BERTH_DOCKER: '0' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const exited = once(child, 'exit');
-  let gone = false;
-  void exited.then(() => (gone = true));
-  for (;;) {
-    if (gone) throw new Error(`berth serve exited before /healthz answered: ${stderr.slice(-2000)}`);
-    const ok = await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${TOKEN}` } }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const startMs = performance.now() - began;
-  return {
-    url,
-    child,
-    startMs,
-    async stop() {
-      if (gone) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
-      const [code] = await exited;
-      clearTimeout(timer);
-      if (code !== 0) throw new Error(`berth serve stopped with ${code}: ${stderr.slice(-2000)}`);
-    },
-  };
 }
 
 function rssMb(pid: number): number {
@@ -263,7 +206,7 @@ async function caughtUp(): Promise<{ dataDir: string; marker: CaughtUp }> {
   }
   for (const old of readdirSync(cacheDir).filter((f) => f.startsWith('caught-up-'))) rmSync(join(cacheDir, old), { recursive: true, force: true });
   copyDir(generatedData, dataDir);
-  const server = await startServer(dataDir);
+  const server = await startBerthServe(dataDir, TOKEN);
   const rss = rssMb(server.child.pid!);
   await server.stop();
   const marker: CaughtUp = { eventsBytes: fileSize(join(dataDir, 'events.sqlite3')), catchUpS: server.startMs / 1000, rssMb: rss };
@@ -281,7 +224,7 @@ interface Side {
 
 /** One start of a side: start time and RSS always; on the last start the list and `true`, then a clean stop. */
 async function measureStart(dataDir: string, side: Side, last: boolean, environment: (s: Server) => Promise<string>): Promise<void> {
-  const server = await startServer(dataDir);
+  const server = await startBerthServe(dataDir, TOKEN);
   try {
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     side.starts.push(server.startMs);

@@ -1,26 +1,26 @@
 /**
  * Turn file tools over HTTP (GET and PUT /v1/sessions/{id}/turns/{turnId}/files?path=, one open turn on a managed
- * workspace) against raw fs readFile and writeFile of the same bytes in this process on the same disk, in alternating
- * blocks, for 4 KiB and 4 MiB. The figures are an agent's usual cycle on 4 MiB files: read a file written earlier,
- * then write it back changed (target within 3x of raw). A file rewritten and read back within 2 s has no remembered
- * version (file-stamp.ts), so its old and new bytes are hashed on every call: that case and the 4 KiB medians, which
- * the per-request cost dominates and the issue sets no target for, are reported on stderr, with the floor any HTTP
- * tool has: the same bytes through a bare node:http server on loopback, fetched the same way. The client is node:http
- * with keep-alive (fetch costs 2-3x more per 4 MiB in this process, and is no part of what the server does) and
- * without Nagle, as curl, fetch and Go's client are (with it, a request after a 4 MiB PUT can wait for the server's
- * delayed ACK of the body's tail). GETs of 4 MiB over loopback still stall about 40 ms in some runs on this VM, the
- * bare server's as much as Berth's: compare the two lines on stderr before reading the ratio to raw fs.
+ * workspace of a real `berth serve` child) against raw fs readFile and writeFile of the same bytes in this process on
+ * the same disk, in alternating blocks, for 4 KiB and 4 MiB. The figures are an agent's usual cycle on 4 MiB files:
+ * read a file written earlier, then write it back changed (target within 3x of raw). A file rewritten and read back
+ * at once, the 4 KiB medians (which the per-request cost dominates; the issue sets them no target) and the floor any
+ * HTTP tool has (the same bytes through a bare node:http server in a child process, fetched the same way) are
+ * reported on stderr. The client is node:http with keep-alive (fetch costs 2-3x more per 4 MiB in this process, and
+ * is no part of what the server does) and without Nagle, as curl, fetch and Go's client are (with it, a request
+ * after a 4 MiB PUT can wait for the server's delayed ACK of the body's tail).
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { caller } from './bench-gateway.ts';
+import { startBerthServe } from './berth-serve.ts';
 import { figure, median } from './figure.ts';
-import { startWorkspaceBed } from './workspace-bed.ts';
 
 const TARGET = 3;
 const SIZES = [
@@ -29,13 +29,13 @@ const SIZES = [
 ];
 const WARMUP = 5;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-/** Past the 2 s after which a file's version is remembered by its identity and times. */
+/** Past the 2 s after which a file's version is remembered by its identity and times where ctimes are coarse. */
 const SETTLE_MS = 2_500;
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1, noDelay: true });
 
 /** One request over the kept-alive connection, answering the status and the whole body. */
-function call(url: string, method: 'GET' | 'PUT', headers: Record<string, string>, body?: Buffer): Promise<{ status: number; body: Buffer }> {
+function call(url: string, method: 'GET' | 'PUT' | 'POST', headers: Record<string, string>, body?: Buffer): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { agent, method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -52,22 +52,29 @@ function call(url: string, method: 'GET' | 'PUT', headers: Record<string, string
   });
 }
 
-/** Medians of GET and PUT of `data` against a node:http server that only sends it or drains the body. */
+/** A node:http server that only answers GET with `bytes` bytes and drains PUT bodies, in a child process as Berth is. */
+const BARE_SERVER = `
+const data = require('node:crypto').randomBytes(Number(process.argv[1]));
+const server = require('node:http').createServer((req, res) => {
+  if (req.method === 'GET') return res.end(data);
+  req.resume();
+  req.on('end', () => res.end('{}'));
+});
+server.listen(0, '127.0.0.1', () => process.send(server.address().port));`;
+
+/** Medians of GET and PUT of `data` against the bare server. */
 async function bareHttp(data: Buffer, runs: number): Promise<{ get: number; put: number }> {
-  const server = createServer((req, res) => {
-    if (req.method === 'GET') return res.end(data);
-    req.resume();
-    req.on('end', () => res.end('{}'));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const child = fork('-e', [BARE_SERVER, String(data.length)], { execArgv: [], stdio: 'ignore' } as never);
+  child.on('error', () => undefined);
+  const [port] = (await once(child, 'message')) as [number];
+  const url = `http://127.0.0.1:${port}/`;
   const ms = { get: [] as number[], put: [] as number[] };
   try {
     for (let i = 0; i < WARMUP + runs; i++) {
       let started = performance.now();
-      await call(url, 'GET', {});
+      const got = await call(url, 'GET', {});
       const get = performance.now() - started;
+      if (got.body.length !== data.length) throw new Error(`bare GET: ${got.body.length} bytes`);
       started = performance.now();
       await call(url, 'PUT', {}, data);
       const put = performance.now() - started;
@@ -76,19 +83,30 @@ async function bareHttp(data: Buffer, runs: number): Promise<{ get: number; put:
       ms.put.push(put);
     }
   } finally {
-    server.close();
+    child.kill();
   }
   return { get: median(ms.get), put: median(ms.put) };
 }
 
 type Op = 'httpRead' | 'rawRead' | 'httpWrite' | 'rawWrite';
 
-const bed = await startWorkspaceBed();
+const TOKEN = 'bench-files-admin-token-0123456789';
+const dataDir = mkdtempSync(join(tmpdir(), 'berth-bench-files-'));
+/** Where the raw baselines read and write: the same filesystem as the data directory. */
+const rawDir = mkdtempSync(join(tmpdir(), 'berth-bench-raw-'));
+const server = await startBerthServe(dataDir, TOKEN);
 try {
-  const [session] = await bed.sessions(1);
-  const turn = await bed.berth.api.openTurn(caller, session!);
-  const files = `${bed.url}/v1/sessions/${session}/turns/${turn.id}/files`;
-  const headers = { authorization: bed.headers.authorization!, 'content-type': 'application/octet-stream' };
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const post = async <T>(path: string, body: unknown): Promise<T> => {
+    const res = await call(`${server.url}${path}`, 'POST', { ...auth, 'content-type': 'application/json' }, Buffer.from(JSON.stringify(body)));
+    if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.body}`);
+    return JSON.parse(res.body.toString()) as T;
+  };
+  const workspace = await post<{ id: string }>('/v1/workspaces', { name: 'bench' });
+  const session = await post<{ id: string }>('/v1/sessions', { workspaceId: workspace.id });
+  const turn = await post<{ id: string }>(`/v1/sessions/${session.id}/turns`, {});
+  const files = `${server.url}/v1/sessions/${session.id}/turns/${turn.id}/files`;
+  const headers = { ...auth, 'content-type': 'application/octet-stream' };
 
   const timed = async (run: () => Promise<void>): Promise<number> => {
     const started = performance.now();
@@ -131,7 +149,7 @@ try {
     const count = WARMUP + size.runs;
     const data = randomBytes(size.bytes);
     const names = Array.from({ length: count }, (_, i) => `${size.name}-${i}.bin`);
-    const rawPaths = names.map((name) => join(bed.rawDir, name));
+    const rawPaths = names.map((name) => join(rawDir, name));
     for (let i = 0; i < count; i++) {
       await put(names[i]!, data);
       await writeFile(rawPaths[i]!, data);
@@ -148,7 +166,7 @@ try {
     await block(names.map(() => names[0]!), data, size.bytes, 'http', fresh);
     const m = medians(usual);
     console.error(`workspace-files ${size.name}, ${ROUNDS}x${size.runs} runs, a file written earlier: ${line(m)}`);
-    console.error(`workspace-files ${size.name}, ${size.runs} runs, one file rewritten at once (hashed twice a call): ${line(medians(fresh))}`);
+    console.error(`workspace-files ${size.name}, ${size.runs} runs, one file rewritten and read back at once: ${line(medians(fresh))}`);
     if (size.name === '4MiB') {
       const floor = await bareHttp(data, size.runs);
       console.error(
@@ -159,8 +177,10 @@ try {
       figure('workspace-file-write-4MiB-http', m.httpWrite, 'ms', m.rawWrite, { op: '<=', ratio: TARGET });
     }
   }
-  await bed.berth.api.releaseTurn(caller, session!, turn.id);
+  await post(`/v1/sessions/${session.id}/turns/${turn.id}/release`, {});
 } finally {
   agent.destroy();
-  await bed.close();
+  await server.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(rawDir, { recursive: true, force: true });
 }

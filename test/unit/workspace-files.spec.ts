@@ -2,13 +2,14 @@
  * The workspace file tools on real directories: versions and If-Match, create-only, the edit's exactly-once rule,
  * modes and owners of what is written, paging of listings, mkdir and remove with the changes they report.
  */
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
+import { fineCtime, learnCtimeGrain } from '../../src/runtime/workspaces/ctime-grain.ts';
 import { INPUTS_DIR, WorkspaceFiles } from '../../src/runtime/workspaces/workspace-files.ts';
 
 let root: string;
@@ -75,6 +76,38 @@ describe('remembered versions', () => {
     expect((await files.read('settled', { offset: 1, limit: 2 })).version).toBe(sha('AFTER!'));
     expect((await files.stat('settled')).version).toBe(sha('AFTER!'));
     expect(await failure(files.write('settled', Buffer.from('x'), { ifMatch: sha('before') }))).toMatchObject({ code: 'stale_version' });
+  });
+});
+
+describe('versions remembered at once where ctimes are fine', () => {
+  it('a file the tools wrote is streamed from its remembered version where ctimes are fine, hashed where they are not', async () => {
+    learnCtimeGrain(root);
+    expect(readdirSync(root)).toEqual([]); // the probe leaves nothing behind
+    const data = Buffer.alloc(300 * 1024, 7);
+    const { version } = await files.write('big', data);
+    const read = await files.readStream('big');
+    expect(read.version).toBe(sha(data));
+    expect(version).toBe(sha(data));
+    // Buffer: read whole and hashed; a stream: sent from the descriptor with the version remembered by the write.
+    expect(Buffer.isBuffer(read.body)).toBe(!fineCtime(statSync(root, { bigint: true }).dev));
+    if (!Buffer.isBuffer(read.body)) for await (const _ of read.body);
+    await read.done;
+  });
+
+  it('a same-size change right after a tool write or read, its mtime put back, is seen by the next read', async () => {
+    learnCtimeGrain(root);
+    const file = join(root, 'f');
+    for (let i = 0; i < 40; i++) {
+      const before = Buffer.from(`before-${String(i).padStart(3, '0')}`);
+      const after = Buffer.from(`AFTER!-${String(i).padStart(3, '0')}`);
+      await files.write('f', before);
+      if (i % 2 === 1) expect((await files.read('f')).version).toBe(sha(before)); // remembered by the read this time
+      const { mtime, atime } = statSync(file);
+      writeFileSync(file, after); // in place, same size: what a command can do between two tool calls
+      utimesSync(file, atime, mtime);
+      expect((await files.read('f')).version).toBe(sha(after));
+      expect(await failure(files.write('f', before, { ifMatch: sha(before) }))).toMatchObject({ code: 'stale_version' });
+    }
   });
 });
 

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { read, readSync, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
+import { fineCtime } from './ctime-grain.ts';
 
 export interface FileStamp {
   size: number;
@@ -45,10 +46,12 @@ export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: nu
 
 /**
  * Versions already hashed, by file identity, size, mtime and ctime (git's index trick): a hit saves reading and
- * hashing the file again. Only a settled file is remembered, one whose ctime was at least SETTLED_NS older than the
- * moment its stats were taken: any later change then gets a later ctime even where timestamps are coarse (a whole
- * second, or two on FAT), and ctime cannot be set back without the clock. A change during the hash moves the ctime
- * too, so a stamp of mixed bytes is never matched again.
+ * hashing the file again. The stats are always taken before the bytes are read, so a change during the hash moves
+ * the ctime and a stamp of mixed bytes is never matched again, provided the change gets a later ctime than the one
+ * taken. A filesystem with fine ctimes (ctime-grain.ts) promises that; elsewhere only a settled file is remembered,
+ * one whose ctime was at least SETTLED_NS older than the moment its stats were taken: any later change then gets a
+ * later ctime even where timestamps are coarse (a whole second, or two on FAT), and ctime cannot be set back without
+ * the clock.
  */
 const known = new Map<string, { size: bigint; mtimeNs: bigint; ctimeNs: bigint; stamp: FileStamp }>();
 /** As many as one workspace's manifest holds at most: a bigger workspace would evict its own stamps at each walk. */
@@ -67,7 +70,23 @@ export function knownStamp(stats: BigIntStats): FileStamp | undefined {
 }
 
 export function rememberStamp(stats: BigIntStats, takenAtNs: bigint, stamp: FileStamp): void {
-  if (stats.ctimeNs + SETTLED_NS >= takenAtNs || BigInt(stamp.size) !== stats.size) return;
+  if (!(fineCtime(stats.dev) || stats.ctimeNs + SETTLED_NS < takenAtNs) || BigInt(stamp.size) !== stats.size) return;
+  keep(stats, stamp);
+}
+
+/**
+ * Remembers the version of bytes this process wrote and then renamed into place, given the stats taken after its
+ * last change of the file (`written`) and after the rename (`placed`): on a filesystem with fine ctimes, a write by
+ * anyone else after the first look gives a later mtime, so an unchanged mtime and size mean the bytes are still ours.
+ * (The rename itself moves only the ctime.)
+ */
+export function rememberWritten(written: BigIntStats, placed: BigIntStats, stamp: FileStamp): void {
+  if (!fineCtime(placed.dev) || placed.ino !== written.ino || placed.mtimeNs !== written.mtimeNs) return;
+  if (placed.size !== written.size || BigInt(stamp.size) !== placed.size) return;
+  keep(placed, stamp);
+}
+
+function keep(stats: BigIntStats, stamp: FileStamp): void {
   const key = identity(stats);
   known.delete(key);
   if (known.size >= MAX_KNOWN) known.delete(known.keys().next().value!);

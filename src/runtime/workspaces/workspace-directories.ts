@@ -11,6 +11,7 @@ import path from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { WorkspaceContext } from '../../machines/workspace.machine.ts';
 import type { WorkspaceView } from '../../providers/provider.ts';
+import { learnCtimeGrain } from './ctime-grain.ts';
 import { INPUTS_DIR } from './workspace-files.ts';
 import { assertRoot, identityOf, storageKey, type RootMapping, type RootSnapshot } from './workspace-roots.ts';
 
@@ -31,7 +32,11 @@ export class WorkspaceDirectories {
     readonly mappings: RootMapping[],
     /** Who must own what Berth creates there so commands can write it (Provider.workspaceOwner); absent: the server. */
     readonly owner?: { uid: number; gid: number },
-  ) {}
+  ) {
+    // Managed workspaces live here, and mapped roots often on the same filesystem: their versions may be remembered
+    // as soon as they are hashed where ctimes are fine (file-stamp.ts).
+    learnCtimeGrain(path.join(dataDir, 'workspaces'));
+  }
 
   private home(workspaceId: string): string {
     if (!/^hwsp_[0-9a-f]{32}$/.test(workspaceId)) throw new BerthError('invalid_request', 'Not a workspace id.', { workspaceId });

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
-import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
+import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, rememberWritten, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
 import { INPUTS_DIR, manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
 
 export { INPUTS_DIR, PRIVATE_DIR, type FileChange, type FileStamp };
@@ -476,10 +476,13 @@ export class WorkspaceFiles {
       // The old file's permission bits (never set-id or sticky ones), 0644 for a new file; the umask does not apply.
       fchmodSync(fd, current ? current.mode & 0o777 : 0o644);
       if (owner) fchownSync(fd, owner.uid, owner.gid);
+      const written = fstatSync(fd, { bigint: true });
+      await renameAsync(at(dirFd, tmp), at(dirFd, name));
+      // Open until now so the stats after the rename are of the file written, whatever the name holds by then.
+      rememberWritten(written, fstatSync(fd, { bigint: true }), { size, hash: version });
       const closing = fd;
       fd = undefined;
       await closeAsync(closing);
-      await renameAsync(at(dirFd, tmp), at(dirFd, name));
     } catch (e) {
       if (fd !== undefined) closeSync(fd);
       unlinkQuietly(dirFd, tmp);
