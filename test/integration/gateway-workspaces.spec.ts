@@ -4,7 +4,7 @@
  * the paged history, workspace_busy for a second turn, and the OpenAPI document (answers checked against it).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -133,7 +133,7 @@ describe('workspaces and turns over HTTP', () => {
     await expectStatus(call(gw, 'DELETE', `/v1/workspaces/${ws}`), 204);
   });
 
-  it('should stream a large file both ways: the bytes and version hold, a release waits for a download under way, a download cut off lets go', { timeout: 60_000 }, async () => {
+  it('should stream a large file both ways: the bytes and version hold, a release waits for a download under way, a download cut off lets go, one changed while sent stops short', { timeout: 60_000 }, async () => {
     const t = await tenant(gw, tokens.alice);
     const data = randomBytes(32 * 1024 * 1024);
     const version = `sha256:${createHash('sha256').update(data).digest('hex')}`;
@@ -152,8 +152,8 @@ describe('workspaces and turns over HTTP', () => {
     const range = await call(gw, 'GET', `${t.files}${q('big.bin', `&offset=${3 * 1024 * 1024}&limit=${5 * 1024 * 1024}`)}`);
     expect(range.bytes.equals(data.subarray(3 * 1024 * 1024, 8 * 1024 * 1024))).toBe(true);
 
-    // A reader that takes nothing: the download stalls in the socket, and the turn counts it as a call under way.
     const { port } = new URL(gw.url);
+    // A reader that takes nothing: the download stalls in the socket, and the turn counts it as a call under way.
     const stalled = httpRequest({ host: '127.0.0.1', port, path: `${t.files}${q('big.bin')}`, headers: gw.headers(tokens.alice) });
     const answered = new Promise<IncomingMessage>((resolve) => stalled.once('response', resolve));
     stalled.end();
@@ -166,6 +166,31 @@ describe('workspaces and turns over HTTP', () => {
     stalled.destroy();
     const released = await expectStatus(call(gw, 'POST', `/v1/sessions/${t.session}/turns/${t.turn}/release`, { json: { waitMs: 5_000 } }), 200);
     expect(released).toMatchObject({ state: 'released' });
+
+    const next = await expectStatus(call(gw, 'POST', `/v1/sessions/${t.session}/turns`, { json: {} }), 201);
+    const files = `/v1/sessions/${t.session}/turns/${next.id}/files`;
+    // Changed while it is sent (one byte, same size): the answer stops short of its length, never a whole body under
+    // a version it no longer has.
+    const changing = httpRequest({ host: '127.0.0.1', port, path: `${files}${q('big.bin')}`, headers: gw.headers(tokens.alice) });
+    changing.on('error', () => undefined);
+    const changingAnswer = new Promise<IncomingMessage>((resolve) => changing.once('response', resolve));
+    changing.end();
+    const partial = await changingAnswer;
+    partial.pause();
+    expect(partial.headers['x-berth-version']).toBe(version);
+    const fd = openSync(join(t.root, 'big.bin'), 'r+');
+    writeSync(fd, Buffer.from([data[0]! ^ 1]), 0, 1, 0);
+    closeSync(fd);
+    let received = 0;
+    const outcome = await new Promise<string>((resolve) => {
+      partial.on('data', (chunk: Buffer) => (received += chunk.length));
+      partial.on('end', () => resolve('end'));
+      partial.on('error', () => resolve('error'));
+      partial.on('aborted', () => resolve('aborted'));
+      partial.resume();
+    });
+    expect(outcome).not.toBe('end');
+    expect(received).toBeLessThan(data.length);
   });
 
   it('should list the workspace and turn routes in the OpenAPI document', async () => {

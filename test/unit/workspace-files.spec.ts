@@ -2,7 +2,7 @@
  * The workspace file tools on real directories: versions and If-Match, create-only, the edit's exactly-once rule,
  * modes and owners of what is written, paging of listings, mkdir and remove with the changes they report.
  */
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -92,6 +92,38 @@ describe('versions remembered at once where ctimes are fine', () => {
     expect(Buffer.isBuffer(read.body)).toBe(!fineCtime(statSync(root, { bigint: true }).dev));
     if (!Buffer.isBuffer(read.body)) for await (const _ of read.body);
     await read.done;
+  });
+
+  it('a streamed read fails, its last chunk held back, when the file changes while it is sent; unchanged, it ends whole', async () => {
+    learnCtimeGrain(root);
+    const data = Buffer.alloc(3 * 1024 * 1024 + 5, 1);
+    await files.write('big', data);
+    if (!fineCtime(statSync(root, { bigint: true }).dev)) {
+      // Coarse ctimes: remembered only once settled, by a read after that.
+      await new Promise((r) => setTimeout(r, 2_100));
+      await files.read('big');
+    }
+    const whole = await files.readStream('big');
+    const got: Buffer[] = [];
+    for await (const chunk of whole.body as AsyncIterable<Buffer>) got.push(chunk);
+    expect(Buffer.concat(got).equals(data)).toBe(true);
+
+    const changed = await files.readStream('big');
+    expect(Buffer.isBuffer(changed.body)).toBe(false);
+    const received: Buffer[] = [];
+    const reading = (async () => {
+      for await (const chunk of changed.body as AsyncIterable<Buffer>) {
+        received.push(chunk);
+        if (received.length === 1) {
+          const fd = openSync(join(root, 'big'), 'r+');
+          writeSync(fd, Buffer.from([2]), 0, 1, data.length - 1); // same size, one byte at the end
+          closeSync(fd);
+        }
+      }
+    })();
+    await expect(reading).rejects.toMatchObject({ code: 'stale_version' });
+    expect(Buffer.concat(received).length).toBeLessThan(data.length);
+    await expect(changed.done).rejects.toMatchObject({ code: 'stale_version' });
   });
 
   it('a same-size change right after a tool write or read, its mtime put back, is seen by the next read', async () => {

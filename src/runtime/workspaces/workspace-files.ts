@@ -5,7 +5,7 @@
  * with a single link and directories is acted on.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, createReadStream, fchmodSync, fchownSync, fstatSync, lchownSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
 import { close as closeCallback, open as openCallback, rename as renameCallback, write as writeCallback, writev as writevCallback } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -15,6 +15,7 @@ import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
 import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, rememberWritten, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
+import { checkedFileStream } from './checked-file-stream.ts';
 import { INPUTS_DIR, manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
 
 export { INPUTS_DIR, PRIVATE_DIR, type FileChange, type FileStamp };
@@ -165,7 +166,7 @@ export class WorkspaceFiles {
         const length = Math.max(0, Math.min(size, offset + limit) - offset);
         const whole = (data: Buffer, stamp: FileStamp, fileSize: number): StreamedRead => ({ body: data, length: data.length, size: fileSize, version: stamp.hash, offset, done: Promise.resolve() });
         if (known && mayStream && length >= STREAM_FROM_BYTES) {
-          const body = createReadStream('', { fd, start: offset, end: offset + length - 1, highWaterMark: STREAM_CHUNK_BYTES });
+          const body = checkedFileStream(fd, offset, length, stats, target.rel, STREAM_CHUNK_BYTES);
           streaming = true;
           return { body, length, size, version: known.hash, offset, done: finished(body) };
         }
