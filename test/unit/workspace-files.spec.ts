@@ -6,10 +6,11 @@ import { chmodSync, chownSync, closeSync, mkdirSync, mkdtempSync, openSync, read
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
+import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
-import { fineCtime, learnCtimeGrain } from '../../src/runtime/workspaces/ctime-grain.ts';
+import { fineCtime, learnCtimeGrain } from '../../src/providers/ctime-grain.ts';
 import { INPUTS_DIR, WorkspaceFiles } from '../../src/runtime/workspaces/workspace-files.ts';
 
 let root: string;
@@ -124,6 +125,33 @@ describe('versions remembered at once where ctimes are fine', () => {
     await expect(reading).rejects.toMatchObject({ code: 'stale_version' });
     expect(Buffer.concat(received).length).toBeLessThan(data.length);
     await expect(changed.done).rejects.toMatchObject({ code: 'stale_version' });
+  });
+
+  it('a streamed read closes its descriptor once, whether it ends, fails or is dropped after its first chunk', async () => {
+    learnCtimeGrain(root);
+    const data = Buffer.alloc(2 * 1024 * 1024 + 1, 3);
+    await files.write('big', data);
+    if (!fineCtime(statSync(root, { bigint: true }).dev)) {
+      await new Promise((r) => setTimeout(r, 2_100));
+      await files.read('big');
+    }
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 20; i++) {
+      const read = await files.readStream('big');
+      const body = read.body as Readable;
+      if (i % 2 === 0) {
+        body.once('data', () => body.destroy());
+        await read.done.catch(() => undefined);
+      } else {
+        let bytes = 0;
+        for await (const chunk of body) bytes += (chunk as Buffer).length;
+        expect(bytes).toBe(data.length);
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    expect(open()).toBe(before);
   });
 
   it('a same-size change right after a tool write or read, its mtime put back, is seen by the next read', async () => {
