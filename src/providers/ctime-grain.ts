@@ -1,11 +1,13 @@
 /**
- * Which filesystems show every change made after a look at a file's ctime. Linux since 6.13 gives ext4, xfs, btrfs
- * and tmpfs "multigrain" timestamps: once a ctime has been read, the next change of that inode takes a fine-grained
- * time, later than the one read. On such a filesystem a version hashed after its stats were taken can be remembered
- * at once (file-stamp.ts): any later change moves the ctime. Elsewhere a change within the same clock tick (a whole
- * second on some filesystems) keeps it, and a version is remembered only once the file has settled.
+ * When a file's stats can be trusted to show any later change: what lets a hash of its bytes, taken after the stats,
+ * stand for the file until they move (the tools' remembered versions, file-stamp.ts; a checkpoint's stat hints,
+ * tree-capture.ts). Linux since 6.13 gives ext4, xfs, btrfs and tmpfs "multigrain" timestamps: once a ctime has been
+ * read, the inode's next change takes a fine-grained time, later than the one read, so the stats can be trusted at
+ * once. Elsewhere a change within the same clock tick (a jiffy, a whole second, two on FAT) keeps size, mtime and
+ * ctime as they were (git's "racily clean" entries), and only a file whose ctime was SETTLED_NS older than the look
+ * can be trusted.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
@@ -39,3 +41,8 @@ export function learnCtimeGrain(dir: string): void {
 
 /** True when `dev` was probed and every change there after a look at a ctime moves it. */
 export const fineCtime = (dev: bigint): boolean => fineDevices.has(dev);
+
+const SETTLED_NS = 2_000_000_000n;
+
+/** Whether any change of the file after `stats` were taken (at `takenAtNs` or later) moves its ctime. */
+export const ctimeWillMove = (stats: BigIntStats, takenAtNs: bigint): boolean => fineCtime(stats.dev) || stats.ctimeNs + SETTLED_NS < takenAtNs;

@@ -10,6 +10,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import { BerthError } from '../../schemas/errors.ts';
 import { PRIVATE_ROOT_NAMES, type BlobLocation, type CaptureLimits, type PackWriter, type TreeEntry, type TreeManifest } from './file-host.ts';
 import { EventLoopSlices } from './event-loop-slices.ts';
+import { ctimeWillMove } from './ctime-grain.ts';
 import { at, errorCode } from './spool-dir.ts';
 import { comparePaths } from './tree-diff.ts';
 
@@ -19,12 +20,6 @@ const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 export const MAX_CAPTURE_DEPTH = 256;
 /** Longest symlink target recorded (Linux's own bound is 4095). */
 export const MAX_LINK_TARGET = 4096;
-/**
- * A stat hint is recorded only for a file whose ctime is this much older than the moment it was looked at: a change
- * within the filesystem's timestamp granularity (a jiffy, a second, two on FAT) could otherwise leave size, mtime and
- * ctime as they were, and the next capture would keep the old bytes (git's "racily clean" entries).
- */
-const SETTLED_NS = 2_000_000_000n;
 const READ_BUFFER_BYTES = 1 << 20;
 
 const privateAtRoot = new Set<string>(PRIVATE_ROOT_NAMES);
@@ -248,8 +243,9 @@ export class TreeCapture {
     }
     this.files++;
     const entry: TreeEntry = { path, type: 'file', mode: Number(stats.mode) & 0o777, size, hash: digest, blob };
-    // Only a settled file read to the size it had when looked at gets a hint (see SETTLED_NS).
-    if (BigInt(size) === stats.size && stats.ctimeNs + SETTLED_NS < this.takenAtNs) {
+    // Only a file read to the size it had when looked at, whose ctime any change since would move, gets a hint: the
+    // next capture keeps its bytes while the stats hold (ctime-grain.ts).
+    if (BigInt(size) === stats.size && ctimeWillMove(stats, this.takenAtNs)) {
       entry.stat = hintOf(stats);
       setHintStat(entry, { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs });
     }

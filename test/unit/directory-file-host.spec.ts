@@ -5,9 +5,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fineCtime, learnCtimeGrain } from '../../src/providers/ctime-grain.ts';
 import type { BlobSource, TreeManifest } from '../../src/providers/file-host.ts';
 import { DirectoryFileHost } from '../../src/providers/directory-file-host.ts';
 import { diffTrees } from '../../src/providers/tree-diff.ts';
@@ -93,6 +94,24 @@ describe('DirectoryFileHost', () => {
     writeFileSync(join(dir, 'hot'), 'b'); // same size, probably the same timestamp
     const next = await captureInto(packs, dir, manifest);
     expect(next.received.toString()).toBe('b');
+  });
+
+  it('where ctimes are fine, hints a file changed just now, and still sees a same-size change made right after', async () => {
+    const dir = freshDir();
+    learnCtimeGrain(dir);
+    const fine = fineCtime(statSync(dir, { bigint: true }).dev);
+    writeFileSync(join(dir, 'hot'), 'a');
+    const { manifest } = await captureInto(packs, dir);
+    expect(manifest.entries[0]!.stat !== undefined).toBe(fine);
+    const { atime, mtime } = statSync(join(dir, 'hot'));
+    writeFileSync(join(dir, 'hot'), 'b'); // same size, and the mtime put back
+    utimesSync(join(dir, 'hot'), atime, mtime);
+    const next = await captureInto(packs, dir, manifest);
+    expect(next.received.toString()).toBe('b');
+    expect(next.manifest.entries[0]!.hash).not.toBe(manifest.entries[0]!.hash);
+    // Unchanged since: the hint holds and nothing is read again.
+    const again = await captureInto(packs, dir, next.manifest);
+    expect(again.received.length).toBe(fine ? 0 : 1);
   });
 
   it('sees every change a command makes right after a capture of a settled tree: same size and mtime, mode, link, removal, empty dir, swapped dirs', async () => {

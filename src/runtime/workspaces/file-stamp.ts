@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { read, readSync, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
-import { fineCtime } from './ctime-grain.ts';
+import { ctimeWillMove, fineCtime } from '../../providers/ctime-grain.ts';
 
 export interface FileStamp {
   size: number;
@@ -48,15 +48,12 @@ export async function stampOfFd(fd: number, onChunk?: (chunk: Buffer, offset: nu
  * Versions already hashed, by file identity, size, mtime and ctime (git's index trick): a hit saves reading and
  * hashing the file again. The stats are always taken before the bytes are read, so a change during the hash moves
  * the ctime and a stamp of mixed bytes is never matched again, provided the change gets a later ctime than the one
- * taken. A filesystem with fine ctimes (ctime-grain.ts) promises that; elsewhere only a settled file is remembered,
- * one whose ctime was at least SETTLED_NS older than the moment its stats were taken: any later change then gets a
- * later ctime even where timestamps are coarse (a whole second, or two on FAT), and ctime cannot be set back without
- * the clock.
+ * taken: ctime-grain.ts says when it does (at once where ctimes are fine, else once the file has settled). ctime
+ * cannot be set back without the clock.
  */
 const known = new Map<string, { size: bigint; mtimeNs: bigint; ctimeNs: bigint; stamp: FileStamp }>();
 /** As many as one workspace's manifest holds at most: a bigger workspace would evict its own stamps at each walk. */
 const MAX_KNOWN = 100_000;
-const SETTLED_NS = 2_000_000_000n;
 
 const identity = (stats: BigIntStats): string => `${stats.dev}:${stats.ino}`;
 
@@ -70,7 +67,7 @@ export function knownStamp(stats: BigIntStats): FileStamp | undefined {
 }
 
 export function rememberStamp(stats: BigIntStats, takenAtNs: bigint, stamp: FileStamp): void {
-  if (!(fineCtime(stats.dev) || stats.ctimeNs + SETTLED_NS < takenAtNs) || BigInt(stamp.size) !== stats.size) return;
+  if (!ctimeWillMove(stats, takenAtNs) || BigInt(stamp.size) !== stats.size) return;
   keep(stats, stamp);
 }
 

@@ -10,8 +10,8 @@ import { chown, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { WorkspaceContext } from '../../machines/workspace.machine.ts';
+import { learnCtimeGrain } from '../../providers/ctime-grain.ts';
 import type { WorkspaceView } from '../../providers/provider.ts';
-import { learnCtimeGrain } from './ctime-grain.ts';
 import { INPUTS_DIR } from './workspace-files.ts';
 import { assertRoot, identityOf, storageKey, type RootMapping, type RootSnapshot } from './workspace-roots.ts';
 
