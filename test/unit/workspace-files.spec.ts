@@ -151,7 +151,7 @@ describe('versions remembered at once where ctimes are fine', () => {
       await new Promise((r) => setImmediate(r));
     }
     await new Promise((r) => setTimeout(r, 50));
-    expect(open()).toBe(before);
+    expect(open()).toBeLessThanOrEqual(before); // ten dropped reads that leaked would leave ten more
   });
 
   it('a same-size change right after a tool write or read, its mtime put back, is seen by the next read', async () => {
