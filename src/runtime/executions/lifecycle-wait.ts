@@ -25,14 +25,19 @@ export async function waitForEntry(
     const position = activity.position;
     const x = activity.query.get(id) as ActivityEntry | undefined;
     if (x && done(x)) return true;
-    const left = deadline - Date.now();
-    if (left <= 0 || stop?.aborted) return false;
-    try {
-      // A timer holds at most 2^31-1 ms (a longer one fires at once): a far deadline waits in turns.
-      await activity.waitFor(position + 1n, Math.min(left, MAX_TIMER_MS));
-    } catch {
-      // The read model failed: it will not move again; fall back to the deadline.
-      await new Promise((r) => setTimeout(r, Math.min(left, 50)));
+    // Looked at again only once the model moved: a timer that fires before the deadline (its clock is the event
+    // loop's, read at the start of a turn, a busy turn earlier than Date.now) waits the rest without looking.
+    for (let moved = false; !moved; ) {
+      const left = deadline - Date.now();
+      if (left <= 0 || stop?.aborted) return false;
+      try {
+        // A timer holds at most 2^31-1 ms (a longer one fires at once): a far deadline waits in turns.
+        moved = await activity.waitFor(position + 1n, Math.min(left, MAX_TIMER_MS));
+      } catch {
+        // The read model failed: it will not move again; fall back to the deadline.
+        await new Promise((r) => setTimeout(r, Math.min(left, 50)));
+        moved = true;
+      }
     }
   }
 }
