@@ -6,6 +6,7 @@
  * memory stays flat, and it keeps answering. (Before the bound, a refused request's body was read to its end: a
  * request with no token kept the server reading at line rate until node's 5-minute request timeout.)
  */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
@@ -14,8 +15,20 @@ import { healthLatency, residentBytes } from './stalled-client.ts';
 const MiB = 1024 * 1024;
 const DISCARD_BYTES = 64 * MiB; // the gateway's default
 const DISCARD_MS = 3000;
-/** What the kernel's socket buffers (both ends of a loopback connection) may hold beyond what the server read. */
-const KERNEL_SLACK = 32 * MiB;
+/** The largest a TCP socket's receive or send buffer may grow to here (the third field of tcp_rmem / tcp_wmem). */
+const bufferMax = (which: 'rmem' | 'wmem', otherwise: number): number => {
+  try {
+    return Number(readFileSync(`/proc/sys/net/ipv4/tcp_${which}`, 'utf8').trim().split(/\s+/)[2]) || otherwise;
+  } catch {
+    return otherwise;
+  }
+};
+/**
+ * What may be on its way beyond what the server read: the server's receive buffer and the client's send buffer, each
+ * as large as the kernel lets them grow (a server slowed by a busy machine lets both fill: 32 + 4 MiB here), and the
+ * chunk node queued when the socket said it was full.
+ */
+const KERNEL_SLACK = bufferMax('rmem', 32 * MiB) + bufferMax('wmem', 4 * MiB) + MiB;
 
 let server: BerthServer;
 let env: string;
