@@ -7,12 +7,12 @@
  * ctime as they were (git's "racily clean" entries), and only a file whose ctime was SETTLED_NS older than the look
  * can be trusted.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, statSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
-const fineDevices = new Set<bigint>();
-const probedDevices = new Set<bigint>();
+/** Each probed filesystem (by device) and whether its ctimes are fine. */
+const grain = new Map<bigint, boolean>();
 
 /** Changes made right after a look: a coarse clock leaves nearly all of them at the ctime looked at. */
 const TRIALS = 64;
@@ -20,19 +20,17 @@ const TRIALS = 64;
 /** Whether a change right after each look at the ctime always moved it, tried in a file of `dir`'s filesystem. */
 export function learnCtimeGrain(dir: string): void {
   mkdirSync(dir, { recursive: true });
+  if (grain.has(statSync(dir, { bigint: true }).dev)) return;
   const file = path.join(dir, `.berth-ctime-probe-${randomBytes(6).toString('hex')}`);
   const fd = openSync(file, 'wx', 0o600);
   try {
-    const dev = fstatSync(fd, { bigint: true }).dev;
-    if (probedDevices.has(dev)) return;
     let fine = true;
     for (let i = 0; i < TRIALS && fine; i++) {
       const looked = fstatSync(fd, { bigint: true }).ctimeNs;
       writeSync(fd, 'x');
       fine = fstatSync(fd, { bigint: true }).ctimeNs > looked;
     }
-    probedDevices.add(dev);
-    if (fine) fineDevices.add(dev);
+    grain.set(fstatSync(fd, { bigint: true }).dev, fine);
   } finally {
     closeSync(fd);
     unlinkSync(file);
@@ -40,7 +38,7 @@ export function learnCtimeGrain(dir: string): void {
 }
 
 /** True when `dev` was probed and every change there after a look at a ctime moves it. */
-export const fineCtime = (dev: bigint): boolean => fineDevices.has(dev);
+export const fineCtime = (dev: bigint): boolean => grain.get(dev) === true;
 
 const SETTLED_NS = 2_000_000_000n;
 

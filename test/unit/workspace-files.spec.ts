@@ -80,6 +80,15 @@ describe('remembered versions', () => {
   });
 });
 
+/** Writes through the tools, then waits until the version is remembered (at once where ctimes are fine). */
+async function writeRemembered(path: string, data: Buffer): Promise<void> {
+  await files.write(path, data);
+  if (fineCtime(statSync(root, { bigint: true }).dev)) return;
+  // Coarse ctimes: remembered only once settled, by a read after that.
+  await new Promise((r) => setTimeout(r, 2_100));
+  await files.read(path);
+}
+
 describe('versions remembered at once where ctimes are fine', () => {
   it('a file the tools wrote is streamed from its remembered version where ctimes are fine, hashed where they are not', async () => {
     learnCtimeGrain(root);
@@ -98,12 +107,7 @@ describe('versions remembered at once where ctimes are fine', () => {
   it('a streamed read fails, its last chunk held back, when the file changes while it is sent; unchanged, it ends whole', async () => {
     learnCtimeGrain(root);
     const data = Buffer.alloc(3 * 1024 * 1024 + 5, 1);
-    await files.write('big', data);
-    if (!fineCtime(statSync(root, { bigint: true }).dev)) {
-      // Coarse ctimes: remembered only once settled, by a read after that.
-      await new Promise((r) => setTimeout(r, 2_100));
-      await files.read('big');
-    }
+    await writeRemembered('big', data);
     const whole = await files.readStream('big');
     const got: Buffer[] = [];
     for await (const chunk of whole.body as AsyncIterable<Buffer>) got.push(chunk);
@@ -130,11 +134,7 @@ describe('versions remembered at once where ctimes are fine', () => {
   it('a streamed read closes its descriptor once, whether it ends, fails or is dropped after its first chunk', async () => {
     learnCtimeGrain(root);
     const data = Buffer.alloc(2 * 1024 * 1024 + 1, 3);
-    await files.write('big', data);
-    if (!fineCtime(statSync(root, { bigint: true }).dev)) {
-      await new Promise((r) => setTimeout(r, 2_100));
-      await files.read('big');
-    }
+    await writeRemembered('big', data);
     const open = () => readdirSync('/proc/self/fd').length;
     const before = open();
     for (let i = 0; i < 20; i++) {
