@@ -10,6 +10,7 @@ import type { BlobSource, CaptureLimits, FileHost, FileOwner, PackWriter, TreeMa
 import { openDir } from './spool-dir.ts';
 import { applyTree } from './tree-apply.ts';
 import { TreeCapture } from './tree-capture.ts';
+import { treeWatches } from './tree-watch.ts';
 
 export class DirectoryFileHost implements FileHost {
   /** `owner`: who owns what apply writes; absent, the directory's own owner. */
@@ -18,8 +19,31 @@ export class DirectoryFileHost implements FileHost {
     private readonly owner?: FileOwner,
   ) {}
 
+  /** Looks only at what changed since `previous` when the view's watch vouches for it, else walks the whole tree. */
   async capture(previous: TreeManifest | undefined, pack: PackWriter, limits: CaptureLimits): Promise<TreeManifest> {
-    return this.withRoot((rootFd) => new TreeCapture(previous, pack, limits, this.root).run(rootFd));
+    const watch = treeWatches.of(this.root);
+    return this.withRoot(async (rootFd) => {
+      try {
+        const changed = previous && watch?.changedSince(previous);
+        if (changed) {
+          const start = pack.offset;
+          const tree = await new TreeCapture(previous, pack, limits, this.root).runChanged(rootFd, previous, changed);
+          if (tree) {
+            watch!.settled(tree, true);
+            return tree;
+          }
+          await pack.truncate(start); // what the look wrote is read again by the walk
+        }
+        watch?.startFull();
+        const capture = new TreeCapture(previous, pack, limits, this.root, watch);
+        const tree = await capture.run(rootFd);
+        watch?.settled(tree, !capture.linked);
+        return tree;
+      } catch (e) {
+        watch?.reset();
+        throw e;
+      }
+    });
   }
 
   async apply(target: TreeManifest, base: TreeManifest | undefined, source: BlobSource): Promise<void> {

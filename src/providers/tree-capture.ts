@@ -13,6 +13,7 @@ import { EventLoopSlices } from './event-loop-slices.ts';
 import { ctimeWillMove } from './ctime-grain.ts';
 import { at, errorCode } from './spool-dir.ts';
 import { comparePaths } from './tree-diff.ts';
+import type { TreeWatch } from './tree-watch.ts';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 
@@ -76,6 +77,35 @@ function listing(dirFd: number): { entries: { name: string; kind: Kind }[]; unre
   return { entries: kept, unreadable: raw.length - kept.length };
 }
 
+/** The directory at `dir` under the root, each step opened without following a link; undefined if any step is not one. */
+function openBeneath(rootFd: number, dir: string): number | undefined {
+  let fd = rootFd;
+  for (const name of dir.split('/')) {
+    let next: number | undefined;
+    try {
+      next = openSync(at(fd, name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    } catch {
+      next = undefined;
+    }
+    if (fd !== rootFd) closeSync(fd);
+    if (next === undefined) return undefined;
+    fd = next;
+  }
+  return fd;
+}
+
+/** Two lists sorted by path, with no path in both, as one sorted list. */
+function mergeSorted(a: TreeEntry[], b: TreeEntry[]): TreeEntry[] {
+  const out: TreeEntry[] = [];
+  let j = 0;
+  for (const entry of a) {
+    while (j < b.length && comparePaths(b[j]!.path, entry.path) < 0) out.push(b[j++]!);
+    out.push(entry);
+  }
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
 export class TreeCapture {
   private readonly entries: TreeEntry[] = [];
   private readonly previousByPath = new Map<string, TreeEntry>();
@@ -88,6 +118,8 @@ export class TreeCapture {
   private skipped = 0;
   private readonly slices = new EventLoopSlices();
   private takenAtNs = 0n;
+  /** A file with more than one link was seen: a change through another name would not name this path (tree-watch.ts). */
+  linked = false;
 
   /**
    * `rootPath`: the view's own path (canonical, the host's above it), for the stat-hint checks; without it they go
@@ -98,6 +130,7 @@ export class TreeCapture {
     private readonly pack: PackWriter,
     private readonly limits: CaptureLimits,
     private readonly rootPath?: string,
+    private readonly watch?: Pick<TreeWatch, 'watchDir'>,
   ) {
     for (const entry of previous?.entries ?? []) this.previousByPath.set(entry.path, entry);
   }
@@ -110,8 +143,49 @@ export class TreeCapture {
     return { version: 1, entries, files: this.files, bytes: this.bytes, skipped: this.skipped };
   }
 
+  /**
+   * The tree as the previous capture had it with the `changed` paths looked at again (tree-watch.ts says nothing else
+   * changed), or undefined when a full walk is needed: a directory among them or above them changed, one is now
+   * neither file nor link, the previous capture skipped entries (which it does not name), or a file has another link.
+   */
+  async runChanged(rootFd: number, previous: TreeManifest, changed: Iterable<string>): Promise<TreeManifest | undefined> {
+    if (previous.skipped > 0) return undefined;
+    const looked = new Set<string>();
+    for (const path of changed) {
+      const slash = path.lastIndexOf('/');
+      const dir = slash < 0 ? '' : path.slice(0, slash);
+      const name = path.slice(slash + 1);
+      if (dir === '' && privateAtRoot.has(name)) continue;
+      if ((dir !== '' && this.previousByPath.get(dir)?.type !== 'directory') || this.previousByPath.get(path)?.type === 'directory') return undefined;
+      looked.add(path);
+      const dirFd = dir === '' ? rootFd : openBeneath(rootFd, dir);
+      if (dirFd === undefined) return undefined;
+      try {
+        const stats = lstatSync(at(dirFd, name), { bigint: true, throwIfNoEntry: false });
+        if (!stats) continue; // removed: left out below
+        const kind = kindOf(stats);
+        if (kind !== 'file' && kind !== 'symlink') return undefined;
+        this.takenAtNs = BigInt(Date.now()) * 1_000_000n;
+        await this.entry(dirFd, name, path, kind, dir === '' ? 1 : dir.split('/').length + 1);
+      } finally {
+        if (dirFd !== rootFd) closeSync(dirFd);
+      }
+      if (this.linked || this.entries.some((entry) => entry.type === 'directory')) return undefined;
+    }
+    this.entries.sort((a, b) => comparePaths(a.path, b.path));
+    const entries = mergeSorted(previous.entries.filter((entry) => !looked.has(entry.path)), this.entries);
+    this.count(entries.length);
+    for (const entry of entries) {
+      if (entry.type !== 'file' || looked.has(entry.path)) continue;
+      this.files++;
+      this.addBytes(entry.size);
+    }
+    return { version: 1, entries, files: this.files, bytes: this.bytes, skipped: this.skipped };
+  }
+
   private async walk(dirFd: number, prefix: string, depth: number): Promise<void> {
     if (depth > MAX_CAPTURE_DEPTH) throw quota('checkpoint_depth', MAX_CAPTURE_DEPTH, depth);
+    this.watch?.watchDir(dirFd, prefix);
     const { entries, unreadable } = listing(dirFd);
     this.skipped += unreadable;
     this.count(entries.length);
@@ -196,6 +270,7 @@ export class TreeCapture {
   private hintHolds(dirFd: number, name: string, path: string, hint: HintStat | undefined): boolean {
     if (hint === undefined) return false;
     const stats = lstatSync(this.rootPath === undefined ? at(dirFd, name) : `${this.rootPath}/${path}`, { bigint: true, throwIfNoEntry: false });
+    if (stats && stats.nlink > 1n) this.linked = true;
     return (
       stats !== undefined && stats.isFile() && stats.ctimeNs === hint.ctimeNs && stats.mtimeNs === hint.mtimeNs && stats.size === hint.size && stats.ino === hint.ino && stats.dev === hint.dev
     );
@@ -215,6 +290,7 @@ export class TreeCapture {
 
   /** Reads the open file to its end, hashing it while the pack receives it; a known hash takes the bytes back. */
   private async file(fd: number, path: string, stats: BigIntStats): Promise<void> {
+    if (stats.nlink > 1n) this.linked = true;
     const start = this.pack.offset;
     const hash = createHash('sha256');
     let size = 0;

@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "berth_inotify",
+      "sources": ["src/providers/inotify.c"],
+      "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
+    }
+  ]
+}

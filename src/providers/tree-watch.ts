@@ -1,0 +1,204 @@
+/**
+ * Change tracking for captures (issue 14's incremental checkpoint): what changed in a view since its last capture,
+ * so the next one looks at those paths only instead of every entry (an lstat of 10,000 files costs more than the
+ * whole budget of an incremental checkpoint here).
+ *
+ * A full capture watches each directory (its inode, through the descriptor it lists) before listing it, so any change
+ * after the listing raises an event; events name the paths to look at next time. The watch vouches for a capture
+ * only when nothing could have gone unseen: the queue is read synchronously (inotify.c), so a change made before
+ * `changedSince` returns is in its answer; an overflowed queue, a directory created, moved or deleted, an event on a
+ * watched directory itself, a name that is not UTF-8, too many changes or too many directories: each sends the next
+ * capture back to a full walk, which watches afresh. Changes made through a shared mapping are seen when the mapping
+ * is let go (IN_CLOSE_WRITE), as a command that exits lets go of all of them. A file with a second link is seen by
+ * tree-capture.ts, which then walks in full (a write through the other name raises its event in the other directory
+ * only); no link can come from outside the view, since a link never crosses a mount and the view is one.
+ *
+ * Without the addon (build/Release/berth_inotify.node, built by `npm ci`) every capture walks in full, as before.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { TreeManifest } from './file-host.ts';
+import { PRIVATE_ROOT_NAMES } from './file-host.ts';
+
+interface Inotify {
+  init(): number;
+  addWatch(fd: number, dirFd: number): number;
+  removeWatch(fd: number, wd: number): void;
+  drain(fd: number): (number | string)[] | number;
+}
+
+const IN_Q_OVERFLOW = 0x4000;
+const IN_ISDIR = 0x40000000;
+/** More paths changed than this since the last capture: a full walk costs no more than looking at each. */
+export const MAX_CHANGED_PATHS = 4096;
+/** A view with more directories than this is not watched (each watch pins an inode in the kernel). */
+export const MAX_WATCHED_DIRS = 8192;
+/** Views watched at once; the least recently captured is let go first. */
+const MAX_WATCHED_TREES = 256;
+/** How often the queue is read between captures, so that it does not overflow while a command writes. */
+const DRAIN_MS = 250;
+
+function loadAddon(): Inotify | undefined {
+  const require = createRequire(import.meta.url);
+  // From src/providers (tsx) or dist/src/providers (the build).
+  for (const path of ['../../build/Release/berth_inotify.node', '../../../build/Release/berth_inotify.node']) {
+    try {
+      return require(path) as Inotify;
+    } catch {
+      // next place
+    }
+  }
+  return undefined;
+}
+
+/** Half the user's watches, at most 32,768: the rest stay for everything else the user runs. */
+function watchBudget(): number {
+  try {
+    return Math.min(32_768, Math.floor(Number(readFileSync('/proc/sys/fs/inotify/max_user_watches', 'utf8')) / 2));
+  } catch {
+    return 8192;
+  }
+}
+
+const privateAtRoot = new Set<string>(PRIVATE_ROOT_NAMES);
+
+/** One view's watch: its directories' watch descriptors and the paths changed since they were taken. */
+export class TreeWatch {
+  private readonly dirs = new Map<number, string>();
+  private changed = new Set<string>();
+  /** The capture this watch vouches for: changes since it are all in `changed`. */
+  private baseline: TreeManifest | undefined;
+  /** Every directory stayed watched and every event was understood since the last full walk began. */
+  private vouching = false;
+
+  constructor(private readonly inotify: Watches) {}
+
+  /** The paths changed since `previous` was captured, or undefined when they are not all known (walk in full). */
+  changedSince(previous: TreeManifest): Set<string> | undefined {
+    this.inotify.pump();
+    if (this.baseline !== previous) return undefined;
+    const changed = this.changed;
+    this.changed = new Set();
+    this.baseline = undefined;
+    return changed;
+  }
+
+  /** A full walk begins: every watch is taken again, as the walk lists each directory. */
+  startFull(): void {
+    this.reset();
+    this.vouching = true;
+  }
+
+  /** Before the directory open as `dirFd` (at `dir`, '' for the root) is listed. */
+  watchDir(dirFd: number, dir: string): void {
+    if (!this.vouching) return;
+    if (this.dirs.size >= MAX_WATCHED_DIRS || !this.inotify.watch(this, dirFd, dir)) this.reset();
+  }
+
+  /** Called by Watches: `dir`'s watch descriptor. */
+  watched(wd: number, dir: string): void {
+    this.dirs.set(wd, dir);
+  }
+
+  /** The capture ended: it is the baseline when `sound` and every directory stayed watched. */
+  settled(tree: TreeManifest, sound: boolean): void {
+    this.inotify.pump();
+    if (sound && this.vouching) this.baseline = tree;
+    else this.reset();
+  }
+
+  /** An event from the queue, for the directory `wd` watches. */
+  event(wd: number, mask: number, name: string): void {
+    const dir = this.dirs.get(wd);
+    if (dir === undefined) return; // a watch let go of: its last events
+    if (dir === '' && privateAtRoot.has(name)) return;
+    // On the directory itself (name ''), a directory's own change, or a name a capture cannot record: walk in full.
+    if (name === '' || mask & IN_ISDIR || name.includes('\uFFFD')) return this.reset();
+    this.changed.add(dir === '' ? name : `${dir}/${name}`);
+    if (this.changed.size > MAX_CHANGED_PATHS) this.reset();
+  }
+
+  /** Nothing vouched for: the watches are let go and the next capture walks in full. */
+  reset(): void {
+    for (const wd of this.dirs.keys()) this.inotify.unwatch(wd);
+    this.dirs.clear();
+    this.changed = new Set();
+    this.baseline = undefined;
+    this.vouching = false;
+  }
+}
+
+/** The process's one inotify queue (a user has 128 instances in all) and the views it watches. */
+export class Watches {
+  private fd: number | undefined;
+  private readonly owners = new Map<number, TreeWatch>();
+  private readonly trees = new Map<string, TreeWatch>();
+  private readonly budget = watchBudget();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly addon: Inotify | undefined) {}
+
+  /** The watch of the view at `root` (an absolute path), or undefined when changes cannot be tracked here. */
+  of(root: string): TreeWatch | undefined {
+    if (!this.addon) return undefined;
+    let tree = this.trees.get(root);
+    if (tree) this.trees.delete(root);
+    else tree = new TreeWatch(this);
+    this.trees.set(root, tree);
+    if (this.trees.size > MAX_WATCHED_TREES) {
+      const [oldest, dropped] = this.trees.entries().next().value!;
+      dropped.reset();
+      this.trees.delete(oldest);
+    }
+    return tree;
+  }
+
+  watch(tree: TreeWatch, dirFd: number, dir: string): boolean {
+    if (this.fd === undefined) {
+      const fd = this.addon!.init();
+      if (fd < 0) return false;
+      this.fd = fd;
+    }
+    if (this.owners.size >= this.budget) return false;
+    const wd = this.addon!.addWatch(this.fd, dirFd);
+    if (wd < 0) return false;
+    const owner = this.owners.get(wd);
+    // The same directory reached twice (bind mounts): neither view can say which of its paths changed.
+    if (owner && owner !== tree) {
+      owner.reset();
+      return false;
+    }
+    this.owners.set(wd, tree);
+    tree.watched(wd, dir);
+    this.timer ??= setInterval(() => this.pump(), DRAIN_MS).unref();
+    return true;
+  }
+
+  unwatch(wd: number): void {
+    if (this.fd === undefined || !this.owners.delete(wd)) return;
+    this.addon!.removeWatch(this.fd, wd);
+    if (this.owners.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  /** Reads everything queued now and hands each event to its view; an overflow or a failed read resets them all. */
+  pump(): void {
+    if (this.fd === undefined) return;
+    const events = this.addon!.drain(this.fd);
+    if (typeof events === 'number') return this.resetAll();
+    for (let i = 0; i < events.length; i += 3) {
+      const mask = events[i + 1] as number;
+      if (mask & IN_Q_OVERFLOW) return this.resetAll();
+      this.owners.get(events[i] as number)?.event(events[i] as number, mask, events[i + 2] as string);
+    }
+  }
+
+  private resetAll(): void {
+    for (const tree of this.trees.values()) tree.reset();
+  }
+}
+
+/** The process's watches: one inotify queue for every view captured here. */
+export const treeWatches = new Watches(loadAddon());
