@@ -1,8 +1,8 @@
 /**
  * Checkpoints of a 10,000-file / 100 MiB tree (100 directories, sizes from bytes to ~150 KiB), each end to end
  * (capture, pack and manifest durable): a full one against `tar -c` to a file fsynced on the same filesystem; an
- * incremental one after changing one file against the full one, with the floor of any incremental capture (lstat of
- * every entry, in this process); materializing the tree into a staging volume (a Docker tmpfs
+ * incremental one after changing one file against the full one (the view's watch names the changed file: tree-watch.ts),
+ * beside the floor of a capture that has to look at every entry (lstat of each, in this process); materializing the tree into a staging volume (a Docker tmpfs
  * volume held by a container when the engine answers, else a tmpfs mounted here) against `tar -x` into another.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TreeManifest } from '../src/providers/file-host.ts';
 import { DirectoryFileHost } from '../src/providers/directory-file-host.ts';
+import { TreeCapture } from '../src/providers/tree-capture.ts';
 import { CheckpointPacks } from '../src/runtime/workspaces/checkpoint-packs.ts';
 import { figure, median } from './figure.ts';
 
@@ -80,6 +81,20 @@ function lstatEveryEntry(dir: string): number {
   return entries;
 }
 
+/** The incremental captures (which looked only at what the view's watch named) end on the tree a full walk finds. */
+async function assertWalkFinds(tracked: TreeManifest): Promise<void> {
+  const writer = await packs.writer();
+  const rootFd = openSync(tree, 'r');
+  try {
+    const walked = await new TreeCapture(undefined, writer, LIMITS).run(rootFd);
+    const shape = (m: TreeManifest) => JSON.stringify(m.entries.map(({ path, type, mode, size, hash, target }) => [path, type, mode, size, hash, target]));
+    if (shape(walked) !== shape(tracked)) throw new Error('the incremental checkpoints do not end on the tree a full walk finds');
+  } finally {
+    closeSync(rootFd);
+    await writer.abort();
+  }
+}
+
 function emptyDir(dir: string): void {
   for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
 }
@@ -138,6 +153,7 @@ try {
     floors.push(await time(() => lstatEveryEntry(tree)));
   }
   figure('checkpoint-incremental-1-of-10k-vs-full', median(incrementals), 'ms', median(fulls), { op: '<=', ratio: 0.05 });
+  await assertWalkFinds(previous);
   const floor = median(floors);
   process.stderr.write(
     `floor: readdir + lstat of all ${lstatEveryEntry(tree)} entries, synchronous, in this process: median ${floor.toFixed(1)} ms = ${(floor / median(fulls)).toFixed(3)} of the full checkpoint; ` +

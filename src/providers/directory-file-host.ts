@@ -24,20 +24,20 @@ export class DirectoryFileHost implements FileHost {
     const watch = treeWatches.of(this.root);
     return this.withRoot(async (rootFd) => {
       try {
-        const changed = previous && watch?.changedSince(previous);
-        if (changed) {
+        const tracked = previous && watch?.changedSince(previous);
+        if (tracked) {
           const start = pack.offset;
-          const tree = await new TreeCapture(previous, pack, limits, this.root).runChanged(rootFd, previous, changed);
+          const tree = await new TreeCapture(previous, pack, limits, this.root).runChanged(rootFd, previous, tracked.changed);
           if (tree) {
-            watch!.settled(tree, true);
+            watch!.settled(tracked.epoch, tree, true);
             return tree;
           }
           await pack.truncate(start); // what the look wrote is read again by the walk
         }
-        watch?.startFull();
-        const capture = new TreeCapture(previous, pack, limits, this.root, watch);
+        const epoch = watch?.startFull();
+        const capture = new TreeCapture(previous, pack, limits, this.root, watch && { watchDir: (fd, dir) => watch.watchDir(epoch!, fd, dir) });
         const tree = await capture.run(rootFd);
-        watch?.settled(tree, !capture.linked);
+        watch?.settled(epoch!, tree, !capture.linked);
         return tree;
       } catch (e) {
         watch?.reset();

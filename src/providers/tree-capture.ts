@@ -13,7 +13,6 @@ import { EventLoopSlices } from './event-loop-slices.ts';
 import { ctimeWillMove } from './ctime-grain.ts';
 import { at, errorCode } from './spool-dir.ts';
 import { comparePaths } from './tree-diff.ts';
-import type { TreeWatch } from './tree-watch.ts';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 
@@ -130,7 +129,7 @@ export class TreeCapture {
     private readonly pack: PackWriter,
     private readonly limits: CaptureLimits,
     private readonly rootPath?: string,
-    private readonly watch?: Pick<TreeWatch, 'watchDir'>,
+    private readonly watch?: { watchDir(dirFd: number, dir: string): void },
   ) {
     for (const entry of previous?.entries ?? []) this.previousByPath.set(entry.path, entry);
   }

@@ -68,30 +68,36 @@ export class TreeWatch {
   private changed = new Set<string>();
   /** The capture this watch vouches for: changes since it are all in `changed`. */
   private baseline: TreeManifest | undefined;
+  /** Moved by each capture that begins and by each reset: only the capture begun last may become the baseline. */
+  private epoch = 0;
   /** Every directory stayed watched and every event was understood since the last full walk began. */
   private vouching = false;
 
   constructor(private readonly inotify: Watches) {}
 
-  /** The paths changed since `previous` was captured, or undefined when they are not all known (walk in full). */
-  changedSince(previous: TreeManifest): Set<string> | undefined {
+  /**
+   * The paths changed since `previous` was captured, with the epoch of the capture that looks at them; undefined
+   * when they are not all known (walk in full).
+   */
+  changedSince(previous: TreeManifest): { changed: Set<string>; epoch: number } | undefined {
     this.inotify.pump();
     if (this.baseline !== previous) return undefined;
     const changed = this.changed;
     this.changed = new Set();
     this.baseline = undefined;
-    return changed;
+    return { changed, epoch: ++this.epoch };
   }
 
-  /** A full walk begins: every watch is taken again, as the walk lists each directory. */
-  startFull(): void {
+  /** A full walk begins: every watch is taken again, as the walk lists each directory. Answers the walk's epoch. */
+  startFull(): number {
     this.reset();
     this.vouching = true;
+    return this.epoch;
   }
 
-  /** Before the directory open as `dirFd` (at `dir`, '' for the root) is listed. */
-  watchDir(dirFd: number, dir: string): void {
-    if (!this.vouching) return;
+  /** Before the directory open as `dirFd` (at `dir`, '' for the root) is listed by the walk of `epoch`. */
+  watchDir(epoch: number, dirFd: number, dir: string): void {
+    if (epoch !== this.epoch || !this.vouching) return;
     if (this.dirs.size >= MAX_WATCHED_DIRS || !this.inotify.watch(this, dirFd, dir)) this.reset();
   }
 
@@ -100,9 +106,13 @@ export class TreeWatch {
     this.dirs.set(wd, dir);
   }
 
-  /** The capture ended: it is the baseline when `sound` and every directory stayed watched. */
-  settled(tree: TreeManifest, sound: boolean): void {
+  /**
+   * The capture of `epoch` ended: it is the baseline when `sound`, every directory stayed watched and no capture of
+   * the same view began since (that one decides).
+   */
+  settled(epoch: number, tree: TreeManifest, sound: boolean): void {
     this.inotify.pump();
+    if (epoch !== this.epoch) return;
     if (sound && this.vouching) this.baseline = tree;
     else this.reset();
   }
@@ -125,6 +135,7 @@ export class TreeWatch {
     this.changed = new Set();
     this.baseline = undefined;
     this.vouching = false;
+    this.epoch++;
   }
 }
 
@@ -137,6 +148,11 @@ export class Watches {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly addon: Inotify | undefined) {}
+
+  /** Directories watched now, in all views. */
+  get watching(): number {
+    return this.owners.size;
+  }
 
   /** The watch of the view at `root` (an absolute path), or undefined when changes cannot be tracked here. */
   of(root: string): TreeWatch | undefined {
