@@ -11,7 +11,9 @@
  * capture back to a full walk, which watches afresh. Changes made through a shared mapping are seen when the mapping
  * is let go (IN_CLOSE_WRITE), as a command that exits lets go of all of them. A file with a second link is seen by
  * tree-capture.ts, which then walks in full (a write through the other name raises its event in the other directory
- * only); no link can come from outside the view, since a link never crosses a mount and the view is one.
+ * only); no link can come from outside the view, since a link never crosses a mount and the view is one. A directory
+ * reached twice (a bind mount inside the view) is not watched. A mount placed over a directory of the view raises no
+ * event: only the host's root can make one, and the next full walk sees it.
  *
  * Without the addon (build/Release/berth_inotify.node, built by `npm ci`) every capture walks in full, as before.
  */
@@ -179,8 +181,8 @@ export class Watches {
     const wd = this.addon!.addWatch(this.fd, dirFd);
     if (wd < 0) return false;
     const owner = this.owners.get(wd);
-    // The same directory reached twice (bind mounts): neither view can say which of its paths changed.
-    if (owner && owner !== tree) {
+    // The same directory reached twice (a bind mount), in this view or another: no view can say which path changed.
+    if (owner) {
       owner.reset();
       return false;
     }

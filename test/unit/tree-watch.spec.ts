@@ -5,7 +5,7 @@
  * mode, new, removed, renamed, links); what it cannot vouch for (a directory changed, an overflowed queue, too many
  * changes) sends the next capture back to a full walk.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, linkSync, mkdirSync, openSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -144,6 +144,20 @@ describe('tree watch', () => {
     const next = (await captureInto(packs, dir, manifest)).manifest;
     expect(recorded(next)).toEqual(await walkedInFull(dir));
     expect(next.entries.find((e) => e.path === 'd1/f3')!.hash).not.toBe(manifest.entries.find((e) => e.path === 'd1/f3')!.hash);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('does not vouch for a view that shows one directory at two paths (a bind mount; needs root)', async () => {
+    const { dir } = await watchedView(2, 1);
+    execFileSync('mount', ['--bind', join(dir, 'd0'), join(dir, 'd1')]);
+    try {
+      const both = (await captureInto(packs, dir)).manifest;
+      writeFileSync(join(dir, 'd0/f0'), 'seen at both paths');
+      expect(treeWatches.of(dir)!.changedSince(both)).toBeUndefined();
+      const after = (await captureInto(packs, dir, both)).manifest;
+      expect(after.entries.filter((e) => e.path.endsWith('/f0')).map((e) => e.size)).toEqual([18, 18]);
+    } finally {
+      execFileSync('umount', [join(dir, 'd1')]);
+    }
   });
 
   it('ignores Berth\'s private directory at the root, and still vouches', async () => {
