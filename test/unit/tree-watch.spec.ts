@@ -10,6 +10,7 @@ import { chmodSync, closeSync, linkSync, mkdirSync, openSync, renameSync, rmSync
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TreeManifest } from '../../src/providers/file-host.ts';
+import { DirectoryFileHost } from '../../src/providers/directory-file-host.ts';
 import { TreeCapture } from '../../src/providers/tree-capture.ts';
 import { MAX_CHANGED_PATHS, treeWatches } from '../../src/providers/tree-watch.ts';
 import { CheckpointPacks } from '../../src/runtime/workspaces/checkpoint-packs.ts';
@@ -66,12 +67,27 @@ describe('tree watch', () => {
     expect([...watch.changedSince(manifest)!.changed].sort()).toEqual(['d0/f0', 'd1/f2', 'new']);
   });
 
-  it('vouches only for the capture of a view begun last, when two overlap', async () => {
+  it('vouches only for the capture of a view begun last, when two overlap, whichever ends last', async () => {
     const { dir } = await watchedView(20, 20);
-    const [first, last] = await Promise.all([captureInto(packs, dir), captureInto(packs, dir)]);
+    const writers = [await packs.writer(), await packs.writer()];
+    const host = new DirectoryFileHost(dir);
+    // The first capture is held at its first write until the second has ended, so it ends last.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const write = writers[0]!.write.bind(writers[0]);
+    writers[0]!.write = async (bytes: Buffer) => {
+      await gate;
+      await write(bytes);
+    };
+    // A capture begins (and takes its epoch) before capture() returns: the second call is the one begun last.
+    const firstCapture = host.capture(undefined, writers[0]!, LIMITS);
+    const last = await host.capture(undefined, writers[1]!, LIMITS);
+    release();
+    const first = await firstCapture;
+    await Promise.all(writers.map((writer) => writer.finish()));
     writeFileSync(join(dir, 'd3/f3'), 'changed');
-    expect(treeWatches.of(dir)!.changedSince(first.manifest)).toBeUndefined();
-    expect([...treeWatches.of(dir)!.changedSince(last.manifest)!.changed]).toEqual(['d3/f3']);
+    expect(treeWatches.of(dir)!.changedSince(first)).toBeUndefined();
+    expect([...treeWatches.of(dir)!.changedSince(last)!.changed]).toEqual(['d3/f3']);
   });
 
   it('takes unchanged files from the previous capture without looking at them, and reads only the changed one', async () => {
