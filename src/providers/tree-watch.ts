@@ -13,11 +13,13 @@
  * tree-capture.ts, which then walks in full (a write through the other name raises its event in the other directory
  * only); no link can come from outside the view, since a link never crosses a mount and the view is one. A directory
  * reached twice (a bind mount inside the view) is not watched. A mount placed over a directory of the view raises no
- * event: only the host's root can make one, and the next full walk sees it.
+ * event: only the host's root can make one, and the next full walk sees it. A directory on a filesystem that may
+ * change from elsewhere (NFS, CIFS, FUSE, 9p: an admin's directory workspace can sit on one, or hold one) is never
+ * vouched for: inotify hears only what this kernel writes, so every capture of such a view walks in full.
  *
  * Without the addon (build/Release/berth_inotify.node, built by `npm ci`) every capture walks in full, as before.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { TreeManifest } from './file-host.ts';
 import { PRIVATE_ROOT_NAMES } from './file-host.ts';
@@ -63,6 +65,27 @@ function watchBudget(): number {
 }
 
 const privateAtRoot = new Set<string>(PRIVATE_ROOT_NAMES);
+
+/** statfs magic numbers of filesystems written by this kernel only, so that inotify hears every change. */
+const LOCAL_FILESYSTEMS = new Set([
+  0xef53, // ext2, ext3, ext4
+  0x58465342, // xfs
+  0x9123683e, // btrfs
+  0xf2f52010, // f2fs
+  0x2fc12fc1, // zfs
+  0x01021994, // tmpfs (Docker staging volumes)
+  0x858458f6, // ramfs
+  0x794c7630, // overlay
+]);
+
+/** Whether the directory open as `dirFd` is on a local filesystem (see LOCAL_FILESYSTEMS). */
+function onLocalFilesystem(dirFd: number): boolean {
+  try {
+    return LOCAL_FILESYSTEMS.has(statfsSync(`/proc/self/fd/${dirFd}`).type);
+  } catch {
+    return false;
+  }
+}
 
 /** One view's watch: its directories' watch descriptors and the paths changed since they were taken. */
 export class TreeWatch {
@@ -177,7 +200,7 @@ export class Watches {
       if (fd < 0) return false;
       this.fd = fd;
     }
-    if (this.owners.size >= this.budget) return false;
+    if (this.owners.size >= this.budget || !onLocalFilesystem(dirFd)) return false;
     const wd = this.addon!.addWatch(this.fd, dirFd);
     if (wd < 0) return false;
     const owner = this.owners.get(wd);

@@ -6,7 +6,7 @@
  * changes) sends the next capture back to a full walk.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, linkSync, mkdirSync, openSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TreeManifest } from '../../src/providers/file-host.ts';
@@ -171,6 +171,35 @@ describe('tree watch', () => {
       expect(after.entries.filter((e) => e.path.endsWith('/f0')).map((e) => e.size)).toEqual([18, 18]);
     } finally {
       execFileSync('umount', [join(dir, 'd1')]);
+    }
+  });
+
+  // bindfs (FUSE) shows `source` at a mount: a write to `source` itself reaches the view with no event at the mount,
+  // as a write from another client of an NFS or CIFS share does.
+  const bindfs = process.getuid?.() === 0 && existsSync('/dev/fuse') && spawnSync('bindfs', ['--version']).status === 0;
+  it.skipIf(!bindfs)('walks in full a view on a filesystem that may change unheard, or holding one (bindfs; needs root)', async () => {
+    const source = (await watchedView(2, 2)).dir;
+    const onFuse = freshDir();
+    const holding = (await watchedView(2, 2)).dir;
+    const mounts = [onFuse, join(holding, 'mnt')];
+    mkdirSync(mounts[1]!);
+    const mounted: string[] = [];
+    try {
+      for (const at of mounts) {
+        execFileSync('bindfs', [source, at]);
+        mounted.push(at);
+      }
+      for (const [view, written] of [[onFuse, 'd1/f0'], [holding, 'mnt/d1/f0']] as const) {
+        const manifest = (await captureInto(packs, view)).manifest;
+        writeFileSync(join(source, 'd1/f0'), `written beneath the mount, not through it, for ${view}`);
+        expect(treeWatches.of(view)!.changedSince(manifest)).toBeUndefined();
+        const next = (await captureInto(packs, view, manifest)).manifest;
+        expect(recorded(next)).toEqual(await walkedInFull(view));
+        const hash = (tree: TreeManifest) => tree.entries.find((e) => e.path === written)!.hash;
+        expect(hash(next)).not.toBe(hash(manifest));
+      }
+    } finally {
+      for (const at of mounted) execFileSync('umount', [at]);
     }
   });
 
