@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <node_api.h>
 
@@ -41,6 +42,16 @@ static napi_value add_watch(napi_env env, napi_callback_info info) {
   snprintf(path, sizeof path, "/proc/self/fd/%d", int_arg(env, argv[1]));
   int wd = inotify_add_watch(int_arg(env, argv[0]), path, WATCH_MASK);
   return number(env, wd < 0 ? -errno : wd);
+}
+
+/* fsType(dirFd): the statfs magic number of the filesystem dirFd is on (one fstatfs, no path), or -errno. */
+static napi_value fs_type(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  struct statfs st;
+  if (fstatfs(int_arg(env, argv[0]), &st) < 0) return number(env, -errno);
+  return number(env, (double)(unsigned long)st.f_type);
 }
 
 /* removeWatch(fd, wd) */
@@ -92,6 +103,7 @@ static napi_value module_init(napi_env env, napi_value exports) {
     {"init", NULL, init, NULL, NULL, NULL, napi_enumerable, NULL},
     {"addWatch", NULL, add_watch, NULL, NULL, NULL, napi_enumerable, NULL},
     {"removeWatch", NULL, remove_watch, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"fsType", NULL, fs_type, NULL, NULL, NULL, napi_enumerable, NULL},
     {"drain", NULL, drain, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof *props, props);

@@ -19,7 +19,7 @@
  *
  * Without the addon (build/Release/berth_inotify.node, built by `npm ci`) every capture walks in full, as before.
  */
-import { readFileSync, statfsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { TreeManifest } from './file-host.ts';
 import { PRIVATE_ROOT_NAMES } from './file-host.ts';
@@ -28,6 +28,7 @@ interface Inotify {
   init(): number;
   addWatch(fd: number, dirFd: number): number;
   removeWatch(fd: number, wd: number): void;
+  fsType(dirFd: number): number;
   drain(fd: number): (number | string)[] | number;
 }
 
@@ -77,15 +78,6 @@ const LOCAL_FILESYSTEMS = new Set([
   0x858458f6, // ramfs
   0x794c7630, // overlay
 ]);
-
-/** Whether the directory open as `dirFd` is on a local filesystem (see LOCAL_FILESYSTEMS). */
-function onLocalFilesystem(dirFd: number): boolean {
-  try {
-    return LOCAL_FILESYSTEMS.has(statfsSync(`/proc/self/fd/${dirFd}`).type);
-  } catch {
-    return false;
-  }
-}
 
 /** One view's watch: its directories' watch descriptors and the paths changed since they were taken. */
 export class TreeWatch {
@@ -200,7 +192,8 @@ export class Watches {
       if (fd < 0) return false;
       this.fd = fd;
     }
-    if (this.owners.size >= this.budget || !onLocalFilesystem(dirFd)) return false;
+    // Each directory is asked, not only the root: a view may hold a mount. (An error is negative: not local.)
+    if (this.owners.size >= this.budget || !LOCAL_FILESYSTEMS.has(this.addon!.fsType(dirFd))) return false;
     const wd = this.addon!.addWatch(this.fd, dirFd);
     if (wd < 0) return false;
     const owner = this.owners.get(wd);
