@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LABEL } from '../../src/providers/docker/labels.ts';
 import { AllocationLimits } from '../../src/providers/native/allocation-limits.ts';
-import { cleanEnv, spawnBerth, type Running } from '../integration/cli-process.ts';
+import { cleanEnv, hasExited, spawnBerth, type Running } from '../integration/cli-process.ts';
 import { dockerAvailable, dockerEndpoint, rawDocker } from '../integration/docker-env.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
@@ -164,7 +164,7 @@ export async function finished(server: BerthServer, id: string, token = tokens.a
  */
 export async function restartAfterCrash(server: BerthServer, crashAt: string, env: Record<string, string>): Promise<void> {
   const { child } = server.process;
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
+  const exited = hasExited(child) ? Promise.resolve() : once(child, 'exit');
   await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`the server did not die at ${crashAt}`)), 60_000))]);
   if (child.signalCode !== 'SIGKILL') {
     throw new Error(`the server should have killed itself at ${crashAt} (it ended with ${child.signalCode ?? child.exitCode}); stderr:\n${server.process.stderr().slice(-2000)}`);

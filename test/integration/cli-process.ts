@@ -33,6 +33,9 @@ export async function berth(args: string[], env = cleanEnv()): Promise<Finished>
   return { code, stdout, stderr };
 }
 
+/** Whether the child has ended (an exit code or a signal). */
+export const hasExited = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
+
 export interface Running {
   child: ChildProcess;
   /** Every stdout line so far. */
@@ -80,7 +83,7 @@ export function spawnBerth(args: string[], env = cleanEnv(), inherit: (number | 
       });
     },
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (!hasExited(child)) child.kill(signal);
       return exited;
     },
   };

@@ -13,6 +13,7 @@ import { LABEL } from '../../src/providers/docker/labels.ts';
 import { createEnvironment, restartAfterCrash, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { build, putFile, run } from '../e2e/content-client.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
+import { hasExited } from '../integration/cli-process.ts';
 import { dockerAvailable, rawDocker, removeTestResources } from '../integration/docker-env.ts';
 
 const PROFILE = { provider: 'docker', memoryMb: 256, pidsLimit: 64 };
@@ -46,7 +47,7 @@ const refilled = (s: Scene) => waitFor(() => poolStatus(s), { until: full, timeo
  */
 const refilledOrDied = async (s: Scene) => {
   const { child } = s.server.process;
-  const seen = await waitFor(async () => (child.exitCode !== null || child.signalCode !== null ? 'died' : poolStatus(s)), {
+  const seen = await waitFor(async () => (hasExited(child) ? 'died' : poolStatus(s)), {
     until: (p) => p === 'died' || full(p),
     timeoutMs: 60_000,
     what: 'the pool refilled to its size, or the server gone',
