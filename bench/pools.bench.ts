@@ -15,6 +15,7 @@ import { isBerthError } from '../schemas/errors.ts';
 import type { Profile } from '../schemas/profile.ts';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
+import { poolContentDir } from '../src/providers/docker/pool-content.ts';
 import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
@@ -34,13 +35,14 @@ const coldProfile: Profile = { provider: 'docker', homeMb: 511 };
 
 const endpoint = endpointFromEnv();
 const engine = createDockerClient(endpoint, 30_000);
-const provider = new DockerProvider({ endpoint, extraLabels: benchLabel });
-if (!(await provider.available())) {
+if (!(await new DockerProvider({ endpoint }).available())) {
   console.log('skipped: no Docker engine (run scripts/docker-up.sh)');
   process.exit(0);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-bench-pools-'));
+// As startBerth's default providers make it: pool members' content volumes beside the versions.
+const provider = new DockerProvider({ endpoint, extraLabels: benchLabel, contentDir: poolContentDir(dir) });
 const berth = await startBerth({
   settings: { dataDir: dir, store: 'sqlite', maintenanceMs: 600_000 },
   runtimeId: 'rt_bench_pools',

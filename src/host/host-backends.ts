@@ -5,6 +5,7 @@
  * and receipts under the host's data directory or in their volumes, so a restarted host serves them again.
  */
 import { DockerProvider, type DockerProviderOptions } from '../providers/docker/docker-provider.ts';
+import { poolContentDir } from '../providers/docker/pool-content.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
 import type { Provider } from '../providers/provider.ts';
 import type { HostBackend } from '../providers/remote/hosted.ts';
@@ -28,7 +29,7 @@ export async function hostBackends(options: HostBackendOptions): Promise<HostBac
     native: new NativeProvider({ dataDir: options.dataDir, hidden: options.hidden }),
   };
   if (options.docker) {
-    const docker = new DockerProvider(options.docker === true ? {} : options.docker);
+    const docker = new DockerProvider({ contentDir: poolContentDir(options.dataDir), ...(options.docker === true ? {} : options.docker) });
     // Served all the same: an engine that starts later is used from then on; until then allocations are refused.
     if (!(await docker.available())) options.log('host: the Docker engine does not answer; docker allocations are refused until it does');
     providers.docker = docker;

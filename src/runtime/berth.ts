@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ActorRuntime } from '../actors/actor-runtime.ts';
 import type { ActorType } from '../actors/actor-type.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
+import { poolContentDir } from '../providers/docker/pool-content.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
 import { RemoteProvider } from '../providers/remote/remote-provider.ts';
 import { sandboxIdentity } from '../providers/native/sandbox-identity.ts';
@@ -78,7 +79,7 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
   const credentials = remoteHosts.flatMap((h) => [h.credentialFile, h.clientKeyFile].filter((f): f is string => f !== undefined));
   const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...credentials, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
   const providers: Provider[] = [native];
-  if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider());
+  if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider({ contentDir: poolContentDir(dataDir) }));
   // Registered without hosts too: a profile naming one that is not configured is then refused by name.
   providers.push(new RemoteProvider(remoteHosts));
   return providers;

@@ -6,13 +6,15 @@
  * leaves acquires failing fast with a typed error.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { Profile } from '../../schemas/profile.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
+import { LABEL, resourceNames } from '../../src/providers/docker/labels.ts';
+import { contentVolumeSpec, poolContentDir } from '../../src/providers/docker/pool-content.ts';
 import { allocationRef } from '../../src/runtime/environments/allocation.actor.ts';
 import type { PoolSettings } from '../../src/runtime/pools/pool-config.ts';
 import { MAX_ATTEMPTS_PER_MINUTE } from '../../src/runtime/pools/refill-backoff.ts';
@@ -168,6 +170,11 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     expect(writes.stdout).toContain('refused-rm');
     expect(readFileSync(join(dir, 'environments', env.id, 'versions', '1', 'marker.txt'), 'utf8')).toBe('one');
 
+    // The claim linked the version's files in (no copy): the volume binds a directory in the data dir, beside them.
+    const { requestId } = await b.services.allocation(first.allocationId);
+    const bound = join(poolContentDir(dir), resourceNames(requestId).content);
+    expect(statSync(join(bound, env.slug, 'marker.txt')).ino).toBe(statSync(join(dir, 'environments', env.id, 'versions', '1', 'marker.txt')).ino);
+
     // Another version active: the allocation nothing uses is replaced, and the next claim shows that version.
     expect(await buildVersion(b, env.id, { 'marker.txt': 'two' })).toBe(2);
     const second = await b.api.acquire(admin, env.id);
@@ -177,6 +184,24 @@ describe.skipIf(!dockerAvailable)('Warm pools on Docker', () => {
     expect(next.record).toMatchObject({ status: 'exited', version: 2, target: { allocationId: second.allocationId } });
     expect(next.stdout).toContain(`./${env.slug}/marker.txt two`);
     expect(next.stdout).not.toContain('marker.txt one');
+    // The replaced allocation's directory went with its volume.
+    await waitFor(() => existsSync(bound), { until: (exists) => !exists, timeoutMs: 30_000, what: 'the released claim\'s content directory removed' });
+  });
+
+  it('should not fill a content volume whose bind names a directory other than the one made for it', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'berth-pools-elsewhere-'));
+    try {
+      const ref = { requestId: `hreq_${randomUUID()}`, allocationId: `halloc_${randomUUID()}`, environmentId: 'hpool_warm' };
+      const names = resourceNames(ref.requestId);
+      // Labelled as this allocation's, as the provider labels its own, but binding a directory of someone else's.
+      const labels = { ...run, [LABEL.managed]: 'true', [LABEL.requestId]: ref.requestId, [LABEL.allocationId]: ref.allocationId };
+      await rawDocker.createVolume(contentVolumeSpec(names, labels, elsewhere));
+      const pooling = testProviders(dir, { extraLabels: run })[1]!.pooling!;
+      await expect(pooling.applyContent(ref, { source: dir, target: '/env/x' })).rejects.toMatchObject({ code: 'unavailable' });
+      expect(readdirSync(elsewhere)).toEqual([]);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('should let a claimed container go when its version cannot be shown, never handing it out without it', async () => {

@@ -5,6 +5,7 @@
  */
 import type { DockerProviderOptions } from '../../src/providers/docker/docker-provider.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
+import { poolContentDir } from '../../src/providers/docker/pool-content.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import type { Provider } from '../../src/providers/provider.ts';
 import { startBerth, type Berth } from '../../src/runtime/berth.ts';
@@ -22,7 +23,7 @@ export interface TestBerthOptions {
 
 export function testProviders(dataDir: string, docker: DockerProviderOptions | false = {}): Provider[] {
   const providers: Provider[] = [new NativeProvider({ dataDir })];
-  if (docker !== false) providers.push(new DockerProvider({ endpoint: dockerEndpoint, ...docker }));
+  if (docker !== false) providers.push(new DockerProvider({ endpoint: dockerEndpoint, contentDir: poolContentDir(dataDir), ...docker }));
   return providers;
 }
 

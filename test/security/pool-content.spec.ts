@@ -2,9 +2,11 @@
  * A warm claim's content version against hostile tenants (issue 20): the version a claim shows is the claiming
  * environment's only, so another tenant's claim (with its own version, or none) sees nothing of it; and a version
  * whose build planted links pointing out of it (to a host secret, up the tree, to /) shows them as links that
- * resolve inside the container, as a cold bind does: filling the container never follows them on the host.
+ * resolve inside the container, as a cold bind does: filling the container never follows them on the host. The fill
+ * hard-links the version's files (the container and the version share each inode), so not even root in the container
+ * can change one: the volume is read-only and cannot be remounted.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +68,39 @@ describe.skipIf(!dockerAvailable)('a warm claim\'s content version and other ten
     expect([alice.identity.resourceId, bob.identity.resourceId]).not.toContain(carol.identity.resourceId);
     const carolLooks = await execIn(carol.identity.resourceId, ['/bin/sh', '-c', 'ls -A /env; echo end']);
     expect(carolLooks.output.trim()).toBe('end');
+  }, 240_000);
+
+  it('should leave the version\'s files, which a claim shares by hard link, unchangeable from the container, even by root', async () => {
+    await ready();
+    const env = await createEnvironment(server, tokens.alice, PROFILE);
+    await putFile(server, env, 'tool.sh', 'echo original', tokens.alice);
+    expect(await build(server, env, tokens.alice)).toMatchObject({ status: 'ready', active: true });
+    const slug = await slugOf(tokens.alice, env);
+    const hits = (await claims()).hit;
+    const claimed = await claim(tokens.alice, env);
+    expect((await claims()).hit).toBe(hits + 1); // a warm claim, not a cold container binding the version itself
+    const version = join(server.dataDir, 'environments', env, 'versions', '1', 'tool.sh');
+    const before = statSync(version);
+    // The claim linked the file in (no copy): the inode the container sees through /env is the version's own.
+    const shown = (await execIn(claimed.identity.resourceId, ['/bin/sh', '-c', `stat -c %i /env/${slug}/tool.sh`])).output.trim();
+    expect(Number(shown)).toBe(before.ino);
+
+    const attempts = [
+      `echo changed > /env/${slug}/tool.sh`,
+      `echo more >> /env/${slug}/tool.sh`,
+      `chmod 777 /env/${slug}/tool.sh`,
+      `touch -d 2001-01-01 /env/${slug}/tool.sh`,
+      `rm -f /env/${slug}/tool.sh`,
+      `mv -f /env/${slug}/tool.sh /env/${slug}/moved`,
+      `ln /env/${slug}/tool.sh /env/${slug}/another`,
+      `mount -o remount,rw /env`,
+    ];
+    const script = attempts.map((a, i) => `(${a}) 2>/dev/null && echo "done ${i}"`).join('; ');
+    const asRoot = await execIn(claimed.identity.resourceId, ['/bin/sh', '-c', `${script}; echo end`], '0:0');
+    expect(asRoot.output.trim()).toBe('end');
+    const after = statSync(version);
+    expect(readFileSync(version, 'utf8')).toBe('echo original');
+    expect({ mode: after.mode, mtime: after.mtimeMs, size: after.size, ino: after.ino }).toEqual({ mode: before.mode, mtime: before.mtimeMs, size: before.size, ino: before.ino });
   }, 240_000);
 
   it('should show links pointing out of a version as links resolved in the container, never the host files they name', async () => {

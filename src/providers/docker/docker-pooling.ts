@@ -29,7 +29,7 @@ const updatableLimits = (p: Profile) => {
   return { Memory: host.Memory, MemorySwap: host.MemorySwap, NanoCpus: host.NanoCpus ?? 0, PidsLimit: host.PidsLimit };
 };
 
-export function dockerPooling(docker: Docker, defaultImage: string): PoolingCapability {
+export function dockerPooling(docker: Docker, defaultImage: string, contentDir?: string): PoolingCapability {
   return {
     fits(pool, wanted) {
       if (pool.provider !== wanted.provider) return false;
@@ -48,7 +48,7 @@ export function dockerPooling(docker: Docker, defaultImage: string): PoolingCapa
         throw error;
       }
       if (!isServing(info) || identityOf(info).incarnation !== ref.identity?.incarnation) return 'gone';
-      if (withContent && !(await contentVolumePath(docker, resourceNames(ref.requestId), ref))) return 'cold';
+      if (withContent && !(await contentVolumePath(docker, resourceNames(ref.requestId), ref, contentDir))) return 'cold';
       // Compared with what the container has now: an earlier claim that was given back may have changed them.
       const to = updatableLimits(wanted);
       const h = info.HostConfig;
@@ -57,7 +57,7 @@ export function dockerPooling(docker: Docker, defaultImage: string): PoolingCapa
       return 'ready';
     },
     async applyContent(ref, version) {
-      const root = await contentVolumePath(docker, resourceNames(ref.requestId), ref);
+      const root = await contentVolumePath(docker, resourceNames(ref.requestId), ref, contentDir);
       if (!root) throw new BerthError('unavailable', 'The pooled container has no content volume this host can fill.', { allocationId: ref.allocationId });
       await fillContent(root, version);
     },

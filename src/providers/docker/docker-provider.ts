@@ -20,6 +20,7 @@
  * An allocate whose opening ping gets no answer (nothing listens, or the engine hangs) sends nothing and throws
  * `provider_unavailable` within the ping timeout, instead of waiting out each call's idle timeout.
  */
+import { mkdir, rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { BerthError } from '../../../schemas/errors.ts';
 import { isPoolId } from '../../../schemas/ids.ts';
@@ -43,7 +44,7 @@ import { identityOf, isServing } from './container-identity.ts';
 import { DockerExecutor } from './docker-executor.ts';
 import { dockerPooling } from './docker-pooling.ts';
 import { allocationLabels, LABEL, type Labels, ownedBy, resourceNames } from './labels.ts';
-import { contentVolumeMount, contentVolumeSpec } from './pool-content.ts';
+import { contentBindDir, contentVolumeMount, contentVolumeSpec } from './pool-content.ts';
 import { prepareSpool } from './spool-volume.ts';
 import { versionedInContainer } from './versioned-command.ts';
 import { ensureWorkspaceVolume, workspaceFileHost } from './workspace-volume.ts';
@@ -61,6 +62,11 @@ export interface DockerProviderOptions {
   pingTimeoutMs?: number;
   /** How executors reach the spool: `auto` (the volume's mountpoint when writable, else exec) or always `exec`. */
   spoolAccess?: 'auto' | 'exec';
+  /**
+   * A directory on the content versions' filesystem (Berth's data directory) where pool members' content volumes
+   * live, so a claim hard-links the version in (pool-content.ts); absent: the engine's own volumes, filled by copy.
+   */
+  contentDir?: string;
 }
 
 /** Docker's StartedAt for a container that never ran. */
@@ -88,6 +94,7 @@ export class DockerProvider implements Provider {
   private readonly extraLabels: Labels;
   private readonly pingTimeoutMs: number;
   private readonly spoolAccess: 'auto' | 'exec';
+  private readonly contentDir?: string;
 
   constructor(options: DockerProviderOptions = {}) {
     this.endpoint = options.endpoint ?? endpointFromEnv();
@@ -97,7 +104,8 @@ export class DockerProvider implements Provider {
     this.extraLabels = options.extraLabels ?? {};
     this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
     this.spoolAccess = options.spoolAccess ?? 'auto';
-    this.pooling = dockerPooling(this.docker, this.defaultImage);
+    this.contentDir = options.contentDir;
+    this.pooling = dockerPooling(this.docker, this.defaultImage, this.contentDir);
   }
 
   async available(): Promise<boolean> {
@@ -244,7 +252,11 @@ export class DockerProvider implements Provider {
     }
     // A pool's container learns its content version only when claimed: it gets a volume to show it in.
     const pooled = isPoolId(intent.environmentId);
-    if (pooled) await this.docker.createVolume(contentVolumeSpec(names, labels));
+    if (pooled) {
+      const bindDir = this.contentDir && contentBindDir(this.contentDir, names);
+      if (bindDir) await mkdir(bindDir, { recursive: true, mode: 0o755 });
+      await this.docker.createVolume(contentVolumeSpec(names, labels, bindDir));
+    }
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer(containerSpec(intent, names, labels, this.defaultImage, pooled ? [contentVolumeMount(names)] : []));
@@ -314,6 +326,8 @@ export class DockerProvider implements Provider {
       for (const n of networks) await ignoreMissing(this.docker.getNetwork(n.Id).remove());
       for (const v of volumes) await ignoreMissing(this.docker.getVolume(v.Name).remove());
     }
+    // Named by the request: also the directory of a create that stopped before its volume was made.
+    if (this.contentDir) await rm(contentBindDir(this.contentDir, resourceNames(requestId)), { recursive: true, force: true });
   }
 
   private containersOf(key: string, value: string): Promise<Docker.ContainerInfo[]> {

@@ -1,7 +1,10 @@
 /**
  * The content version of a claimed pooled container (docker-pooling.ts). A running container cannot gain the
  * version's read-only bind, so a pool member is made with a content volume of its own, read-only at /env and empty
- * until a claim; the claim fills it, on this host through the volume's mountpoint, with the version's tree.
+ * until a claim; the claim fills it, on this host, with the version's tree. Given a `contentDir` beside the versions
+ * (Berth's data directory), the volume is a bind of a directory there, and the fill hard-links every file: a volume
+ * of the engine's own lives under its data root, which the engine keeps as a mount of its own, so a link into it
+ * fails (EXDEV) and every file would be copied, byte for byte, on every claim.
  */
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -17,10 +20,18 @@ import { LABEL, type Labels } from './labels.ts';
 /** Where a content version is seen: /env/<slug>, as a cold container's bind shows it. */
 export const CONTENT_ROOT = '/env';
 
-export const contentVolumeSpec = (names: ResourceNames, labels: Labels): Docker.VolumeCreateOptions => ({
+/** Where Berth keeps pool members' content volumes: in its data directory, beside the versions they link to. */
+export const poolContentDir = (dataDir: string): string => path.join(dataDir, 'pool-content');
+
+/** The host directory a member's content volume binds, when the provider has a `contentDir`. */
+export const contentBindDir = (contentDir: string, names: ResourceNames): string => path.join(contentDir, names.content);
+
+/** The member's content volume: the engine's own, or (`bindDir`) the local driver's bind of that host directory. */
+export const contentVolumeSpec = (names: ResourceNames, labels: Labels, bindDir?: string): Docker.VolumeCreateOptions => ({
   Name: names.content,
   Driver: 'local',
   Labels: labels,
+  ...(bindDir ? { DriverOpts: { type: 'none', o: 'bind', device: bindDir } } : {}),
 });
 
 /** Read-only to everything in the container, root included; NoCopy: nothing of the image's /env shows through. */
@@ -34,10 +45,12 @@ export const contentVolumeMount = (names: ResourceNames) => ({
 });
 
 /**
- * The host path of the allocation's content volume: undefined when it has none (made before pools held one), when
- * it is not this allocation's, or when this host cannot write it (a remote engine).
+ * The host path to fill the allocation's content volume through: undefined when it has none (made before pools held
+ * one), when it is not this allocation's, or when this host cannot write it (a remote engine). A bind volume is
+ * filled through the directory it binds (on the versions' mount, so links work), and only when that directory is
+ * the one this provider made for it.
  */
-export async function contentVolumePath(docker: Docker, names: ResourceNames, ref: AllocationRef): Promise<string | undefined> {
+export async function contentVolumePath(docker: Docker, names: ResourceNames, ref: AllocationRef, contentDir?: string): Promise<string | undefined> {
   let info: Docker.VolumeInspectInfo;
   try {
     info = await docker.getVolume(names.content).inspect();
@@ -48,12 +61,15 @@ export async function contentVolumePath(docker: Docker, names: ResourceNames, re
   const labels = info.Labels ?? {};
   // Its environment label keeps naming the pool that made it: the claim is Berth's record, not a label.
   if (labels[LABEL.managed] !== 'true' || labels[LABEL.requestId] !== ref.requestId || labels[LABEL.allocationId] !== ref.allocationId) return undefined;
+  const device = info.Options?.device;
+  if (device !== undefined && (!contentDir || device !== contentBindDir(contentDir, names))) return undefined;
+  const root = device ?? info.Mountpoint;
   try {
-    await access(info.Mountpoint, constants.W_OK);
+    await access(root, constants.W_OK);
   } catch {
     return undefined;
   }
-  return info.Mountpoint;
+  return root;
 }
 
 /**
