@@ -16,6 +16,7 @@ import { BerthError } from '../../schemas/errors.ts';
 import { loadConfig, resolveSettings } from '../runtime/config.ts';
 import { startBerth } from '../runtime/berth.ts';
 import { recordServing } from '../runtime/core/serving-record.ts';
+import { unjournaledExt4 } from '../runtime/core/unjournaled-disk.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
 import { serveUsage } from './usage.ts';
@@ -96,6 +97,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(config.retention ? { retention: config.retention } : {}),
     warmPools: config.pools,
   });
+  const device = unjournaledExt4(config.dataDir);
+  if (device) {
+    log.warn(
+      { dataDir: config.dataDir, device },
+      'the data directory is on ext4 without a journal: every file it creates skips the inodes freed there in the last 60 to 300 s, so each command (nine spool files) costs more the faster commands come; a journaled filesystem has no such cost',
+    );
+  }
   const { identity, store } = berth.runtime;
   const gateway: Gateway = buildGateway({
     api: berth.api,
