@@ -33,7 +33,7 @@ async function timeTrue(executor: NativeExecutor): Promise<number> {
   const start = performance.now();
   let receipt = await executor.submit({ operationId, command: ['true'], env, stdin: false, settleMs: 15 });
   while (receipt.state !== 'exited') {
-    await executor.waitForChange(operationId, 1000);
+    await executor.waitForChange(operationId, 1000, {}); // the receipt: a wait for any change could begin after it
     receipt = await executor.status(operationId);
   }
   const elapsed = performance.now() - start;

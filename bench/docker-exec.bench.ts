@@ -26,7 +26,7 @@ const provider = new DockerProvider({ endpoint, extraLabels: { 'berth.bench-run'
 async function viaExecutor(executor: DockerExecutor, operationId: string): Promise<void> {
   let receipt = await executor.submit({ operationId, command: COMMAND, env, stdin: false });
   while (receipt.state !== 'exited') {
-    await executor.waitForChange(operationId, 1_000);
+    await executor.waitForChange(operationId, 1_000, {}); // the receipt: a wait for any change could begin after it
     receipt = await executor.status(operationId);
   }
   if (receipt.exitCode !== 0) throw new Error(`executor: ${JSON.stringify(receipt)}`);

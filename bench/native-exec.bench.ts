@@ -27,7 +27,7 @@ async function executeTrue(ex: Executor): Promise<void> {
   // As the runtime submits: a command that exits within settleMs is answered by the submit itself.
   let receipt = await ex.submit({ operationId, command: ['true'], env, stdin: false, settleMs: 15 });
   while (receipt.state !== 'exited') {
-    await ex.waitForChange(operationId, 1000);
+    await ex.waitForChange(operationId, 1000, {}); // the receipt: a wait for any change could begin after it
     receipt = await ex.status(operationId);
   }
   if (receipt.exitCode !== 0) throw new Error(`true exited ${receipt.exitCode}`);

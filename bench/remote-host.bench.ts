@@ -57,7 +57,7 @@ async function run(ex: Executor, command: string[]): Promise<string> {
   const operationId = `bench-${++n}`;
   let receipt = await ex.submit({ operationId, command, env, stdin: false, settleMs: 15 });
   while (receipt.state !== 'exited') {
-    await ex.waitForChange(operationId, 1000);
+    await ex.waitForChange(operationId, 1000, {}); // the receipt: a wait for any change could begin after it
     receipt = await ex.status(operationId);
   }
   if (receipt.exitCode !== 0) throw new Error(`${command.join(' ')} exited ${receipt.exitCode}`);

@@ -124,9 +124,11 @@ export class NativeExecutor implements Executor {
     const supervisor = sandbox ? superviseContained(run, spec.env, sandbox) : superviseRun(run, spec.env);
     const op = liveFor(dir);
     let pid: number | undefined;
+    let pidKnown = false;
     let exit: LaunchOutcome | undefined;
     void supervisor.pid.then((p) => {
       pid = p;
+      pidKnown = true;
       notify(dir);
     });
     void supervisor.exited.then((outcome) => {
@@ -165,7 +167,9 @@ export class NativeExecutor implements Executor {
           }
           if (started && performance.now() >= settleBy!) return { started };
         }
-        return exit && { exit };
+        // A supervisor's subshell answers its own end, which may be read before the launcher's note of its start
+        // (launcher.sh): only with its pid can the claim tell whether it ran this operation.
+        return pidKnown ? exit && { exit } : undefined;
       },
       Number.POSITIVE_INFINITY,
       (wake) => {

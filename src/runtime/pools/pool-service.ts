@@ -290,7 +290,8 @@ export class PoolService {
       let receipt = await executor.submit({ operationId, command: ['/bin/sh', '-c', 'true'], env: {}, stdin: false, settleMs: 2_000 });
       const deadline = Date.now() + PROBE_TIMEOUT_MS;
       while (receipt.state !== 'exited' && Date.now() < deadline) {
-        await executor.waitForChange(operationId, 200);
+        // The receipt (no cursors): a wait for any change from now on could begin after the exit, and sleep 200 ms.
+        await executor.waitForChange(operationId, 200, {});
         receipt = await executor.status(operationId);
       }
       ok = receipt.state === 'exited' && receipt.exitCode === 0;
