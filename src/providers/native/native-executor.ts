@@ -124,11 +124,9 @@ export class NativeExecutor implements Executor {
     const supervisor = sandbox ? superviseContained(run, spec.env, sandbox) : superviseRun(run, spec.env);
     const op = liveFor(dir);
     let pid: number | undefined;
-    let pidKnown = false;
     let exit: LaunchOutcome | undefined;
     void supervisor.pid.then((p) => {
       pid = p;
-      pidKnown = true;
       notify(dir);
     });
     void supervisor.exited.then((outcome) => {
@@ -167,9 +165,7 @@ export class NativeExecutor implements Executor {
           }
           if (started && performance.now() >= settleBy!) return { started };
         }
-        // A supervisor's subshell answers its own end, which may be read before the launcher's note of its start
-        // (launcher.sh): only with its pid can the claim tell whether it ran this operation.
-        return pidKnown ? exit && { exit } : undefined;
+        return exit && { exit };
       },
       Number.POSITIVE_INFINITY,
       (wake) => {

@@ -26,10 +26,11 @@ export type LaunchOutcome = { code: number } | { error: Error };
 export interface Launch {
   /** The program's pid once it started (undefined when the launcher went away first). */
   pid: Promise<number | undefined>;
+  /** Resolves after `pid`: who ran the operation (its claim) is known by its pid when its end is. */
   exited: Promise<LaunchOutcome>;
 }
 
-interface Pending {
+export interface Pending {
   started(pid: number | undefined): void;
   exited(outcome: LaunchOutcome): void;
   /** Keeps the runtime alive while pending (a spare waiting for a request does not). */
@@ -38,8 +39,26 @@ interface Pending {
   answersItself: boolean;
   pid?: number;
   ended?: boolean;
+  /** The status of an `x` read before its `s`, told once the `s` is. */
+  early?: number;
   /** Seen gone at the last look without its `x`: one more look (its answer may sit unread in the pipe) ends it. */
   missed?: boolean;
+}
+
+/**
+ * Applies the launcher's answer `s PID` or `x STATUS` to its request. A self-answering subshell's `x` may be read
+ * before the launcher's `s` (launcher.sh); it is told after the `s`, so `exited` never comes before `pid`.
+ */
+export function answer(p: Pending, event: string, n: number): void {
+  if (event === 's') {
+    p.pid = n;
+    p.started(n);
+    if (p.early !== undefined) p.exited({ code: p.early });
+  } else if (event === 'x') {
+    p.ended = true;
+    if (p.pid === undefined) p.early = n;
+    else p.exited({ code: n });
+  }
 }
 
 /** A FIFO write up to this size is atomic: a spare reads a whole request or none. */
@@ -133,14 +152,8 @@ class Launcher {
       const [event, seq, n] = line.split(' ');
       const p = this.pending.get(Number(seq));
       if (!p) return;
-      if (event === 's') {
-        p.pid = Number(n);
-        p.started(p.pid);
-        if (p.answersItself) this.lookForLost();
-      } else if (event === 'x') {
-        p.ended = true;
-        p.exited({ code: Number(n) });
-      }
+      answer(p, event, Number(n));
+      if (event === 's' && p.answersItself) this.lookForLost();
       if (p.ended && p.pid !== undefined) this.settle(Number(seq));
     });
     // An idle launcher does not keep the runtime alive (it ends at EOF when the runtime does); a pending answer does.

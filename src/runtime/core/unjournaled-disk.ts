@@ -11,7 +11,7 @@ import { basename } from 'node:path';
 
 /** The block device's kernel name (e.g. `vda`, `dm-0`) when `dir` is on ext4 without a journal; else undefined. */
 export function unjournaledExt4(dir: string): string | undefined {
-  const dev = BigInt(statSync(dir, { bigint: true }).dev);
+  const { dev } = statSync(dir, { bigint: true });
   // glibc's gnu_dev_major/minor: 12 bits of major and 20 of minor, split across the 64-bit number.
   const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
   const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
