@@ -131,7 +131,10 @@ describe('detach', () => {
     try {
       expect(tmux('new-session', '-d', '-s', 'detach', '-x', '200', '-y', '30', command).status).toBe(0);
       await until('the command running', (text) => /^up$/m.test(text));
+      // The second press once the first was read, as a person would: two keys sent back to back can reach the
+      // process as one pending SIGINT (it then only cancels), which failed CI once.
       tmux('send-keys', '-t', 'detach', 'C-c');
+      await until('the first Ctrl-C read', (text) => text.includes('berth: cancelling'));
       tmux('send-keys', '-t', 'detach', 'C-c');
       const text = await until('the detach', (t) => /exit=\d+/.test(t));
       expect(text).toMatch(/^exit=0$/m);
