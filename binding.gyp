@@ -4,6 +4,11 @@
       "target_name": "berth_inotify",
       "sources": ["src/providers/inotify.c"],
       "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
+    },
+    {
+      "target_name": "berth_dirflags",
+      "sources": ["src/providers/dir-flags.c"],
+      "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
     }
   ]
 }

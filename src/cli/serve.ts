@@ -101,7 +101,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (device) {
     log.warn(
       { dataDir: config.dataDir, device },
-      'the data directory is on ext4 without a journal: every file it creates skips the inodes freed there in the last 60 to 300 s, so each command (nine spool files) costs more the faster commands come; a journaled filesystem has no such cost',
+      'the data directory is on ext4 without a journal: every file it creates skips the inodes freed in its block group in the last 60 to 300 s, so each command (nine spool files) costs more the faster commands come; spool directories are spread over the block groups, which helps only where there are many; a journaled filesystem has no such cost',
     );
   }
   const { identity, store } = berth.runtime;

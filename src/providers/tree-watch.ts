@@ -20,7 +20,7 @@
  * Without the addon (build/Release/berth_inotify.node, built by `npm ci`) every capture walks in full, as before.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { loadAddon } from './addon.ts';
 import type { TreeManifest } from './file-host.ts';
 import { PRIVATE_ROOT_NAMES } from './file-host.ts';
 
@@ -42,19 +42,6 @@ export const MAX_WATCHED_DIRS = 8192;
 const MAX_WATCHED_TREES = 256;
 /** How often the queue is read between captures, so that it does not overflow while a command writes. */
 const DRAIN_MS = 250;
-
-function loadAddon(): Inotify | undefined {
-  const require = createRequire(import.meta.url);
-  // From src/providers (tsx) or dist/src/providers (the build).
-  for (const path of ['../../build/Release/berth_inotify.node', '../../../build/Release/berth_inotify.node']) {
-    try {
-      return require(path) as Inotify;
-    } catch {
-      // next place
-    }
-  }
-  return undefined;
-}
 
 /** Half the user's watches, at most 32,768: the rest stay for everything else the user runs. */
 function watchBudget(): number {
@@ -235,4 +222,4 @@ export class Watches {
 }
 
 /** The process's watches: one inotify queue for every view captured here. */
-export const treeWatches = new Watches(loadAddon());
+export const treeWatches = new Watches(loadAddon<Inotify>('berth_inotify'));

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SUPERVISOR_PATH } from '../spool.ts';
+import { spreadSubdirectories } from '../spread-dirs.ts';
 import { isLiveChildOf } from './host-process.ts';
 import { containedGoLine, execLine, goLine, plain, runArgs, spareRequest, supervisorRequest, word, type SupervisedRun } from './launcher-lines.ts';
 
@@ -366,6 +367,7 @@ class Launcher {
       if (!this.spareRoot) {
         sweepSpareRoots();
         const root = (this.spareRoot = mkdtempSync(join(tmpdir(), `${SPARE_ROOT_PREFIX}${process.pid}-`)));
+        spreadSubdirectories(root); // a directory per spare, made and removed at the pace of commands
         // Its spares end with this process: each still waiting is told so (a contained one's sandbox and output
         // directory go with it), then their directories go. A spare that had not reached its FIFO yet finds it gone
         // and ends as well.
