@@ -27,6 +27,7 @@ import {
   removeEntryAt,
   replaceAt,
 } from './spool-dir.ts';
+import { spreadSubdirectories } from './spread-dirs.ts';
 
 export const SPOOL_PROTOCOL_VERSION = 1 as const;
 
@@ -285,7 +286,11 @@ export class Spool {
       closeSync(this.rootFd);
       this.rootFd = undefined;
     }
-    this.rootFd ??= openDir(this.root);
+    if (this.rootFd === undefined) {
+      this.rootFd = openDir(this.root);
+      // A directory per operation, made and removed at the pace of commands (a root made by an older Berth, too).
+      if (this.rootFd !== undefined) spreadSubdirectories(this.rootFd);
+    }
     return this.rootFd;
   }
 

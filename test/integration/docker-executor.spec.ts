@@ -1,8 +1,11 @@
 /** The Docker executor: the spool/receipt protocol inside a real container (DESIGN §6, §7). */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { statfsSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SPOOL_PATH } from '../../src/providers/docker/container-spec.ts';
 import type { DockerExecutor } from '../../src/providers/docker/docker-executor.ts';
 import { DockerProvider } from '../../src/providers/docker/docker-provider.ts';
 import type { AllocationRef, ExecSpec, Executor, Receipt } from '../../src/providers/provider.ts';
@@ -56,6 +59,18 @@ describe.skipIf(!dockerAvailable).each(['auto', 'exec'] as const)('DockerExecuto
   it('should reach the spool the way it was asked to', async () => {
     const via = await (executor as DockerExecutor).spoolVia();
     expect(via).toBe(spoolAccess === 'exec' || process.getuid?.() !== 0 ? 'exec' : 'host');
+  });
+
+  it('should mark the ops directory it reaches from the host as a top of directory hierarchies (ext4)', async (ctx) => {
+    if ((await (executor as DockerExecutor).spoolVia()) !== 'host') ctx.skip('the spool is reached through exec here');
+    const s = spec(['true']);
+    await executor.submit(s);
+    await untilExited(executor, s.operationId);
+    const { Mounts } = await rawDocker.getContainer(ref.identity!.resourceId).inspect();
+    const ops = join(Mounts.find((m) => m.Destination === SPOOL_PATH)!.Source, 'ops');
+    if (statfsSync(ops).type !== 0xef53) ctx.skip('the engine keeps its volumes off ext4');
+    // One directory per command there: spread over the block groups (spread-dirs.ts).
+    expect(spawnSync('lsattr', ['-d', ops], { encoding: 'utf8' }).stdout.split(' ')[0]).toContain('T');
   });
 
   afterAll(async () => {

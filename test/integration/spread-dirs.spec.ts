@@ -1,19 +1,19 @@
 /**
- * The directories that get a subdirectory per command (a native allocation's spool, the launcher's spares, a Docker
- * spool volume's ops) are marked as tops of directory hierarchies on ext4 (`chattr +T`), so the kernel spreads those
- * subdirectories over its block groups: on ext4 without a journal each create otherwise pays for every inode of the
- * group removed in the minutes before (spread-dirs.ts). Read back with e2fsprogs' lsattr, on real directories.
+ * The directories that get a subdirectory per command (every spool root, as the Spool opens it: a native
+ * allocation's, a Docker spool volume's ops reached from the host; and the launcher's spares) are marked as tops of
+ * directory hierarchies on ext4 (`chattr +T`), so the kernel spreads those subdirectories over its block groups: on
+ * ext4 without a journal each create otherwise pays for every inode of the group removed in the minutes before
+ * (spread-dirs.ts). Read back with e2fsprogs' lsattr, on real directories.
  */
 import { spawnSync } from 'node:child_process';
 import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { commandEnv } from '../../src/providers/command-env.ts';
 import { NativeProvider } from '../../src/providers/native/native-provider.ts';
 import { superviseRun } from '../../src/providers/native/supervisor-launcher.ts';
-import { prepareSpool } from '../../src/providers/docker/spool-volume.ts';
 import { spreadSubdirectories } from '../../src/providers/spread-dirs.ts';
-import { dockerAvailable, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
 const EXT4 = 0xef53;
@@ -57,12 +57,26 @@ describe.skipIf(!onExt4)('spreading per-command directories over block groups', 
     expect(attributes(join(top, 'op'))).not.toContain('T');
   });
 
-  it("marks a native allocation's spool directory when it is made", async () => {
+  it("marks a native allocation's spool directory when its first command runs, one an older Berth made too", async () => {
     const dataDir = join(root, 'data');
+    mkdirSync(join(dataDir, 'spool', 'alloc-1'), { recursive: true }); // made unmarked, as before this change
     const provider = new NativeProvider({ dataDir });
-    await provider.allocate({ environmentId: 'env-1', allocationId: 'alloc-1', requestId: 'req-1', generation: 1, profile: { provider: 'native' } });
-    expect(attributes(join(dataDir, 'spool', 'alloc-1'))).toContain('T');
-    expect(attributes(join(dataDir, 'spool'))).not.toContain('T');
+    const intent = { environmentId: 'env-1', allocationId: 'alloc-1', requestId: 'req-1', generation: 1, profile: { provider: 'native' as const } };
+    await provider.allocate(intent);
+    const executor = provider.executor(intent, intent.profile);
+    try {
+      let receipt = await executor.submit({ operationId: 'op-1', command: ['true'], env: commandEnv(), stdin: false });
+      while (receipt.state === 'running') {
+        await executor.waitForChange('op-1', 1_000, {});
+        receipt = await executor.status('op-1');
+      }
+      expect(receipt).toMatchObject({ state: 'exited', exitCode: 0 });
+      expect(attributes(join(dataDir, 'spool', 'alloc-1'))).toContain('T');
+      expect(attributes(join(dataDir, 'spool', 'alloc-1', 'op-1'))).not.toContain('T');
+      expect(attributes(join(dataDir, 'spool'))).not.toContain('T');
+    } finally {
+      await provider.close();
+    }
   });
 
   it("marks the launcher's spares directory", async () => {
@@ -75,18 +89,3 @@ describe.skipIf(!onExt4)('spreading per-command directories over block groups', 
   });
 });
 
-const onHost = dockerAvailable && process.getuid?.() === 0;
-describe.skipIf(!onExt4 || !onHost)("a Docker spool volume laid out on the host", () => {
-  const run = newTestRun();
-  afterAll(() => removeTestResources(run));
-
-  it('has its ops directory marked', async (ctx) => {
-    const volume = `berth-spread-${run['berth.test-run']}`;
-    await rawDocker.createVolume({ Name: volume, Labels: run });
-    const { Mountpoint } = await rawDocker.getVolume(volume).inspect();
-    if (statfsSync(Mountpoint).type !== EXT4) ctx.skip('the engine keeps its volumes off ext4');
-    // Laid out on the host, the container is never asked for.
-    await prepareSpool(rawDocker, rawDocker.getContainer('never-used'), volume);
-    expect(attributes(join(Mountpoint, 'ops'))).toContain('T');
-  });
-});

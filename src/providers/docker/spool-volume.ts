@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { SUPERVISOR_PATH } from '../spool.ts';
 import { mkdirAt, openDir, openDirAt } from '../spool-dir.ts';
-import { spreadSubdirectories } from '../spread-dirs.ts';
 import { BerthError } from '../../../schemas/errors.ts';
 import { COMMAND_UID, SPOOL_PATH } from './container-spec.ts';
 import { tarArchive, type TarEntry } from './tar-archive.ts';
@@ -51,7 +50,6 @@ async function layOutOnHost(mountpoint: string): Promise<boolean> {
     mkdirAt(root, 'ops');
     const ops = openDirAt(root, 'ops', (kind) => new BerthError('internal', `The spool volume's "ops" is a ${kind}, not a directory.`, { volume: mountpoint }));
     fchownSync(ops!, COMMAND_UID, COMMAND_UID);
-    spreadSubdirectories(ops!); // a directory per command
     closeSync(ops!);
   } finally {
     closeSync(root);

@@ -11,7 +11,6 @@ import type { Logger } from 'pino';
 import type { Profile } from '../../../schemas/profile.ts';
 import type { Admission, AllocationIntent, AllocationRef, AllocationReport, Executor, PhysicalIdentity, Provider } from '../provider.ts';
 import { isSpoolName } from '../spool.ts';
-import { spreadSubdirectories } from '../spread-dirs.ts';
 import { AllocationLimits, limitsOf, type CommandLimits } from './allocation-limits.ts';
 import { NativeExecutor } from './native-executor.ts';
 import { dropSandboxSpares } from './supervisor-launcher.ts';
@@ -92,8 +91,6 @@ export class NativeProvider implements Provider {
 
   async allocate(intent: AllocationIntent): Promise<AllocationReport> {
     await mkdir(this.spoolDir(intent.allocationId), { recursive: true });
-    // A directory per command, made and removed at the pace of commands.
-    spreadSubdirectories(this.spoolDir(intent.allocationId));
     this.ensureGroup(intent.allocationId, intent.profile);
     return { status: 'ready', identity: this.identity() };
   }
