@@ -64,6 +64,18 @@ async function firstCommand(sessionId: string, submit: { lease: string } | { ses
   await api.releaseTurn(admin, sessionId, turn.id);
 }
 
+/** A command's use is given back just after it is saved: a delete in between is refused (environment_busy), retryable. */
+async function deleteWhenIdle(environmentId: string): Promise<void> {
+  for (;;) {
+    try {
+      return await api.deleteEnvironment(admin, environmentId);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'environment_busy') throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
 const cleanup = (): Promise<void> => removeTestResources(benchLabel, engine);
 
 try {
@@ -117,7 +129,7 @@ try {
         await firstCommand(session.id, { session: session.id });
       }),
     );
-    await api.deleteEnvironment(admin, environmentId);
+    await deleteWhenIdle(environmentId);
   }
   console.error(`resume after reclaim ms: ${spread(afterReclaimMs)}; cold by hand ms: ${spread(coldMs)}`);
   figure('leases.resume-after-reclaim', median(afterReclaimMs), 'ms', median(coldMs), { op: '<=', ratio: RECLAIM_TARGET });
