@@ -11,19 +11,21 @@
  * gain there). A hint only: without the addon, or on a filesystem without the flag (tmpfs, xfs, btrfs), nothing is
  * done.
  */
-import { closeSync, constants, openSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { loadAddon } from './addon.ts';
+import { openDir } from './spool-dir.ts';
 
 const addon = loadAddon<{ markTopDir(dirFd: number): number }>('berth_dirflags');
 
-/** The directory open as `dir` (a descriptor, or a path whose last component is not followed). */
+/** The directory open as `dir` (a descriptor, or a path opened as spool roots are: its last component never followed). */
 export function spreadSubdirectories(dir: number | string): void {
   if (!addon) return;
   if (typeof dir === 'number') {
     addon.markTopDir(dir);
     return;
   }
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  const fd = openDir(dir);
+  if (fd === undefined) return;
   try {
     addon.markTopDir(fd);
   } finally {

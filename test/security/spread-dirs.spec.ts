@@ -35,7 +35,7 @@ describe.skipIf(!onExt4)('marking spool roots against planted links', () => {
     const victim = join(root, 'victim-2');
     mkdirSync(victim);
     symlinkSync(victim, join(root, 'link-2'));
-    expect(() => spreadSubdirectories(join(root, 'link-2'))).toThrow(/ELOOP|ENOTDIR/);
+    expect(() => spreadSubdirectories(join(root, 'link-2'))).toThrow(/not a directory/);
     expect(attributes(victim)).not.toContain('T');
   });
 
