@@ -104,13 +104,17 @@ it('should go on past an execution it cannot compact, and try it again once noth
 
   const env = (await berth.api.createEnvironment(caller, { name: 'retention-failing', profile: { provider: 'native' } })).id;
   const ids: string[] = [];
+  // Fixed outputs whose archive directories (the digest's first two hex digits: 74, 17, 76) differ, so the link
+  // below blocks the first one alone. With the process id in the output, 1 run in 80 put another one behind it too.
   for (const word of ['first', 'second', 'third']) {
-    const x = await berth.api.submitExecution(caller, { operationId: `failing-${word}`, environment: env, command: `echo ${word}-${process.pid}` });
+    const x = await berth.api.submitExecution(caller, { operationId: `failing-${word}`, environment: env, command: `echo retention-failing-${word}` });
     await settled(berth.api, x.id);
     ids.push((await released(x.id)).id);
   }
+  const dirs = await Promise.all(ids.map(async (id) => (await berth.runtime.actors.get('execution', id))!.context.artifacts.stdout.digest.slice(7, 9) as string));
+  expect(new Set(dirs).size).toBe(3);
   // The oldest one's output cannot be archived: a link stands where its archive directory belongs.
-  const blocked = (await berth.runtime.actors.get('execution', ids[0]))!.context.artifacts.stdout.digest.slice(7, 9);
+  const blocked = dirs[0]!;
   mkdirSync(archiveRoot, { recursive: true });
   symlinkSync('/tmp', join(archiveRoot, blocked));
   expect(await step()).toMatchObject({ compacted: 0, failed: 1, lastError: expect.stringMatching(/link/) });
