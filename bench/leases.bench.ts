@@ -14,6 +14,7 @@ import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 import { figure, median } from './figure.ts';
+import { whenNotBusy } from './when-not-busy.ts';
 import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const ALIVE_ROUNDS = Number(process.env.BENCH_RUNS ?? 50);
@@ -62,18 +63,6 @@ async function firstCommand(sessionId: string, submit: { lease: string } | { ses
   const done = await api.getExecution(admin, x.id, 60_000);
   if (done.status !== 'exited') throw new Error(`command: ${done.status}`);
   await api.releaseTurn(admin, sessionId, turn.id);
-}
-
-/** A command's use is given back just after it is saved: a delete in between is refused (environment_busy), retryable. */
-async function deleteWhenIdle(environmentId: string): Promise<void> {
-  for (;;) {
-    try {
-      return await api.deleteEnvironment(admin, environmentId);
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'environment_busy') throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
 }
 
 const cleanup = (): Promise<void> => removeTestResources(benchLabel, engine);
@@ -129,7 +118,7 @@ try {
         await firstCommand(session.id, { session: session.id });
       }),
     );
-    await deleteWhenIdle(environmentId);
+    await whenNotBusy(() => api.deleteEnvironment(admin, environmentId));
   }
   console.error(`resume after reclaim ms: ${spread(afterReclaimMs)}; cold by hand ms: ${spread(coldMs)}`);
   figure('leases.resume-after-reclaim', median(afterReclaimMs), 'ms', median(coldMs), { op: '<=', ratio: RECLAIM_TARGET });

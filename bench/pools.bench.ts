@@ -11,7 +11,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isBerthError } from '../schemas/errors.ts';
 import type { Profile } from '../schemas/profile.ts';
 import { createDockerClient, endpointFromEnv } from '../src/providers/docker/docker-client.ts';
 import { DockerProvider } from '../src/providers/docker/docker-provider.ts';
@@ -20,6 +19,7 @@ import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 import { figure, median } from './figure.ts';
+import { whenNotBusy } from './when-not-busy.ts';
 import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
@@ -74,7 +74,7 @@ async function acquireAndRun(profile: Profile): Promise<[number, number]> {
   const done = x.status === 'exited' ? x : await api.getExecution(admin, x.id, 60_000);
   if (done.status !== 'exited' || done.exitCode !== 0) throw new Error(`first command: ${done.status} ${done.exitCode}`);
   const total = ms(start);
-  await remove(env.id);
+  await whenNotBusy(() => api.deleteEnvironment(admin, env.id));
   return [acquired, total];
 }
 
@@ -101,27 +101,8 @@ async function acquireAndRead(environmentId: string): Promise<number> {
   const done = x.status === 'exited' ? x : await api.getExecution(admin, x.id, 60_000);
   if (done.status !== 'exited' || done.exitCode !== 0) throw new Error(`first command: ${done.status} ${done.exitCode}`);
   const total = ms(start);
-  for (;;) {
-    try {
-      await api.release(admin, environmentId, a.allocationId);
-      return total;
-    } catch (e) {
-      if (!isBerthError(e, 'environment_busy')) throw e;
-      await sleep(10);
-    }
-  }
-}
-
-/** Deletes an environment once its finished command has given its allocation back (moments after it exits). */
-async function remove(id: string): Promise<void> {
-  for (;;) {
-    try {
-      return await api.deleteEnvironment(admin, id);
-    } catch (e) {
-      if (!isBerthError(e, 'environment_busy')) throw e;
-      await sleep(10);
-    }
-  }
+  await whenNotBusy(() => api.release(admin, environmentId, a.allocationId));
+  return total;
 }
 
 /** RUNS samples of each side, in alternating order so that drift on the shared machine hits both sides alike. */

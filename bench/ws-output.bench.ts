@@ -11,7 +11,7 @@
  * time alone, writing to a file on the same disk, is printed beside the figures.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,11 +75,13 @@ interface GatewayRun {
 /** The command alone, its output to a file in the temporary directory (where the bench's data directory is), in ms. */
 function commandAlone(): number {
   const dir = mkdtempSync(join(tmpdir(), 'berth-bench-ws-'));
+  const out = openSync(join(dir, 'out'), 'w');
   try {
     const started = performance.now();
-    execFileSync('sh', ['-c', '"$@" > "$0/out"', dir, ...COMMAND]);
+    execFileSync(COMMAND[0]!, COMMAND.slice(1), { stdio: ['ignore', out, 'inherit'] });
     return performance.now() - started;
   } finally {
+    closeSync(out);
     rmSync(dir, { recursive: true, force: true });
   }
 }

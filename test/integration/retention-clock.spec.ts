@@ -111,7 +111,7 @@ it('should go on past an execution it cannot compact, and try it again once noth
     await settled(berth.api, x.id);
     ids.push((await released(x.id)).id);
   }
-  const dirs = await Promise.all(ids.map(async (id) => (await berth.runtime.actors.get('execution', id))!.context.artifacts.stdout.digest.slice(7, 9) as string));
+  const dirs = await Promise.all(ids.map(async (id) => (await berth.runtime.actors.get('execution', id))!.context.artifacts.stdout.digest.slice(7, 9)));
   expect(new Set(dirs).size).toBe(3);
   // The oldest one's output cannot be archived: a link stands where its archive directory belongs.
   const blocked = dirs[0]!;
