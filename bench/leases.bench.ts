@@ -14,7 +14,6 @@ import { NativeProvider } from '../src/providers/native/native-provider.ts';
 import { startBerth } from '../src/runtime/berth.ts';
 import type { Caller } from '../src/runtime/runtime-api.ts';
 import { figure, median } from './figure.ts';
-import { whenNotBusy } from './when-not-busy.ts';
 import { removeTestResources } from '../test/integration/docker-env.ts';
 
 const ALIVE_ROUNDS = Number(process.env.BENCH_RUNS ?? 50);
@@ -118,7 +117,7 @@ try {
         await firstCommand(session.id, { session: session.id });
       }),
     );
-    await whenNotBusy(() => api.deleteEnvironment(admin, environmentId));
+    await api.deleteEnvironment(admin, environmentId);
   }
   console.error(`resume after reclaim ms: ${spread(afterReclaimMs)}; cold by hand ms: ${spread(coldMs)}`);
   figure('leases.resume-after-reclaim', median(afterReclaimMs), 'ms', median(coldMs), { op: '<=', ratio: RECLAIM_TARGET });

@@ -4,7 +4,6 @@
  * scope's resource is not found, never forbidden.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, isBerthError } from '../../schemas/errors.ts';
 import type { SessionContext } from '../machines/session.machine.ts';
 import type { RetirementReport, RuntimeStatus } from '../../schemas/api.ts';
@@ -65,9 +64,6 @@ export interface BerthApiOptions {
   /** The admin's warm pools, when any is configured: acquires claim from them. */
   pools?: PoolService;
 }
-
-/** How long deleting a session waits for a command that just exited to give its environment back. */
-const SESSION_ENVIRONMENT_DELETE_MS = 5_000;
 
 export class BerthApi implements RuntimeApi {
   readonly environments: EnvironmentService;
@@ -254,22 +250,13 @@ export class BerthApi implements RuntimeApi {
   async deleteSession(caller: Caller, id: string): Promise<void> {
     const c = await this.sessionContext(caller, id);
     await this.runtime.actors.send('session', id, { type: 'session.deleted', at: this.services.now() });
-    // An environment selected by session reuse is the session's own: it goes with it. A command that has just exited
-    // still holds it while its output is saved, so a busy answer is retried briefly; one still running keeps it (the
-    // environment stays in the catalog, under its `session-…` name, for its owner to delete).
-    if (c.environmentReuse === 'session' && c.environmentId) await this.deleteSessionEnvironment(caller, c.environmentId);
-  }
-
-  private async deleteSessionEnvironment(caller: Caller, environmentId: string): Promise<void> {
-    for (const deadline = Date.now() + SESSION_ENVIRONMENT_DELETE_MS; ; ) {
-      try {
-        return await this.environments.delete(caller, environmentId);
-      } catch (e) {
-        if (isBerthError(e, 'environment_not_found')) return;
-        if (!isBerthError(e, 'environment_busy')) throw e;
-        if (Date.now() > deadline) return;
-        await sleep(100);
-      }
+    // An environment selected by session reuse is the session's own: it goes with it (the delete waits out a command
+    // that has just finished). One still running keeps it: the environment stays in the catalog, under its
+    // `session-…` name, for its owner to delete.
+    if (c.environmentReuse === 'session' && c.environmentId) {
+      await this.environments.delete(caller, c.environmentId).catch((e: unknown) => {
+        if (!isBerthError(e, 'environment_not_found') && !isBerthError(e, 'environment_busy')) throw e;
+      });
     }
   }
 

@@ -1,7 +1,8 @@
 /**
  * Deleting an Environment (seed 001 §DELETE) with native and Docker allocations: an idle allocation is released as
  * part of the delete (physically removed and confirmed, as a release is) and the environment is gone after; a held
- * use refuses it with environment_busy and leaves everything as it was.
+ * use refuses it with environment_busy and leaves everything as it was; the use of a command already reported
+ * finished is waited out (it is given back once the command's output is saved), never refused.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,6 +68,26 @@ describe('deleting an environment', () => {
       expect(await codeOf(() => berth.api.getEnvironment(admin, env.id))).toBe('environment_not_found');
       expect((await berth.api.environments.allocationView(a.allocationId)).state).toBe('released');
     });
+
+    it.skipIf(skip)(`should release and delete its ${provider} allocation right after a command is reported finished`, async () => {
+      // 32 MiB of output: its save keeps the finished command's use held for a while after its status says exited.
+      const finishedCommand = async (environment: string) => {
+        const { id } = await berth.api.submitExecution(admin, { operationId: `finished-${environment}`, environment, command: ['head', '-c', String(32 << 20), '/dev/zero'] });
+        expect(await berth.api.getExecution(admin, id, 30_000)).toMatchObject({ status: 'exited', exitCode: 0 });
+        return (await berth.api.listAllocations(admin, environment)).items[0]!;
+      };
+      const released = await berth.api.createEnvironment(admin, { name: `released ${provider}`, profile: { provider } });
+      const a = await finishedCommand(released.id);
+      expect(a.uses).toHaveLength(1);
+      expect((await berth.api.release(admin, released.id, a.allocationId)).state).toBe('released');
+
+      const deleted = await berth.api.createEnvironment(admin, { name: `deleted ${provider}`, profile: { provider } });
+      const b = await finishedCommand(deleted.id);
+      expect(b.uses).toHaveLength(1);
+      await berth.api.deleteEnvironment(admin, deleted.id);
+      expect(await codeOf(() => berth.api.getEnvironment(admin, deleted.id))).toBe('environment_not_found');
+      expect((await berth.api.environments.allocationView(b.allocationId)).state).toBe('released');
+    }, 60_000);
   }
 
   it('should delete an environment that was never allocated', async () => {

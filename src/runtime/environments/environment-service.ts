@@ -355,13 +355,7 @@ export class EnvironmentService {
     if (!this.deps.describeContent || !this.bindsContentAtAllocation(env.profile)) return false;
     const bound = await this.deps.actors.get<AllocationContext>('allocation', allocationId);
     if (!bound || !isStale(bound.context, env)) return false;
-    const deadline = Date.now() + FINISHING_USES_WAIT_MS;
-    for (;;) {
-      const uses = Object.keys((await this.deps.actors.get<AllocationContext>('allocation', allocationId))?.context.uses ?? {});
-      if (uses.length === 0) break;
-      if (Date.now() >= deadline || !(await this.allFinished(uses))) return false;
-      await sleep(10);
-    }
+    if (!(await this.finishingUsesGiven(allocationId, () => true))) return false;
     try {
       await this.release(caller, env.id, allocationId);
     } catch (e) {
@@ -369,6 +363,22 @@ export class EnvironmentService {
       if (!isBerthError(e, 'environment_busy') && !isBerthError(e, 'invalid_state')) throw e;
     }
     return true;
+  }
+
+  /**
+   * Waits while every use that `counts` is an execution past its run: each gives its use back in moments, once its
+   * outcome is saved, so a caller told "finished" is not refused for it. True when none is left; false at once when
+   * one is anything else (a running execution, a turn, a lease), or after FINISHING_USES_WAIT_MS.
+   */
+  private async finishingUsesGiven(allocationId: string, counts: (kind: UseKind) => boolean): Promise<boolean> {
+    const deadline = Date.now() + FINISHING_USES_WAIT_MS;
+    for (;;) {
+      const held = (await this.deps.actors.get<AllocationContext>('allocation', allocationId))?.context.uses ?? {};
+      const uses = Object.keys(held).filter((useId) => counts(held[useId]!.kind));
+      if (uses.length === 0) return true;
+      if (Date.now() >= deadline || !(await this.allFinished(uses))) return false;
+      await sleep(10);
+    }
   }
 
   /** Whether every use is an execution past its run (exited, cancelled, failed, unknown), about to give it back. */
@@ -480,12 +490,15 @@ export class EnvironmentService {
 
   /**
    * Closes admission and deallocates; refused with `environment_busy` while a use is held or a provider call is in
-   * flight. Resolves once the provider confirmed termination (state `released`), or with state `releasing` when it
-   * could not confirm it (the release intent is kept; recovery and maintenance retry it).
+   * flight. Uses of executions already finished are waited out first (they are given back once their outcome is
+   * saved); mounts do not block (the release detaches them). Resolves once the provider confirmed termination (state
+   * `released`), or with state `releasing` when it could not confirm it (the release intent is kept; recovery and
+   * maintenance retry it).
    */
   async release(caller: Caller, id: string, allocationId: string): Promise<AllocationView> {
     const view = await this.allocationOf(caller, id, allocationId);
     if (view.state !== 'releasing') {
+      await this.finishingUsesGiven(allocationId, (kind) => kind !== 'mount');
       await this.deps.actors.send('allocation', allocationId, { type: 'allocation.release_requested', reason: 'explicit', at: this.deps.now() });
     }
     await waitUntil(async () => {
