@@ -30,7 +30,7 @@ import type { PoolService, RebindOutcome } from '../pools/pool-service.ts';
 const ACQUIRE_TIMEOUT_MS = 180_000;
 /** Waiters poll the actors (two cached reads) at most this far apart: the wait adds little to an allocation. */
 const ACQUIRE_POLL_MAX_MS = 8;
-/** How long an acquire waits for finished executions to give back the uses of an allocation bound to an old version. */
+/** How long a release (or an acquire replacing an allocation bound to an old version) waits for finished executions to give their uses back. */
 const FINISHING_USES_WAIT_MS = 10_000;
 /** How long a release waits for the provider to confirm termination. */
 const RELEASE_TIMEOUT_MS = 120_000;
@@ -372,12 +372,12 @@ export class EnvironmentService {
    */
   private async finishingUsesGiven(allocationId: string, counts: (kind: UseKind) => boolean): Promise<boolean> {
     const deadline = Date.now() + FINISHING_USES_WAIT_MS;
-    for (;;) {
+    for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
       const held = (await this.deps.actors.get<AllocationContext>('allocation', allocationId))?.context.uses ?? {};
       const uses = Object.keys(held).filter((useId) => counts(held[useId]!.kind));
       if (uses.length === 0) return true;
       if (Date.now() >= deadline || !(await this.allFinished(uses))) return false;
-      await sleep(10);
+      await sleep(delay);
     }
   }
 
