@@ -9,6 +9,11 @@
       "target_name": "berth_dirflags",
       "sources": ["src/providers/dir-flags.c"],
       "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
+    },
+    {
+      "target_name": "berth_rename",
+      "sources": ["src/providers/rename-exchange.c"],
+      "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
     }
   ]
 }

@@ -244,6 +244,42 @@ describe('a link swapped in during the calls by a real process', () => {
     expect((outcomes.get('read invalid_request symlink') ?? 0) + (outcomes.get('write invalid_request symlink') ?? 0)).toBeGreaterThan(0);
   });
 
+  it('a directory swapped in for the file being replaced: refused is_directory, the directory kept whole', { timeout: 60_000 }, async () => {
+    // A write over a file swaps the new one in and drops the old (workspace-files.ts putUnder): what it swapped out
+    // must never be a directory that is then lost.
+    const d = join(root, 'd');
+    mkdirSync(join(d, 'dir'), { recursive: true });
+    writeFileSync(join(d, 'dir', 'marker'), 'kept');
+    writeFileSync(join(d, 'file'), 'inside');
+    await swapping(
+      d,
+      `quietly(() => fs.renameSync(p('file'), p('f'))); quietly(() => fs.renameSync(p('f'), p('file')));
+       quietly(() => fs.renameSync(p('dir'), p('f'))); quietly(() => fs.renameSync(p('f'), p('dir')));`,
+    );
+    const outcomes = new Set<string>();
+    const deadline = Date.now() + 40_000;
+    const raced = () => outcomes.has('invalid_request is_directory');
+    for (let i = 0; i < 400 || (!raced() && Date.now() < deadline); i++) {
+      try {
+        await files.write('d/f', Buffer.from(`write ${i}`));
+        outcomes.add('ok');
+      } catch (e) {
+        if (!isBerthError(e)) throw e;
+        outcomes.add(`${e.code} ${e.detail.reason ?? ''}`);
+      }
+    }
+    process.kill(swapper!.pid!, 'SIGKILL');
+    expect(outcomes).toContain('invalid_request is_directory');
+    // The directory is under a name the swapper gave it, its file in it; nothing was left under a temporary name.
+    const names = readdirSync(d);
+    const kept = names.filter((n) => existsSync(join(d, n, 'marker')));
+    expect(kept).toHaveLength(1);
+    expect(['dir', 'f', 'file']).toContain(kept[0]);
+    expect(readFileSync(join(d, kept[0]!, 'marker'), 'utf8')).toBe('kept');
+    expect(names.filter((n) => n.startsWith('.berth-tmp-'))).toEqual([]);
+    outsideUntouched();
+  });
+
   it('the file itself swapped for a link to a host file: never read through, never written through', { timeout: 60_000 }, async () => {
     mkdirSync(join(root, 'd'));
     // `f` alternates between a link to the host secret and a regular file (made O_EXCL, so never written through a link).
