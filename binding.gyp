@@ -14,6 +14,11 @@
       "target_name": "berth_rename",
       "sources": ["src/providers/rename-exchange.c"],
       "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
+    },
+    {
+      "target_name": "berth_sendfile",
+      "sources": ["src/providers/send-file.c"],
+      "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
     }
   ]
 }

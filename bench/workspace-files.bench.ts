@@ -2,23 +2,24 @@
  * Turn file tools over HTTP (GET and PUT /v1/sessions/{id}/turns/{turnId}/files?path=, one open turn on a managed
  * workspace of a real `berth serve` child) against raw fs readFile and writeFile of the same bytes in this process on
  * the same disk, in alternating blocks, for 4 KiB and 4 MiB. The figures are an agent's usual cycle on 4 MiB files:
- * read a file written earlier, then write it back changed (target within 3x of raw). A file rewritten and read back
- * at once, the 4 KiB medians (which the per-request cost dominates; the issue sets them no target) and the floor any
- * HTTP tool has (the same bytes through a bare node:http server in a child process, fetched the same way) are
- * reported on stderr. The client is node:http with keep-alive (fetch costs 2-3x more per 4 MiB in this process, and
- * is no part of what the server does) and without Nagle, as curl, fetch and Go's client are (with it, a request
- * after a 4 MiB PUT can wait for the server's delayed ACK of the body's tail).
+ * read a file written earlier, then write it back changed (target within 3x of raw). The client is the SDK's
+ * (`berth.turns.files`), which reads a body straight into one buffer and sends one from memory over kept-alive
+ * plain HTTP (src/client/direct-http.ts). A file rewritten and read back at once, the 4 KiB medians (which the
+ * per-request cost dominates; the issue sets them no target), the floor any HTTP tool has (the same bytes through a
+ * bare node:http server in a child process, with the same client) and the same reads through node:http's client are
+ * reported on stderr.
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { open, readFile, writeFile } from 'node:fs/promises';
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Berth } from '../src/client/berth-client.ts';
+import { DirectHttp } from '../src/client/direct-http.ts';
 import { startBerthServe } from './berth-serve.ts';
 import { figure, median } from './figure.ts';
 
@@ -32,25 +33,24 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Past the 2 s after which a file's version is remembered by its identity and times where ctimes are coarse. */
 const SETTLE_MS = 2_500;
 
+/** node:http's client, kept alive and without Nagle (as curl's and fetch's), for the comparison on stderr. */
 const agent = new Agent({ keepAlive: true, maxSockets: 1, noDelay: true });
 
-/** One request over the kept-alive connection, answering the status and the whole body. */
-function call(url: string, method: 'GET' | 'PUT' | 'POST', headers: Record<string, string>, body?: Buffer): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent, method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
+async function getByNodeHttp(url: string, headers: Record<string, string>, bytes: number): Promise<void> {
+  const body = await new Promise<Buffer>((resolve, reject) => {
+    request(url, { agent, headers }, (res) => {
       const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        size += chunk.length;
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks, size) }));
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve(Buffer.concat(chunks)));
       res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
+    })
+      .on('error', reject)
+      .end();
   });
+  if (body.length !== bytes) throw new Error(`node:http GET: ${body.length} bytes`);
 }
+
+const direct = new DirectHttp();
 
 /** A node:http server that only answers GET with `bytes` bytes and drains PUT bodies, in a child process as Berth is. */
 const BARE_SERVER = `
@@ -62,21 +62,21 @@ const server = require('node:http').createServer((req, res) => {
 });
 server.listen(0, '127.0.0.1', () => process.send(server.address().port));`;
 
-/** Medians of GET and PUT of `data` against the bare server. */
+/** Medians of GET and PUT of `data` against the bare server, with the SDK's client. */
 async function bareHttp(data: Buffer, runs: number): Promise<{ get: number; put: number }> {
   const child = fork('-e', [BARE_SERVER, String(data.length)], { execArgv: [], stdio: 'ignore' } as never);
   child.on('error', () => undefined);
   const [port] = (await once(child, 'message')) as [number];
-  const url = `http://127.0.0.1:${port}/`;
+  const url = new URL(`http://127.0.0.1:${port}/`);
   const ms = { get: [] as number[], put: [] as number[] };
   try {
     for (let i = 0; i < WARMUP + runs; i++) {
       let started = performance.now();
-      const got = await call(url, 'GET', {});
+      const got = await direct.request('GET', url, {}, undefined, data.length);
       const get = performance.now() - started;
-      if (got.body.length !== data.length) throw new Error(`bare GET: ${got.body.length} bytes`);
+      if (got?.body.length !== data.length) throw new Error(`bare GET: ${got?.body.length} bytes`);
       started = performance.now();
-      await call(url, 'PUT', {}, data);
+      await direct.request('PUT', url, {}, data, 1024);
       const put = performance.now() - started;
       if (i < WARMUP) continue;
       ms.get.push(get);
@@ -96,17 +96,12 @@ const dataDir = mkdtempSync(join(tmpdir(), 'berth-bench-files-'));
 const rawDir = mkdtempSync(join(tmpdir(), 'berth-bench-raw-'));
 const server = await startBerthServe(dataDir, TOKEN);
 try {
-  const auth = { authorization: `Bearer ${TOKEN}` };
-  const post = async <T>(path: string, body: unknown): Promise<T> => {
-    const res = await call(`${server.url}${path}`, 'POST', { ...auth, 'content-type': 'application/json' }, Buffer.from(JSON.stringify(body)));
-    if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.body}`);
-    return JSON.parse(res.body.toString()) as T;
-  };
-  const workspace = await post<{ id: string }>('/v1/workspaces', { name: 'bench' });
-  const session = await post<{ id: string }>('/v1/sessions', { workspaceId: workspace.id });
-  const turn = await post<{ id: string }>(`/v1/sessions/${session.id}/turns`, {});
+  const berth = await Berth.connect({ url: server.url, token: TOKEN });
+  const workspace = await berth.workspaces.create({ name: 'bench' });
+  const session = await berth.sessions.create({ workspaceId: workspace.id });
+  const turn = await berth.turns.open(session.id);
+  const tools = berth.turns.files(session.id, turn.id);
   const files = `${server.url}/v1/sessions/${session.id}/turns/${turn.id}/files`;
-  const headers = { ...auth, 'content-type': 'application/octet-stream' };
 
   const timed = async (run: () => Promise<void>): Promise<number> => {
     const started = performance.now();
@@ -114,12 +109,11 @@ try {
     return performance.now() - started;
   };
   const put = async (path: string, data: Buffer) => {
-    const res = await call(`${files}?path=${path}`, 'PUT', headers, data);
-    if (res.status !== 200) throw new Error(`PUT ${res.status}: ${res.body.toString()}`);
+    await tools.write(path, data);
   };
   const get = async (path: string, bytes: number) => {
-    const res = await call(`${files}?path=${path}`, 'GET', headers);
-    if (res.status !== 200 || res.body.length !== bytes) throw new Error(`GET ${res.status}: ${res.body.length} bytes`);
+    const got = await tools.read(path);
+    if (got.data.length !== bytes) throw new Error(`GET: ${got.data.length} bytes`);
   };
   const writeDurably = async (path: string, data: Buffer) => {
     const file = await open(path, 'w');
@@ -181,18 +175,21 @@ try {
       for (const path of rawPaths.slice(WARMUP)) durable.push(await timed(() => writeDurably(path, data)));
       console.error(
         `workspace-files 4MiB: a durable raw write (writeFile then fdatasync) takes ${median(durable).toFixed(3)} ms; Berth's write is x${(m.httpWrite / median(durable)).toFixed(2)} that ` +
-          '(its history commit after the rename carries the bytes to disk: ext4 writes a file renamed over another before the next journal commit)',
+          '(Berth swaps a file in rather than renaming it over the old one, whose bytes ext4 would write out before the history commit)',
       );
+      const byNodeHttp: number[] = [];
+      for (const name of names) byNodeHttp.push(await timed(() => getByNodeHttp(`${files}?path=${name}`, { authorization: `Bearer ${TOKEN}` }, size.bytes)));
+      console.error(`workspace-files 4MiB: the same reads through node:http's client take ${median(byNodeHttp.slice(WARMUP)).toFixed(3)} ms`);
       const floor = await bareHttp(data, size.runs);
       console.error(
-        `workspace-files 4MiB over a bare node:http server on loopback: GET ${floor.get.toFixed(3)} ms (Berth x${(m.httpRead / floor.get).toFixed(2)}), ` +
+        `workspace-files 4MiB over a bare node:http server on loopback, same client: GET ${floor.get.toFixed(3)} ms (Berth x${(m.httpRead / floor.get).toFixed(2)}), ` +
           `PUT ${floor.put.toFixed(3)} ms (Berth x${(m.httpWrite / floor.put).toFixed(2)}); the floor alone is x${(floor.get / m.rawRead).toFixed(2)} / x${(floor.put / m.rawWrite).toFixed(2)} raw fs`,
       );
       figure('workspace-file-read-4MiB-http', m.httpRead, 'ms', m.rawRead, { op: '<=', ratio: TARGET });
       figure('workspace-file-write-4MiB-http', m.httpWrite, 'ms', m.rawWrite, { op: '<=', ratio: TARGET });
     }
   }
-  await post(`/v1/sessions/${session.id}/turns/${turn.id}/release`, {});
+  await berth.turns.release(session.id, turn.id);
 } finally {
   agent.destroy();
   await server.stop();

@@ -1,5 +1,6 @@
 /** JSON over HTTP to a Berth server with a bearer token; error bodies become BerthApiError. */
 import { BerthApiError } from './berth-api-error.ts';
+import { DirectHttp, type DirectAnswer } from './direct-http.ts';
 
 export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
@@ -25,8 +26,12 @@ function ownerUrl(error: BerthApiError, baseUrl: string, options: RequestOptions
   return url;
 }
 
+/** The largest JSON answer read directly (a file write's answer is a few hundred bytes). */
+const JSON_ANSWER_BYTES = 16 * 1024 * 1024;
+
 export class HttpTransport {
   readonly baseUrl: string;
+  private readonly direct = new DirectHttp();
 
   constructor(
     baseUrl: string,
@@ -77,7 +82,37 @@ export class HttpTransport {
     return response;
   }
 
+  /**
+   * The body of a GET (at most `maxBytes` of it) and its headers: read straight into one buffer where the answer is
+   * the plain case (direct-get.ts), else through `send`, which also answers every error.
+   */
+  async bytes(path: string, options: RequestOptions, maxBytes: number): Promise<DirectAnswer> {
+    // Any other answer (an error, a larger body), or a failure, is asked again through fetch: a GET may be repeated.
+    const direct = await this.directly('GET', path, options, undefined, maxBytes).catch(() => undefined);
+    if (direct?.status === 200) return direct;
+    const response = await this.send('GET', path, options);
+    const body = Buffer.from(await response.arrayBuffer());
+    return { status: response.status, body, header: (name) => response.headers.get(name) };
+  }
+
+  /** Over a kept plain-HTTP connection (direct-http.ts): undefined where that cannot send the request. */
+  private directly(method: string, path: string, options: RequestOptions, body: Uint8Array | undefined, maxBytes: number): Promise<DirectAnswer | undefined> {
+    const headers: Record<string, string> = { authorization: this.authorization, ...options.headers };
+    if (options.bytes) headers['content-type'] = options.bytes.contentType;
+    return this.direct.request(method, new URL(this.url(path, options.query)), headers, body, maxBytes, options.signal);
+  }
+
   async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    // A body of one buffer (a file's bytes) goes directly; its answer is as fetch's would be.
+    const bytes = options.bytes?.stream;
+    const direct = bytes instanceof Uint8Array ? await this.directly(method, path, options, bytes, JSON_ANSWER_BYTES) : undefined;
+    if (direct) {
+      if (direct.status >= 200 && direct.status < 300) return (direct.status === 204 ? undefined : JSON.parse(direct.body.toString())) as T;
+      const error = BerthApiError.fromBody(direct.status, direct.body.toString());
+      const owner = ownerUrl(error, this.baseUrl, options);
+      if (owner) return new HttpTransport(owner, this.token).json(method, path, { ...options, ownerFollowed: true });
+      throw error;
+    }
     const response = await this.send(method, path, options);
     if (response.status === 204) return undefined as T;
     return (await response.json()) as T;

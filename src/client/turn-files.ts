@@ -55,12 +55,12 @@ export class TurnFiles {
 
   /** A file's bytes (from `offset`, at most `limit` of them) with its byte version. */
   async read(path: string, options: { offset?: number; limit?: number } = {}): Promise<FileRead> {
-    const response = await this.http.send('GET', this.base, { query: { path, ...options } });
+    const answer = await this.http.bytes(this.base, { query: { path, ...options } }, Math.min(options.limit ?? FILE_LIMIT_BYTES, FILE_LIMIT_BYTES));
     return {
-      data: Buffer.from(await response.arrayBuffer()),
-      version: response.headers.get('x-berth-version') ?? '',
-      size: Number(response.headers.get('x-berth-size')),
-      offset: Number(response.headers.get('x-berth-offset')),
+      data: answer.body,
+      version: answer.header('x-berth-version') ?? '',
+      size: Number(answer.header('x-berth-size')),
+      offset: Number(answer.header('x-berth-offset')),
     };
   }
 

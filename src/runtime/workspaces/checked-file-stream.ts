@@ -3,55 +3,118 @@
  * before the first byte; a command of the same turn may change the file while it is sent. So the last chunk is held
  * back until the stats are looked at again: changed meanwhile (ctime, mtime or size), or shorter than it was, the
  * stream fails instead, the answer stops short of its content-length, and no one is handed bytes under a version
- * they are not.
+ * they are not. All but that last chunk may instead go from the file to a socket by the kernel (`sendTo`).
  */
-import { close, fstat, read, type BigIntStats } from 'node:fs';
+import { close, fstat, fstatSync, read, readSync, type BigIntStats } from 'node:fs';
 import { Readable } from 'node:stream';
 import { BerthError } from '../../../schemas/errors.ts';
+import { canSendFile, sendFile } from '../../providers/send-file.ts';
+
+/** What is left for the ordinary reads after a `sendTo`: at least the held-back last chunk. */
+const TAIL_BYTES = 64 * 1024;
 
 /**
  * Streams `length` bytes from `start` of the file open as `fd`. The stream owns the descriptor: it is closed once
- * the stream is over however it ends, never while a read of it is under way.
+ * the stream is over however it ends, never while a read or send of it is under way.
  */
-export function checkedFileStream(fd: number, start: number, length: number, stats: BigIntStats, path: string, chunkBytes: number): Readable {
-  const end = start + length;
-  let position = start;
-  /** A read or fstat of the descriptor under way: a destroy meanwhile closes it when that is over. */
-  let reading = false;
-  let closeWhenRead: (() => void) | undefined;
-  const changed = () => new BerthError('stale_version', 'The file changed while it was read; read it again.', { path });
-  const stream = new Readable({
-    highWaterMark: chunkBytes,
-    read() {
-      const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, end - position));
-      reading = true;
-      read(fd, buffer, 0, buffer.length, position, (error, bytesRead) => {
-        reading = false;
-        if (closeWhenRead) return closeWhenRead();
-        if (error) return stream.destroy(error);
-        if (bytesRead === 0) return stream.destroy(changed()); // shrunk since its version was taken
-        position += bytesRead;
-        const chunk = buffer.subarray(0, bytesRead);
-        if (position < end) {
-          stream.push(chunk);
-          return;
-        }
-        reading = true;
-        fstat(fd, { bigint: true }, (statError, now) => {
-          reading = false;
-          if (closeWhenRead) return closeWhenRead();
-          if (statError) return stream.destroy(statError);
-          if (now.ctimeNs !== stats.ctimeNs || now.mtimeNs !== stats.mtimeNs || now.size !== stats.size) return stream.destroy(changed());
-          stream.push(chunk);
-          stream.push(null);
-        });
+export class CheckedFileStream extends Readable {
+  private position: number;
+  private readonly end: number;
+  /** A read, fstat or send of the descriptor under way: a destroy meanwhile closes it when that is over. */
+  private busy = false;
+  private closeWhenIdle: (() => void) | undefined;
+
+  constructor(
+    private readonly fd: number,
+    start: number,
+    length: number,
+    private readonly stats: BigIntStats,
+    private readonly path: string,
+    private readonly chunkBytes: number,
+  ) {
+    super({ highWaterMark: chunkBytes });
+    this.position = start;
+    this.end = start + length;
+  }
+
+  /** Whether `sendTo` would send anything now: nothing read yet, more than the last chunk to go, a send free. */
+  canSend(): boolean {
+    return this.readableLength === 0 && !this.busy && this.end - this.position > TAIL_BYTES && canSendFile();
+  }
+
+  /**
+   * Sends the bytes up to the last chunk straight to the socket open as `socketFd` (nothing else may write to it
+   * meanwhile); the stream then reads on from where that stopped, so piping it next sends the rest, checked as ever.
+   */
+  async sendTo(socketFd: number): Promise<void> {
+    this.busy = true;
+    try {
+      this.position += await sendFile(socketFd, this.fd, this.position, this.end - TAIL_BYTES - this.position);
+    } finally {
+      this.busy = false;
+      this.closeWhenIdle?.();
+    }
+  }
+
+  override _read(): void {
+    const buffer = Buffer.allocUnsafe(Math.min(this.chunkBytes, this.end - this.position));
+    if (buffer.length <= TAIL_BYTES) return this.readTail(buffer);
+    this.busy = true;
+    read(this.fd, buffer, 0, buffer.length, this.position, (error, bytesRead) => {
+      this.busy = false;
+      if (this.closeWhenIdle) return this.closeWhenIdle();
+      if (error) return this.destroy(error);
+      if (bytesRead === 0) return this.destroy(this.changed()); // shrunk since its version was taken
+      this.position += bytesRead;
+      const chunk = buffer.subarray(0, bytesRead);
+      if (this.position < this.end) {
+        this.push(chunk);
+        return;
+      }
+      this.busy = true;
+      fstat(this.fd, { bigint: true }, (statError, now) => {
+        this.busy = false;
+        if (this.closeWhenIdle) return this.closeWhenIdle();
+        if (statError) return this.destroy(statError);
+        const { stats } = this;
+        if (now.ctimeNs !== stats.ctimeNs || now.mtimeNs !== stats.mtimeNs || now.size !== stats.size) return this.destroy(this.changed());
+        this.push(chunk);
+        this.push(null);
       });
-    },
-    destroy(error, done) {
-      const closeFd = () => close(fd, () => done(error));
-      if (reading) closeWhenRead = closeFd;
-      else closeFd();
-    },
-  });
-  return stream;
+    });
+  }
+
+  /**
+   * The last chunk when it is small (what `sendTo` leaves): read and checked at once, where two trips through the
+   * thread pool would cost more than the work.
+   */
+  private readTail(buffer: Buffer): void {
+    let now: BigIntStats;
+    let bytesRead: number;
+    try {
+      bytesRead = readSync(this.fd, buffer, 0, buffer.length, this.position);
+      now = fstatSync(this.fd, { bigint: true });
+    } catch (e) {
+      this.destroy(e as Error);
+      return;
+    }
+    const { stats } = this;
+    if (bytesRead < buffer.length || now.ctimeNs !== stats.ctimeNs || now.mtimeNs !== stats.mtimeNs || now.size !== stats.size) {
+      this.destroy(this.changed());
+      return;
+    }
+    this.position += bytesRead;
+    this.push(buffer);
+    this.push(null);
+  }
+
+  override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
+    const closeFd = () => close(this.fd, () => done(error));
+    if (this.busy) this.closeWhenIdle = closeFd;
+    else closeFd();
+  }
+
+  private changed(): BerthError {
+    return new BerthError('stale_version', 'The file changed while it was read; read it again.', { path: this.path });
+  }
 }

@@ -16,7 +16,7 @@ import { splitRelativePath } from '../../content/content-path.ts';
 import { exchangeAt } from '../../providers/exchange-at.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
 import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, rememberWritten, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
-import { checkedFileStream } from './checked-file-stream.ts';
+import { CheckedFileStream } from './checked-file-stream.ts';
 import { INPUTS_DIR, manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
 
 export { INPUTS_DIR, PRIVATE_DIR, type FileChange, type FileStamp };
@@ -168,7 +168,7 @@ export class WorkspaceFiles {
         const length = Math.max(0, Math.min(size, offset + limit) - offset);
         const whole = (data: Buffer, stamp: FileStamp, fileSize: number): StreamedRead => ({ body: data, length: data.length, size: fileSize, version: stamp.hash, offset, done: Promise.resolve() });
         if (known && mayStream && length >= STREAM_FROM_BYTES) {
-          const body = checkedFileStream(fd, offset, length, stats, target.rel, STREAM_CHUNK_BYTES);
+          const body = new CheckedFileStream(fd, offset, length, stats, target.rel, STREAM_CHUNK_BYTES);
           streaming = true;
           return { body, length, size, version: known.hash, offset, done: finished(body) };
         }
