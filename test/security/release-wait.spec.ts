@@ -6,11 +6,12 @@
  * meanwhile, and another tenant's allocation is not found.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FINISHING_USES_WAIT_MS } from '../../src/runtime/environments/environment-service.ts';
 import { createEnvironment, startGateway, submit, tokens, type RunningGateway } from '../integration/gateway-fixture.ts';
 import { call, expectError, expectStatus, letSandboxReach } from '../integration/workspace-http.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
-/** FINISHING_USES_WAIT_MS in environment-service.ts. */
-const BOUND_MS = 10_000;
+const BOUND_MS = FINISHING_USES_WAIT_MS;
 let gw: RunningGateway;
 
 beforeAll(async () => {
@@ -39,6 +40,9 @@ describe('a release waiting for a finished command against a hostile member', ()
     const environment = await createEnvironment(gw);
     const done = await submit(gw, environment, ['true']);
     expect((await expectStatus(call(gw, 'GET', `/v1/executions/${done.id}?waitMs=20000`), 200)).status).toBe('exited');
+    // Its own use given back first, so the one taken below is the only one and nothing gives it back.
+    const step = async () => (await expectStatus(call(gw, 'GET', `/v1/executions/${done.id}`), 200)).step;
+    await waitFor(step, { what: 'the execution\'s use given back', until: (s) => s === 'released', timeoutMs: 10_000 });
     const { allocationId } = await allocationOf(environment);
     // A fault no route can cause: the finished command's use taken again under its id, as if its give-back were lost
     // (maintenance would return it later). Taken through the runtime, as the execution itself does.

@@ -31,7 +31,7 @@ const ACQUIRE_TIMEOUT_MS = 180_000;
 /** Waiters poll the actors (two cached reads) at most this far apart: the wait adds little to an allocation. */
 const ACQUIRE_POLL_MAX_MS = 8;
 /** How long a release (or an acquire replacing an allocation bound to an old version) waits for finished executions to give their uses back. */
-const FINISHING_USES_WAIT_MS = 10_000;
+export const FINISHING_USES_WAIT_MS = 10_000;
 /** How long a release waits for the provider to confirm termination. */
 const RELEASE_TIMEOUT_MS = 120_000;
 /** How many times a delete releases an allocation that concurrent acquires keep making before it gives up (busy). */

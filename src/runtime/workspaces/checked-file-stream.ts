@@ -76,8 +76,7 @@ export class CheckedFileStream extends Readable {
         this.busy = false;
         if (this.closeWhenIdle) return this.closeWhenIdle();
         if (statError) return this.destroy(statError);
-        const { stats } = this;
-        if (now.ctimeNs !== stats.ctimeNs || now.mtimeNs !== stats.mtimeNs || now.size !== stats.size) return this.destroy(this.changed());
+        if (!this.unchanged(now)) return this.destroy(this.changed());
         this.push(chunk);
         this.push(null);
       });
@@ -98,8 +97,7 @@ export class CheckedFileStream extends Readable {
       this.destroy(e as Error);
       return;
     }
-    const { stats } = this;
-    if (bytesRead < buffer.length || now.ctimeNs !== stats.ctimeNs || now.mtimeNs !== stats.mtimeNs || now.size !== stats.size) {
+    if (bytesRead < buffer.length || !this.unchanged(now)) {
       this.destroy(this.changed());
       return;
     }
@@ -112,6 +110,11 @@ export class CheckedFileStream extends Readable {
     const closeFd = () => close(this.fd, () => done(error));
     if (this.busy) this.closeWhenIdle = closeFd;
     else closeFd();
+  }
+
+  /** Whether the file's stats are still those its version was taken with (ctime, mtime, size). */
+  private unchanged(now: BigIntStats): boolean {
+    return now.ctimeNs === this.stats.ctimeNs && now.mtimeNs === this.stats.mtimeNs && now.size === this.stats.size;
   }
 
   private changed(): BerthError {
