@@ -20,6 +20,11 @@ export class Mailboxes {
     return run;
   }
 
+  /** Whether no job for `key` is queued or running. */
+  idle(key: string): boolean {
+    return !this.tails.has(key);
+  }
+
   get size(): number {
     return this.tails.size;
   }

@@ -1,32 +1,73 @@
 /**
- * A file's bytes sent to a socket by the kernel (sendfile(2) on a thread of the pool, through the berth_sendfile
- * addon built by `npm ci`): from the page cache to the socket, never through JavaScript. Without the addon, or with
- * two sends under way already (each holds a pool thread while its client reads), callers send the ordinary way.
+ * A file's bytes sent to a socket outside JavaScript (the berth_sendfile addon built by `npm ci`, send-file.c: read
+ * into its buffer and copied into the socket, the last chunk only once the file is checked). What the socket takes
+ * at once is sent on the calling thread; the rest (a client reading slowly) on a thread of the pool. Without the
+ * addon, or with two pool sends under way already (each holds a pool thread while its client reads), callers send
+ * the ordinary way.
  */
 import { constants } from 'node:os';
 import { loadAddon } from './addon.ts';
 
-const addon = loadAddon<{ sendFile(socketFd: number, fileFd: number, offset: number, length: number, waitMs: number): Promise<[number, number]> }>('berth_sendfile');
+type Outcome = [sent: number, errno: number, changed: 0 | 1];
 
-/** Sends under way at once: the rest of the pool stays free for the file system calls of everyone else. */
+const addon = loadAddon<{
+  sendFileNow(socketFd: number, fileFd: number, offset: number, length: number, tail: number, size: bigint, mtimeNs: bigint, ctimeNs: bigint): Outcome;
+  sendFile(socketFd: number, fileFd: number, offset: number, length: number, tail: number, waitMs: number, size: bigint, mtimeNs: bigint, ctimeNs: bigint): Promise<Outcome>;
+}>('berth_sendfile');
+
+/** Sends on the pool under way at once: the rest of the pool stays free for the file system calls of everyone else. */
 const MAX_SENDING = 2;
-/** How long a send waits for room in a full socket before it stops and leaves the rest to the ordinary way. */
+/** How long a pool send waits for room in a full socket before it stops and leaves the rest to the ordinary way. */
 const WAIT_MS = 20;
 let sending = 0;
 
-export const canSendFile = (): boolean => addon !== undefined && sending < MAX_SENDING;
+export const hasSendFile = (): boolean => addon !== undefined;
+export const poolSendFree = (): boolean => sending < MAX_SENDING;
+
+/** The stats a file's last bytes are sent under: they go only while the file still has them. */
+export interface SentUnder {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+/** A send's range: `length` bytes from `offset`, then the `tail` bytes after them once the file is checked. */
+export interface SendRange {
+  socketFd: number;
+  fileFd: number;
+  offset: number;
+  length: number;
+  tail: number;
+  under: SentUnder;
+}
+
+/** How many bytes went, and whether the file had changed before its tail could go. */
+export interface SendOutcome {
+  sent: number;
+  changed: boolean;
+}
+
+function settled([sent, errno, changed]: Outcome): SendOutcome {
+  if (errno !== 0) {
+    const code = Object.entries(constants.errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`;
+    throw Object.assign(new Error(`send: ${code} after ${sent} bytes`), { code });
+  }
+  return { sent, changed: changed === 1 };
+}
+
+/** Sends what the socket takes now, without waiting; a socket error (the client gone) throws with its code. */
+export function sendFileNow(r: SendRange): SendOutcome {
+  return settled(addon!.sendFileNow(r.socketFd, r.fileFd, r.offset, r.length, r.tail, r.under.size, r.under.mtimeNs, r.under.ctimeNs));
+}
 
 /**
- * Sends up to `length` bytes of `fileFd` from `offset` to `socketFd`; answers how many went. Fewer when the client
- * stopped taking them for WAIT_MS or the file is shorter; a socket error (the client gone) throws with its code.
+ * Sends on a thread of the pool (check `poolSendFree` first), waiting for room as the client reads; fewer bytes than
+ * asked when the client took nothing for WAIT_MS or the file is shorter.
  */
-export async function sendFile(socketFd: number, fileFd: number, offset: number, length: number): Promise<number> {
+export async function sendFile(r: SendRange): Promise<SendOutcome> {
   sending++;
   try {
-    const [sent, errno] = await addon!.sendFile(socketFd, fileFd, offset, length, WAIT_MS);
-    if (errno === 0) return sent;
-    const code = Object.entries(constants.errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`;
-    throw Object.assign(new Error(`sendfile: ${code} after ${sent} bytes`), { code });
+    return settled(await addon!.sendFile(r.socketFd, r.fileFd, r.offset, r.length, r.tail, WAIT_MS, r.under.size, r.under.mtimeNs, r.under.ctimeNs));
   } finally {
     sending--;
   }

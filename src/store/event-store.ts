@@ -104,6 +104,12 @@ export interface EventStore {
    */
   readStreams?(streams: readonly StreamFrom[]): Promise<Map<string, StreamEvent[]>>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /**
+   * Optional: a value that differs whenever anything may have been written to the store since it was taken, by this
+   * store or any other writer (SQLite: this connection's row changes and the file's data version, one cheap
+   * statement). What was read after taking it is still current while it stays the same. Without it, callers read.
+   */
+  changeMark?(): string;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** The stream's current revision, or 'no_stream'. */
   streamRevision(stream: string): Promise<bigint | 'no_stream'>;

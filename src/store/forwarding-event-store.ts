@@ -11,11 +11,13 @@ import type {
 } from './event-store.ts';
 
 export class ForwardingEventStore implements EventStore {
-  /** Offered only where the wrapped store has it, so callers still fall back to `readStream` where it does not. */
+  /** Offered (as changeMark) only where the wrapped store has it, so callers still fall back to `readStream` where it does not. */
   readStreams?: (streams: readonly StreamFrom[]) => ReturnType<NonNullable<EventStore['readStreams']>>;
+  changeMark?: () => string;
 
   constructor(readonly inner: EventStore) {
     if (inner.readStreams) this.readStreams = (streams) => inner.readStreams!(streams);
+    if (inner.changeMark) this.changeMark = () => inner.changeMark!();
   }
 
   get kind(): EventStore['kind'] {

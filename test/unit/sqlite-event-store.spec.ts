@@ -107,6 +107,30 @@ describe('sqlite event store: group commit', () => {
       await Promise.all([reader.close(), writer.close()]);
     }
   }, 10_000);
+
+  it('should keep its change mark through reads and move it with any write, its own or through another connection', async () => {
+    const file = join(dir, `mark-${randomUUID()}.sqlite3`);
+    const mine = SqliteEventStore.open(file);
+    const other = SqliteEventStore.open(file);
+    try {
+      await mine.append('m-1', [event('t.first')], { expectedRevision: 'no_stream' });
+      const marked = mine.changeMark();
+      await mine.readStream('m-1');
+      await mine.readAll();
+      await mine.streamRevision('m-2');
+      expect(mine.changeMark()).toBe(marked);
+      await mine.append('m-1', [event('t.mine')], { expectedRevision: 0n });
+      const afterMine = mine.changeMark();
+      expect(afterMine).not.toBe(marked);
+      await other.append('m-2', [event('t.other')], { expectedRevision: 'no_stream' });
+      expect(mine.changeMark()).not.toBe(afterMine);
+      const afterOther = mine.changeMark();
+      await other.compactStream('m-1', event('t.summary'), { expectedRevision: 1n });
+      expect(mine.changeMark()).not.toBe(afterOther);
+    } finally {
+      await Promise.all([mine.close(), other.close()]);
+    }
+  });
 });
 
 describe('sqlite event store: corrupt rows', () => {

@@ -29,7 +29,7 @@ import {
 import { BerthError } from '../../../schemas/errors.ts';
 import { MAX_FILE_BYTES } from '../../runtime/workspaces/turn-files.ts';
 import { registerGroups } from '../body-groups.ts';
-import { kernelSent } from '../kernel-sent-body.ts';
+import { sentNatively } from '../native-sent-body.ts';
 import { CheckedFileStream } from '../../runtime/workspaces/checked-file-stream.ts';
 import { requestBytes } from '../content-plugin.ts';
 import { defineRoute, type GatewayDeps, type ResourcePlugin } from '../route.ts';
@@ -105,7 +105,7 @@ const turnRoutes = [
       const read = await deps.api.files.readStream(caller, params.id, params.turnId, query.path, { ...(query.offset !== undefined ? { offset: query.offset } : {}), ...(query.limit !== undefined ? { limit: query.limit } : {}) });
       // However the answer ends (sent, cut off, never started), the file's stream ends with it and the call leaves the turn.
       if (!Buffer.isBuffer(read.body)) reply.raw.once('close', () => (read.body as Readable).destroy());
-      const body = read.body instanceof CheckedFileStream ? kernelSent(read.body, reply.raw) : read.body;
+      const body = read.body instanceof CheckedFileStream ? sentNatively(read.body, reply.raw) : read.body;
       return reply
         .type('application/octet-stream')
         // Declared for a stream too: a file cut short meanwhile ends the answer in an error, never a short success.

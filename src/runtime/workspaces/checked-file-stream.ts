@@ -3,12 +3,12 @@
  * before the first byte; a command of the same turn may change the file while it is sent. So the last chunk is held
  * back until the stats are looked at again: changed meanwhile (ctime, mtime or size), or shorter than it was, the
  * stream fails instead, the answer stops short of its content-length, and no one is handed bytes under a version
- * they are not. All but that last chunk may instead go from the file to a socket by the kernel (`sendTo`).
+ * they are not. The bytes, the last chunk too once checked, may instead be sent to a socket natively (`sendTo`).
  */
 import { close, fstat, fstatSync, read, readSync, type BigIntStats } from 'node:fs';
 import { Readable } from 'node:stream';
 import { BerthError } from '../../../schemas/errors.ts';
-import { canSendFile, sendFile } from '../../providers/send-file.ts';
+import { hasSendFile, poolSendFree, sendFile, sendFileNow, type SendOutcome, type SendRange } from '../../providers/send-file.ts';
 
 /** What is left for the ordinary reads after a `sendTo`: at least the held-back last chunk. */
 const TAIL_BYTES = 64 * 1024;
@@ -37,26 +37,43 @@ export class CheckedFileStream extends Readable {
     this.end = start + length;
   }
 
-  /** Whether `sendTo` would send anything now: nothing read yet, more than the last chunk to go, a send free. */
+  /** Whether `sendTo` would send anything now: nothing read yet, more than the last chunk to go, the addon built. */
   canSend(): boolean {
-    return this.readableLength === 0 && !this.busy && this.end - this.position > TAIL_BYTES && canSendFile();
+    return this.readableLength === 0 && !this.busy && this.end - this.position > TAIL_BYTES && hasSendFile();
   }
 
   /**
-   * Sends the bytes up to the last chunk straight to the socket open as `socketFd` (nothing else may write to it
-   * meanwhile); the stream then reads on from where that stopped, so piping it next sends the rest, checked as ever.
+   * Sends the bytes straight to the socket open as `socketFd` (nothing else may write to it meanwhile), the held-back
+   * last chunk too once the file's stats are checked as ever: what the socket takes at once, then the rest on the
+   * pool if a send is free there. The stream then reads on from wherever that stopped (a client that stalled), so
+   * piping it next sends the rest, and ends at once when nothing is left.
    */
   async sendTo(socketFd: number): Promise<void> {
     this.busy = true;
     try {
-      this.position += await sendFile(socketFd, this.fd, this.position, this.end - TAIL_BYTES - this.position);
+      if (this.took(sendFileNow(this.range(socketFd))) && poolSendFree()) this.took(await sendFile(this.range(socketFd)));
     } finally {
       this.busy = false;
       this.closeWhenIdle?.();
     }
   }
 
+  /** From where the stream is: the bytes before the last chunk, then what is left of the last chunk. */
+  private range(socketFd: number): SendRange {
+    const tailStart = this.end - TAIL_BYTES;
+    const tail = this.end - Math.max(this.position, tailStart);
+    return { socketFd, fileFd: this.fd, offset: this.position, length: Math.max(0, tailStart - this.position), tail, under: this.stats };
+  }
+
+  /** Moves on past what a send took; whether there is more to send (the file unchanged). */
+  private took({ sent, changed }: SendOutcome): boolean {
+    this.position += sent;
+    if (changed) this.destroy(this.changed());
+    return !changed && this.position < this.end;
+  }
+
   override _read(): void {
+    if (this.position === this.end) return void this.push(null); // all sent, checked, by `sendTo`
     const buffer = Buffer.allocUnsafe(Math.min(this.chunkBytes, this.end - this.position));
     if (buffer.length <= TAIL_BYTES) return this.readTail(buffer);
     this.busy = true;

@@ -121,4 +121,21 @@ describe('actor ownership on a shared store', () => {
     expect(report.problems).toEqual([]);
     expect(report.events).toBe(4);
   });
+
+  it("answers a cached actor from memory only until another runtime writes: then its view has the other's events", async () => {
+    const a = await runtime('rt-a');
+    const b = await runtime('rt-b');
+    await b.rt.send('counter', 'c1', inc(1));
+    expect((await a.rt.get('counter', 'c1'))?.context).toMatchObject({ count: 1 }); // read, cached with the mark
+    const reads = { n: 0 };
+    const readStream = a.store.readStream.bind(a.store);
+    a.store.readStream = (...args) => (reads.n++, readStream(...args));
+    expect((await a.rt.get('counter', 'c1'))?.context).toMatchObject({ count: 1 });
+    expect(reads.n).toBe(0); // nothing written since: answered as cached
+    await b.rt.send('counter', 'c1', inc(2)); // b's own connection: a's store sees its data version move
+    const seen = await a.rt.get('counter', 'c1');
+    expect(seen).toMatchObject({ revision: 1n, context: { count: 3 } });
+    expect(reads.n).toBeGreaterThan(0);
+  });
 });
+

@@ -1,11 +1,15 @@
 /**
- * Large file reads answered by sendfile (src/gateway/kernel-sent-body.ts, src/providers/send-file.c) against hostile
- * members over HTTP through the real gateway: the kernel writes to a socket number it duplicated, so two tenants'
- * reads at once never get each other's bytes; readers that take nothing hold no more than two pool threads, for 20 ms
- * at a time, so the server answers everyone else meanwhile; and a reader cut off leaves no descriptor behind.
+ * Large file reads sent natively (src/gateway/native-sent-body.ts, src/providers/send-file.c) against hostile members
+ * over HTTP through the real gateway: the native code writes to a socket number it duplicated, so two tenants' reads
+ * at once never get each other's bytes; readers that take nothing hold no more than two pool threads, for 20 ms at a
+ * time, so the server answers everyone else meanwhile; a reader cut off leaves no descriptor behind; and a file
+ * changed in place while it is sent never has its last chunk sent (the answer stops short of its content-length).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect } from 'node:net';
+import { once } from 'node:events';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +21,9 @@ let gw: RunningGateway;
 let alice: Tenant;
 let bob: Tenant;
 const bytes = { alice: randomBytes(SIZE), bob: randomBytes(SIZE) };
+/** Far more than a loopback socket holds unread, so its send is still under way when the file changes. */
+const CHANGING_SIZE = 48 * 1024 * 1024;
+const changing = randomBytes(CHANGING_SIZE);
 const version = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 const openDescriptors = () => readdirSync('/proc/self/fd').length;
 
@@ -26,6 +33,7 @@ beforeAll(async () => {
   bob = await tenant(gw, tokens.bob);
   await expectStatus(call(gw, 'PUT', `${alice.files}${q('big.bin')}`, { token: tokens.alice, body: bytes.alice }), 200);
   await expectStatus(call(gw, 'PUT', `${bob.files}${q('big.bin')}`, { token: tokens.bob, body: bytes.bob }), 200);
+  await expectStatus(call(gw, 'PUT', `${alice.files}${q('changing.bin')}`, { token: tokens.alice, body: changing }), 200);
   // Settled: from here on a read is sent from the file (its version remembered).
   await sleep(2_100);
 }, 30_000);
@@ -44,7 +52,7 @@ async function stalledRead(t: Tenant): Promise<{ request: ClientRequest; respons
   return { request, response };
 }
 
-describe('large reads sent by the kernel, against hostile members', () => {
+describe('large reads sent natively, against hostile members', () => {
   it("two tenants reading at once get their own bytes, every time", { timeout: 60_000 }, async () => {
     const read = async (t: Tenant, mine: Buffer) => {
       const answer = await call(gw, 'GET', `${t.files}${q('big.bin')}`, { token: t.token });
@@ -77,5 +85,35 @@ describe('large reads sent by the kernel, against hostile members', () => {
     let now = openDescriptors();
     for (const deadline = Date.now() + 5_000; now > before && Date.now() < deadline; now = openDescriptors()) await sleep(50);
     expect(now).toBeLessThanOrEqual(before);
+  });
+
+  it('a file changed in place while it is sent never has its last chunk sent: the answer stops short', { timeout: 60_000 }, async () => {
+    const { port } = new URL(gw.url);
+    const socket = connect({ host: '127.0.0.1', port: Number(port) });
+    await once(socket, 'connect');
+    const headers = Object.entries(gw.headers(alice.token)).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    socket.write(`GET ${alice.files}${q('changing.bin')} HTTP/1.1\r\nhost: x\r\n${headers}connection: close\r\n\r\n`);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => undefined);
+    const closed = once(socket, 'close');
+    while (Buffer.concat(chunks).indexOf('\r\n\r\n') < 0) await once(socket, 'data');
+    // Unread for a moment, the socket fills and the send waits for room (far less than the file fits in it);
+    // meanwhile a command of the turn rewrites the last byte in place.
+    socket.pause();
+    const fd = openSync(join(alice.root, 'changing.bin'), 'r+');
+    writeSync(fd, Buffer.from([changing[CHANGING_SIZE - 1]! ^ 0xff]), 0, 1, CHANGING_SIZE - 1);
+    closeSync(fd);
+    await sleep(5);
+    socket.resume();
+    await closed;
+    const answer = Buffer.concat(chunks);
+    const split = answer.indexOf('\r\n\r\n');
+    const head = answer.subarray(0, split).toString();
+    const body = answer.subarray(split + 4);
+    expect(head).toMatch(/^HTTP\/1\.1 200/);
+    expect(head).toContain(`x-berth-version: ${version(changing)}`);
+    expect(body.length).toBeLessThan(CHANGING_SIZE);
+    expect(body.equals(changing.subarray(0, body.length))).toBe(true);
   });
 });
