@@ -16,6 +16,11 @@
       "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
     },
     {
+      "target_name": "berth_hashedwrite",
+      "sources": ["src/providers/hashed-write.c"],
+      "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
+    },
+    {
       "target_name": "berth_sendfile",
       "sources": ["src/providers/send-file.c"],
       "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]

@@ -5,8 +5,7 @@
  * addon, or with two pool sends under way already (each holds a pool thread while its client reads), callers send
  * the ordinary way.
  */
-import { constants } from 'node:os';
-import { loadAddon } from './addon.ts';
+import { errnoError, loadAddon } from './addon.ts';
 
 type Outcome = [sent: number, errno: number, changed: 0 | 1];
 
@@ -48,10 +47,7 @@ export interface SendOutcome {
 }
 
 function settled([sent, errno, changed]: Outcome): SendOutcome {
-  if (errno !== 0) {
-    const code = Object.entries(constants.errno).find(([, n]) => n === errno)?.[0] ?? `errno ${errno}`;
-    throw Object.assign(new Error(`send: ${code} after ${sent} bytes`), { code });
-  }
+  if (errno !== 0) throw errnoError(`send after ${sent} bytes`, errno);
   return { sent, changed: changed === 1 };
 }
 

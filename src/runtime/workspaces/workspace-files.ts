@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
 import { exchangeAt } from '../../providers/exchange-at.ts';
+import { hashedWriter } from '../../providers/hashed-write.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
 import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, rememberWritten, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
 import { CheckedFileStream } from './checked-file-stream.ts';
@@ -529,7 +530,10 @@ export class WorkspaceFiles {
    * the temp file).
    */
   private async writeArriving(fd: number, chunks: AsyncIterable<Uint8Array>, path: string): Promise<{ version: string; size: number }> {
-    const hash = createHash('sha256');
+    // Hashed on the pool with each batch's write where the addon is built: the event loop only gathers the bytes.
+    const pooled = hashedWriter();
+    const hash = pooled ? undefined : createHash('sha256');
+    const put = (batch: Uint8Array[]) => (pooled ? pooled.write(fd, batch) : writeChunks(fd, batch));
     let size = 0;
     let gathered: Uint8Array[] = [];
     let gatheredBytes = 0;
@@ -544,23 +548,23 @@ export class WorkspaceFiles {
       for await (const chunk of chunks) {
         size += chunk.length;
         this.checkSize(path, size);
-        hash.update(chunk);
+        hash?.update(chunk);
         gathered.push(chunk);
         gatheredBytes += chunk.length;
         if (gatheredBytes < GATHER_BYTES) continue;
         // One write under way at a time: a disk slower than the network slows the reading, not fills memory.
         await writing;
-        writing = writeChunks(fd, take());
+        writing = put(take());
         // Its failure is met at the next await, not reported unhandled while the next chunk is awaited.
         writing.catch(() => undefined);
       }
       await writing;
-      await writeChunks(fd, take());
+      await put(take());
     } finally {
       // Nothing under way once the caller closes the descriptor.
       await writing.catch(() => undefined);
     }
-    return { version: `sha256:${hash.digest('hex')}`, size };
+    return { version: `sha256:${pooled ? pooled.digest() : hash!.digest('hex')}`, size };
   }
 
   private checkIfMatch(path: string, ifMatch: string | undefined): string | undefined {
