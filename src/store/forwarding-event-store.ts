@@ -11,8 +11,9 @@ import type {
 } from './event-store.ts';
 
 export class ForwardingEventStore implements EventStore {
-  /** Offered (as changeMark) only where the wrapped store has it, so callers still fall back to `readStream` where it does not. */
+  /** Offered only where the wrapped store has it, so callers still fall back to `readStream` where it does not. */
   readStreams?: (streams: readonly StreamFrom[]) => ReturnType<NonNullable<EventStore['readStreams']>>;
+  /** Likewise: without it, callers read. */
   changeMark?: () => string;
 
   constructor(readonly inner: EventStore) {
