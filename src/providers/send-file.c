@@ -65,36 +65,6 @@ static int go_on(job_t *job, ssize_t n) {
 
 static int64_t ns(struct timespec t) { return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
 
-/* The `tail` bytes after what was sent, sent only if they are all there and the file's stats are those given. */
-static void send_tail(job_t *job) {
-  char *bytes = malloc((size_t)job->tail);
-  if (bytes == NULL) {
-    job->error = ENOMEM;
-    return;
-  }
-  int64_t got = 0;
-  while (got < job->tail) {
-    ssize_t n = pread(job->file_fd, bytes + got, (size_t)(job->tail - got), (off_t)(job->offset + job->sent + got));
-    if (n > 0) got += n;
-    else if (n == 0 || errno != EINTR) break;
-  }
-  struct stat now;
-  if (got < job->tail || fstat(job->file_fd, &now) != 0 || now.st_size != job->size || ns(now.st_mtim) != job->mtime_ns ||
-      ns(now.st_ctim) != job->ctime_ns) {
-    job->changed = 1;
-    free(bytes);
-    return;
-  }
-  int64_t done = 0;
-  while (done < job->tail) {
-    ssize_t n = send(job->socket_fd, bytes + done, (size_t)(job->tail - done), MSG_NOSIGNAL);
-    if (n > 0) done += n;
-    else if (!go_on(job, n)) break;
-  }
-  job->sent += done;
-  free(bytes);
-}
-
 /* The buffer bytes go through: copied into the socket as sent, so what was sent is what was read (see above). */
 #define CHUNK (256 * 1024)
 
@@ -107,6 +77,28 @@ static int64_t send_all(job_t *job, const char *bytes, int64_t n) {
     else if (!go_on(job, w)) break;
   }
   return done;
+}
+
+/* The `tail` bytes after what was sent (at most CHUNK), sent only if they are all there and the file's stats are those
+ * given. */
+static void send_tail(job_t *job, char *bytes) {
+  if (job->tail > CHUNK) {
+    job->error = EINVAL;
+    return;
+  }
+  int64_t got = 0;
+  while (got < job->tail) {
+    ssize_t n = pread(job->file_fd, bytes + got, (size_t)(job->tail - got), (off_t)(job->offset + job->sent + got));
+    if (n > 0) got += n;
+    else if (n == 0 || errno != EINTR) break;
+  }
+  struct stat now;
+  if (got < job->tail || fstat(job->file_fd, &now) != 0 || now.st_size != job->size || ns(now.st_mtim) != job->mtime_ns ||
+      ns(now.st_ctim) != job->ctime_ns) {
+    job->changed = 1;
+    return;
+  }
+  job->sent += send_all(job, bytes, job->tail);
 }
 
 static void run(job_t *job) {
@@ -124,8 +116,8 @@ static void run(job_t *job) {
     job->sent += went;
     if (went < got) break;
   }
+  if (job->sent == job->length && job->tail > 0 && job->error == 0) send_tail(job, bytes);
   free(bytes);
-  if (job->sent == job->length && job->tail > 0 && job->error == 0) send_tail(job);
 }
 
 static void execute(napi_env env, void *data) {
