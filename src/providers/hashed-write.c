@@ -52,6 +52,11 @@ static void execute(napi_env env, void *data) {
       job->error = errno;
       return;
     }
+    /* A file that takes none of a non-empty buffer would be asked again forever: a failed write, not a short one. */
+    if (n == 0 && rest->iov_len > 0) {
+      job->error = EIO;
+      return;
+    }
     /* Past what went: whole buffers, then into the one cut short. */
     while (left > 0 && (size_t)n >= rest->iov_len) {
       n -= (ssize_t)rest->iov_len;
