@@ -4,6 +4,7 @@
  * engine (DOCKER_HOST as the docker CLI reads it), with the hardening it applies anywhere. Both keep their spools
  * and receipts under the host's data directory or in their volumes, so a restarted host serves them again.
  */
+import { engineFiles } from '../providers/docker/docker-client.ts';
 import { DockerProvider, type DockerProviderOptions } from '../providers/docker/docker-provider.ts';
 import { poolContentDir } from '../providers/docker/pool-content.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
@@ -26,7 +27,8 @@ export interface HostBackends {
 
 export async function hostBackends(options: HostBackendOptions): Promise<HostBackends> {
   const providers: Partial<Record<HostBackend, Provider>> = {
-    native: new NativeProvider({ dataDir: options.dataDir, hidden: options.hidden }),
+    // The engine it serves (root on this machine) is out of its contained commands' sight like its credential.
+    native: new NativeProvider({ dataDir: options.dataDir, hidden: [...options.hidden, ...(options.docker ? engineFiles(process.env, options.docker === true ? undefined : options.docker.endpoint) : [])] }),
   };
   if (options.docker) {
     const docker = new DockerProvider({ contentDir: poolContentDir(options.dataDir), ...(options.docker === true ? {} : options.docker) });

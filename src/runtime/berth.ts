@@ -8,6 +8,7 @@ import type { ActorRuntime } from '../actors/actor-runtime.ts';
 import type { ActorType } from '../actors/actor-type.ts';
 import { DockerProvider } from '../providers/docker/docker-provider.ts';
 import { poolContentDir } from '../providers/docker/pool-content.ts';
+import { engineFiles } from '../providers/docker/docker-client.ts';
 import { NativeProvider } from '../providers/native/native-provider.ts';
 import { RemoteProvider } from '../providers/remote/remote-provider.ts';
 import { sandboxIdentity } from '../providers/native/sandbox-identity.ts';
@@ -77,7 +78,9 @@ export function defaultProviders(dataDir: string, env: NodeJS.ProcessEnv = proce
   const remoteHosts = resolveRemoteHosts(env);
   // The hosts' credentials are the control plane's secrets: no contained command sees their files.
   const credentials = remoteHosts.flatMap((h) => [h.credentialFile, h.clientKeyFile].filter((f): f is string => f !== undefined));
-  const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...credentials, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
+  // The engine is root on its host: its socket and TLS key are as secret as the tokens.
+  const engine = env.BERTH_DOCKER !== '0' ? engineFiles(env) : [];
+  const native = new NativeProvider({ dataDir, hidden: [...tokensFile, ...credentials, ...engine, ...hidden], identity: sandboxIdentity(env), ...(logger ? { logger } : {}) });
   const providers: Provider[] = [native];
   if (env.BERTH_DOCKER !== '0') providers.push(new DockerProvider({ contentDir: poolContentDir(dataDir) }));
   // Registered without hosts too: a profile naming one that is not configured is then refused by name.

@@ -38,6 +38,21 @@ export function endpointFromEnv(env: Env = process.env): DockerEndpoint {
 }
 
 /**
+ * The host files that give the engine `env` names (as endpointFromEnv reads it) to whoever can open them: its Unix
+ * socket, and the directory of its TLS client key. Contained commands must never see them (the engine is root on its
+ * host); the well-known sockets are hidden anyway (bubblewrap.ts CONTROL_SOCKETS). Never throws, reads nothing.
+ */
+export function engineFiles(env: Env = process.env, endpoint?: DockerEndpoint): string[] {
+  const dockerHost = env.DOCKER_HOST?.trim();
+  const files: string[] = [];
+  if (endpoint && 'socketPath' in endpoint) files.push(endpoint.socketPath);
+  else if (!endpoint && !dockerHost) files.push(DEFAULT_SOCKET);
+  else if (!endpoint && dockerHost?.startsWith('unix://')) files.push(dockerHost.slice('unix://'.length));
+  if (env.DOCKER_CERT_PATH) files.push(env.DOCKER_CERT_PATH);
+  return files.filter((f) => f.startsWith('/'));
+}
+
+/**
  * A dockerode client. `timeoutMs` is the socket idle timeout of every request: right for control calls, wrong for
  * attached streams (an idle exec would be cut), so streaming callers make their own client without one.
  * No API version is pinned: unversioned paths get the engine's own current version, which accepts every field sent.

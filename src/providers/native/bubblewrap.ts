@@ -98,6 +98,35 @@ function canDisableUserns(bwrap: string): boolean {
  */
 const PID_ONE = ['/bin/sh', '-c', '"$@"; exit $?', 'berth-init'];
 
+/** The prefix under which a contained command's variables cross the host processes that start its sandbox. */
+export const CARRIED_PREFIX = 'BERTH_CARRIED_';
+
+/**
+ * A contained command's variables as the processes that start its sandbox get them: every name under CARRIED_PREFIX.
+ * Those processes run outside the sandbox, as root (the supervisor's tools, the control-group join, setpriv) or as the
+ * sandbox identity in the host's namespaces (bwrap): a caller's LD_PRELOAD, LD_LIBRARY_PATH, GCONV_PATH or locale path
+ * would run the caller's code there. Under another name no variable means anything to them; the sandbox's pid 1
+ * gives each its name back (carryingPidOne).
+ */
+export function carriedEnv(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).map(([name, value]) => [`${CARRIED_PREFIX}${name}`, value]));
+}
+
+/**
+ * The sandbox's pid 1 (PID_ONE) that first gives the variables `names` (valid shell names, checked by the caller)
+ * their own names back. Shorter names first: a caller's own `BERTH_CARRIED_X` is carried as
+ * `BERTH_CARRIED_BERTH_CARRIED_X` and is restored only after `X` took its carrier. A name not carried (a sandbox
+ * started without them) stays unset. Names only, never values, are in the argv.
+ */
+export function carryingPidOne(names: string[]): string[] {
+  if (names.length === 0) return PID_ONE;
+  const ordered = [...names].sort((a, b) => a.length - b.length);
+  const carrier = `${CARRIED_PREFIX}$_bsv_n`;
+  const one = String.raw`[ -z \"\${${carrier}+x}\" ] || { export $_bsv_n=\"\$${carrier}\"; unset ${carrier}; }`;
+  const restore = `for _bsv_n in ${ordered.join(' ')}; do eval "${one}"; done; unset _bsv_n; `;
+  return ['/bin/sh', '-c', `${restore}${PID_ONE[2]}`, PID_ONE[3]];
+}
+
 /**
  * The workspace's mounts. bwrap looks a source up on the host (its old root) and a destination inside the sandbox
  * being built: a link the command planted at `.berth` or `.berth-inputs` in an earlier run is followed there, so the
@@ -131,7 +160,9 @@ export function bubblewrapArgv(bwrap: string, c: Containment, pidOne = PID_ONE):
   // and no other process of the host (the server's, another tenant's) can be seen or signalled.
   args.push('--unshare-pid', '--die-with-parent');
   if (c.unprivileged) {
-    args.push('--unshare-user', '--cap-drop', 'ALL');
+    // Every tenant's sandbox runs as the same host identity: System V IPC objects (listed in /proc/sysvipc whatever
+    // the pid namespace, opened by uid alone) would be shared between tenants, and left in the host's tables.
+    args.push('--unshare-user', '--unshare-ipc', '--cap-drop', 'ALL');
     if (canDisableUserns(bwrap)) args.push('--disable-userns');
   }
   if (c.network === 'none') args.push('--unshare-net');

@@ -18,7 +18,7 @@ import {
   SUPERVISOR_CLAIM_LOST,
   type Claim,
 } from '../spool.ts';
-import { bubblewrapArgv, findBubblewrap, type Containment } from './bubblewrap.ts';
+import { bubblewrapArgv, carriedEnv, carryingPidOne, findBubblewrap, type Containment } from './bubblewrap.ts';
 import { SPARE_PID_ONE } from './launcher-lines.ts';
 import { FifoWriter } from './fifo-writer.ts';
 import { isProcessAlive, isSupervisorAlive, sessionWritesTo, stopSession } from './host-process.ts';
@@ -254,8 +254,11 @@ export class NativeExecutor implements Executor {
       unprivileged: true,
     };
     const prefix = [...(this.options.limitPrefix ?? []), ...privilegeDropArgv(this.view.identity)];
-    const argv = [...prefix, ...bubblewrapArgv(bwrap, containment), ...spec.command];
-    return { argv, cwd: '/', env: this.sandboxEnv(spec.env), sandbox: workspace ? undefined : this.spareRun(spec, prefix, bwrap, containment) };
+    // The caller's variables are the command's alone: the processes before the sandbox (root's, then bwrap) get them
+    // under names that mean nothing to them, and the sandbox's pid 1 gives them back (bubblewrap.ts carriedEnv).
+    const env = this.sandboxEnv(spec.env);
+    const argv = [...prefix, ...bubblewrapArgv(bwrap, containment, carryingPidOne(Object.keys(env))), ...spec.command];
+    return { argv, cwd: '/', env: carriedEnv(env), sandbox: workspace ? undefined : this.spareRun(spec, prefix, bwrap, containment, env) };
   }
 
   /**
@@ -264,9 +267,9 @@ export class NativeExecutor implements Executor {
    * command's own bwrap, from the source the runtime checked just before (a spare would hold the directory it found
    * when it was made). Such a command pays a whole sandbox start.
    */
-  private spareRun(spec: ExecSpec, prefix: string[], bwrap: string, containment: Containment): SandboxRun {
+  private spareRun(spec: ExecSpec, prefix: string[], bwrap: string, containment: Containment, env: Record<string, string>): SandboxRun {
     const spare = [...prefix, ...bubblewrapArgv(bwrap, { ...containment, chdir: '/tmp', makeChdir: false }, SPARE_PID_ONE)];
-    return { key: { prefix: spare, outRoot: this.options.spoolDir }, command: spec.command, cwd: containment.chdir!, makeDir: containment.makeChdir ?? false };
+    return { key: { prefix: spare, outRoot: this.options.spoolDir }, command: spec.command, env, cwd: containment.chdir!, makeDir: containment.makeChdir ?? false };
   }
 
   /** The base's HOME and USER name the server's account: a contained command's home is its private /tmp. */

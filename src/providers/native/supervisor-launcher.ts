@@ -102,6 +102,11 @@ export interface SandboxSpareKey {
 export interface SandboxRun {
   key: SandboxSpareKey;
   command: string[];
+  /**
+   * The command's own variables, which only its line to the spare's pid 1 (inside the sandbox) carries; the env
+   * superviseContained is given is the one the host processes before the sandbox may have (bubblewrap.ts carriedEnv).
+   */
+  env: Record<string, string>;
   cwd: string;
   /** The cwd is a directory of the private /tmp that may not exist yet. */
   makeDir: boolean;
@@ -263,10 +268,10 @@ class Launcher {
     const spare = this.sandboxSpares.get(id)?.spare;
     let launch: Launch | undefined;
     // Only a spare that waits (`ready`: its sandbox holds its output files) is taken.
-    if (spare && !run.stdin && plain(Object.keys(env)) && existsSync(join(spare.dir, 'ready'))) {
+    if (spare && !run.stdin && plain(Object.keys(sandbox.env)) && existsSync(join(spare.dir, 'ready'))) {
       this.sandboxSpares.delete(id);
       // The request's argv stays the whole sandbox argv: the supervisor starts it itself if the spare's is gone.
-      const line = spareRequest(runArgs(run), containedGoLine({ ...run, cwd: sandbox.cwd, argv: sandbox.command }, env, sandbox.makeDir));
+      const line = spareRequest(runArgs(run), containedGoLine({ ...run, cwd: sandbox.cwd, argv: sandbox.command }, sandbox.env, sandbox.makeDir));
       const fits = Buffer.byteLength(line) <= PIPE_BUF && Date.now() - spare.madeAt <= SPARE_USABLE_MS;
       if (fits && adopt(spare.out, run.dir) && request(spare, line)) launch = this.used(spare);
       else request(spare, SPARE_EXIT);
