@@ -5,6 +5,7 @@
 import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind, ReusePolicy } from '../../schemas/profile.ts';
 import type { FileHost } from './file-host.ts';
+import type { SandboxView } from './native/sandbox-view.ts';
 
 export interface AllocationIntent {
   environmentId: string;
@@ -133,6 +134,11 @@ export interface Provider {
    * the server's own uid.
    */
   readonly workspaceOwner?: { uid: number; gid: number };
+  /**
+   * What this provider's contained host commands run as and must not see (native: the sandbox identity; the data
+   * dir, tokens, host credentials, engine socket, workspace roots). Builds on the host's toolchain run under the same.
+   */
+  readonly hostSandbox?: SandboxView;
   /**
    * Warm pools (src/runtime/pools): allocations made ahead of need for a pool's profile, handed to an environment
    * whose profile fits it. Providers without it are never pooled.

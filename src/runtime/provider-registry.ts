@@ -3,6 +3,7 @@
  * registered fails explicitly (`provider_missing`), never falls back to another.
  */
 import { BerthError } from '../../schemas/errors.ts';
+import type { SandboxView } from '../providers/native/sandbox-view.ts';
 import type { Provider } from '../providers/provider.ts';
 
 export class ProviderRegistry {
@@ -33,6 +34,11 @@ export class ProviderRegistry {
    */
   workspaceOwner(): { uid: number; gid: number } | undefined {
     return [...this.providers.values()].find((p) => p.workspaceOwner)?.workspaceOwner;
+  }
+
+  /** The view host-side sandboxes are made with (Provider.hostSandbox): the one the providers name, if any. */
+  hostSandbox(): SandboxView | undefined {
+    return [...this.providers.values()].find((p) => p.hostSandbox)?.hostSandbox;
   }
 
   async close(): Promise<void> {

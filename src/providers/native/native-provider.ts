@@ -44,14 +44,14 @@ export class NativeProvider implements Provider {
 
   private readonly dataDir: string;
   private readonly executors = new Map<string, NativeExecutor>();
-  /** What contained commands see: one for the provider, shared by its executors. */
-  readonly view: SandboxView;
+  /** What contained commands see: one for the provider, shared by its executors (and host-side builds). */
+  readonly hostSandbox: SandboxView;
   /** Memory, CPU and pids limits of contained commands: one control group per allocation. */
   readonly limits: AllocationLimits;
 
   constructor(private readonly options: NativeProviderOptions) {
     this.dataDir = resolve(options.dataDir);
-    this.view = new SandboxView(options.identity ?? sandboxIdentity(), [this.dataDir, ...(options.hidden ?? [])]);
+    this.hostSandbox = new SandboxView(options.identity ?? sandboxIdentity(), [this.dataDir, ...(options.hidden ?? [])]);
     this.limits = new AllocationLimits(this.dataDir);
     // Groups of an earlier run that nothing holds any more; one still holding commands stays.
     this.limits.sweep();
@@ -65,7 +65,7 @@ export class NativeProvider implements Provider {
 
   /** A root server's contained commands run as the sandbox identity: workspace files must be its to write. */
   get workspaceOwner(): { uid: number; gid: number } | undefined {
-    const { uid, gid, drops } = this.view.identity;
+    const { uid, gid, drops } = this.hostSandbox.identity;
     return drops ? { uid, gid } : undefined;
   }
 
@@ -75,7 +75,7 @@ export class NativeProvider implements Provider {
    */
   admit(admission: Admission, profile: Profile): void {
     if (admission.workspace) workspaceCwd(admission.workspace, admission.cwd);
-    else if (profile.contain) this.view.confine(admission.cwd, admission.mounts);
+    else if (profile.contain) this.hostSandbox.confine(admission.cwd, admission.mounts);
   }
 
   private spoolDir(allocationId: string): string {
@@ -131,7 +131,7 @@ export class NativeProvider implements Provider {
       // Found again after a restart, whose sweep removed it if it was empty then.
       const limits = this.ensureGroup(ref.allocationId, profile);
       const limitPrefix = limits ? this.limits.prefix(ref.allocationId, limits) : [];
-      executor = new NativeExecutor({ spoolDir, profile, view: this.view, graceMs: this.options.graceMs, limitPrefix });
+      executor = new NativeExecutor({ spoolDir, profile, view: this.hostSandbox, graceMs: this.options.graceMs, limitPrefix });
       this.executors.set(ref.allocationId, executor);
     }
     return executor;

@@ -1,8 +1,9 @@
 /**
  * Where a build's installers run (seed 001 §4, §9): the server's own toolchain, with no more privilege than a task.
  * With bubblewrap (the default on Linux hosts): as a contained command runs (the sandbox identity, a user namespace
- * without capabilities), the host root read-only, a private /tmp as HOME (npm's cache goes there), Berth's data
- * directory, the tokens file and the server's home hidden, and only this version's directory writable, bound at
+ * without capabilities), the host root read-only, a private /tmp as HOME (npm's cache goes there), hidden what a
+ * contained command's sandbox hides (Provider.hostSandbox: the data directory, the tokens file, host credentials,
+ * the engine socket, the workspace roots, the server's home), and only this version's directory writable, bound at
  * `/env/<slug>`, the path sessions will see it at (a venv records its own absolute path). The directory is handed
  * to the sandbox identity for the build and taken back after, without following anything the build planted. The
  * network follows the profile (`network: none` unshares it), and so do memory, CPUs and pids: the build has a control
@@ -63,8 +64,9 @@ export async function buildToolchain(o: BuildToolchainOptions): Promise<BuildToo
   const bwrap = findBubblewrap();
   if (bwrap) {
     const workdir = `/env/${o.slug}`;
-    const identity = sandboxIdentity();
-    const view = new SandboxView(identity, [o.dataDir, ...(process.env.BERTH_TOKENS_FILE ? [process.env.BERTH_TOKENS_FILE] : [])]);
+    // As hidden as a contained command (the data dir, tokens, host credentials, engine socket, workspace roots).
+    const view = o.providers.hostSandbox() ?? new SandboxView(sandboxIdentity(), [o.dataDir, ...(process.env.BERTH_TOKENS_FILE ? [process.env.BERTH_TOKENS_FILE] : [])]);
+    const identity = view.identity;
     const env = { ...commandEnv({ env: passed, user: { name: identity.name, home: '/tmp' } }), npm_config_cache: '/tmp/.npm' };
     const owner = await handOver(o.versionDir, identity.uid, identity.gid);
     try {
