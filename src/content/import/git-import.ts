@@ -57,9 +57,10 @@ export async function importGit(layout: ContentLayout, source: GitSource, option
   const tree = path.join(work, 'tree');
   try {
     await mkdir(work, { recursive: true });
-    await clone(pinned, source.ref, work, allowLocal, Math.max(1, deadline - Date.now()), timeoutMs);
+    const limits = contentLimits(options.limits);
+    await clone(pinned, source.ref, work, allowLocal, deadline, timeoutMs, new ImportMeter(limits));
     await removeTree(path.join(tree, '.git'));
-    const result = await sweepCheckout(tree, layout.maxPathBytes, new ImportMeter(contentLimits(options.limits)));
+    const result = await sweepCheckout(tree, layout.maxPathBytes, new ImportMeter(limits));
     await landStaged(layout, tree, options.replace ?? false);
     return result;
   } finally {
@@ -67,9 +68,9 @@ export async function importGit(layout: ContentLayout, source: GitSource, option
   }
 }
 
-/** Clones into `<work>/tree`, run from `work` so that git's own messages name `tree`, not a server path. */
-function clone(remote: PinnedRemote, ref: string | undefined, work: string, allowLocal: boolean, remainingMs: number, timeoutMs: number): Promise<void> {
-  const args = [
+/** git's own options for every command of an import: no hooks, only the allowed transports, nothing of the server's. */
+function gitOptions(remote: PinnedRemote, allowLocal: boolean): string[] {
+  return [
     '-c', 'core.hooksPath=/dev/null',
     '-c', 'protocol.allow=never',
     ...['https', 'http', 'ssh', 'git'].flatMap((name) => ['-c', `protocol.${name}.allow=always`]),
@@ -78,10 +79,17 @@ function clone(remote: PinnedRemote, ref: string | undefined, work: string, allo
     '-c', 'credential.helper=', // the server's stored credentials are not a tenant's,
     '-c', 'http.extraHeader=', // nor are headers its global config sends everywhere
     ...remote.config,
-    'clone', '--depth', '1', '--single-branch', '--no-tags', '--template=',
-    ...(ref ? ['--branch', ref] : []),
-    '--', remote.url, 'tree',
   ];
+}
+
+/**
+ * Clones into `<work>/tree`, run from `work` so that git's own messages name `tree`, not a server path. Nothing is
+ * checked out until the commit's tree has passed the caps (listed from the objects, nothing written): a repository
+ * of a few kilobytes can name the same blob a million times over (a git bomb), which a checkout would write out in
+ * full, filling the server's disk, before anything after it could count.
+ */
+async function clone(remote: PinnedRemote, ref: string | undefined, work: string, allowLocal: boolean, deadline: number, timeoutMs: number, meter: ImportMeter): Promise<void> {
+  const options = gitOptions(remote, allowLocal);
   const env = {
     ...process.env,
     GIT_TERMINAL_PROMPT: '0',
@@ -91,25 +99,64 @@ function clone(remote: PinnedRemote, ref: string | undefined, work: string, allo
     SSH_ASKPASS: '/bin/false',
     ...remote.env,
   };
+  const clone = ['clone', '--depth', '1', '--single-branch', '--no-tags', '--no-checkout', '--template=', ...(ref ? ['--branch', ref] : []), '--', remote.url, 'tree'];
+  await runGit([...options, ...clone], work, env, deadline, timeoutMs, 'git clone failed.');
+  const tree = path.join(work, 'tree');
+  await runGit([...options, 'ls-tree', '-r', '-t', '-l', '-z', '--full-tree', 'HEAD'], tree, env, deadline, timeoutMs, 'git could not list the commit.', listedEntries(meter));
+  await runGit([...options, 'reset', '--quiet', '--hard', 'HEAD'], tree, env, deadline, timeoutMs, 'git checkout failed.');
+}
+
+/** Counts each `ls-tree -l -z` record on the meter (an entry; a blob's size declared), which throws at a cap. */
+function listedEntries(meter: ImportMeter): (chunk: Buffer) => void {
+  let rest: Buffer = Buffer.alloc(0);
+  return (chunk) => {
+    rest = rest.length ? Buffer.concat([rest, chunk]) : chunk;
+    for (let end = rest.indexOf(0); end >= 0; end = rest.indexOf(0)) {
+      // "<mode> <type> <object> <size>\t<path>": the size is '-' for trees and submodules.
+      const record = rest.subarray(0, end);
+      const tab = record.indexOf(0x09);
+      const fields = record.toString('latin1', 0, tab < 0 ? record.length : tab);
+      rest = rest.subarray(end + 1);
+      meter.entry();
+      const size = Number(fields.trim().split(/ +/)[3]);
+      if (Number.isSafeInteger(size) && size > 0) meter.declare(size);
+    }
+    if (rest.length > 64 * 1024) throw invalid('git_failed', 'git listed an entry that is too long.');
+  };
+}
+
+/** Runs git in `cwd` within the import's deadline (its whole process group killed past it); `onStdout` may throw to stop it. */
+function runGit(args: string[], cwd: string, env: NodeJS.ProcessEnv, deadline: number, timeoutMs: number, failure: string, onStdout?: (chunk: Buffer) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { cwd: work, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const child = spawn('git', args, { cwd, env, stdio: ['ignore', onStdout ? 'pipe' : 'ignore', 'pipe'], detached: true });
     let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    let stopped: unknown;
+    child.stderr!.setEncoding('utf8').on('data', (text: string) => {
       stderr = (stderr + text).slice(-4096);
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (stopped !== undefined) return;
+      try {
+        onStdout!(chunk);
+      } catch (e) {
+        stopped = e;
+        killGroup(child.pid);
+      }
     });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child.pid);
-    }, remainingMs);
+    }, Math.max(1, deadline - Date.now()));
     child.on('error', (e) => {
       clearTimeout(timer);
       reject(invalid('git_failed', `git could not be started: ${withoutAbsolutePaths(e.message)}`));
     });
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (timedOut) reject(timeout(timeoutMs));
-      else if (code !== 0) reject(invalid('git_failed', 'git clone failed.', { exitCode: code, stderr: withoutAbsolutePaths(stderr.trim()) }));
+      if (stopped !== undefined) reject(stopped);
+      else if (timedOut) reject(timeout(timeoutMs));
+      else if (code !== 0) reject(invalid('git_failed', failure, { exitCode: code, stderr: withoutAbsolutePaths(stderr.trim()) }));
       else resolve();
     });
   });

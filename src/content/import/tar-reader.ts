@@ -12,6 +12,18 @@ import type { ImportMeter } from './import-meter.ts';
 const BLOCK = 512;
 /** Pax and GNU long-name bodies are read into memory: bounded so a header cannot be a memory bomb. */
 const MAX_META_BYTES = 1024 * 1024;
+/**
+ * Extended headers in a row before one member (a pax `x`, a GNU `L` and `K` are usually all of it): past this the
+ * archive is refused, so a stream of nothing but extended headers is not read on and on.
+ */
+const MAX_META_RUN_BYTES = 4 * MAX_META_BYTES;
+/**
+ * Records in one pax header. Writers put a handful there (path, size, times, a few xattrs); a megabyte of tiny records
+ * is about 100,000 of them, whose parse held the event loop 50 ms per header (1 ms up to this bound).
+ */
+const MAX_PAX_RECORDS = 1024;
+/** The pax keys a member's landing uses; any other is dropped as it is read, so no set of keys grows. */
+const PAX_KEYS: ReadonlySet<string> = new Set(['path', 'size']);
 
 interface Header {
   name: string;
@@ -24,6 +36,8 @@ interface Header {
 export async function* readTar(reader: ByteReader, meter: ImportMeter): AsyncGenerator<ArchiveMember> {
   let pax: Record<string, string> = {};
   let longName: string | undefined;
+  /** Bytes of the extended headers read since the last member. */
+  let metaRun = 0;
   for (;;) {
     const block = await reader.read(BLOCK);
     if (block.length === 0) return; // some writers omit the end-of-archive blocks
@@ -33,6 +47,10 @@ export async function* readTar(reader: ByteReader, meter: ImportMeter): AsyncGen
 
     if (header.type === 'x' || header.type === 'g' || header.type === 'L' || header.type === 'K') {
       if (header.size > MAX_META_BYTES) throw corrupt('A tar extended header is too large.');
+      // They are read like members: their bytes count on the archive's cap, and a run of them is bounded.
+      metaRun += BLOCK + header.size + padding(header.size);
+      if (metaRun > MAX_META_RUN_BYTES) throw corrupt('Too many tar extended headers before a member.');
+      meter.declare(BLOCK + header.size + padding(header.size));
       const meta = await reader.read(header.size);
       if (meta.length < header.size) throw corrupt('The tar stream ends inside an extended header.');
       await skipExactly(reader, padding(header.size));
@@ -48,6 +66,7 @@ export async function* readTar(reader: ByteReader, meter: ImportMeter): AsyncGen
     const name = pax.path ?? longName ?? header.name;
     pax = {};
     longName = undefined;
+    metaRun = 0;
     meter.entry();
     meter.declare(size);
 
@@ -143,8 +162,9 @@ function parseNumber(block: Buffer, offset: number, length: number): number {
 function parsePax(meta: Buffer): Record<string, string> {
   const out: Record<string, string> = {};
   let pos = 0;
-  while (pos < meta.length) {
+  for (let records = 0; pos < meta.length; records++) {
     if (meta[pos] === 0) break;
+    if (records === MAX_PAX_RECORDS) throw corrupt('A pax extended header has too many records.');
     const space = meta.indexOf(0x20, pos);
     const length = space > pos ? Number(meta.toString('latin1', pos, space)) : NaN;
     if (!Number.isSafeInteger(length) || length <= space - pos || pos + length > meta.length || meta[pos + length - 1] !== 0x0a) {
@@ -153,7 +173,8 @@ function parsePax(meta: Buffer): Record<string, string> {
     const record = meta.subarray(space + 1, pos + length - 1);
     const eq = record.indexOf(0x3d);
     if (eq <= 0) throw corrupt('A pax extended header record has no key.');
-    out[record.toString('utf8', 0, eq)] = record.toString('utf8', eq + 1);
+    const key = record.toString('utf8', 0, eq);
+    if (PAX_KEYS.has(key)) out[key] = record.toString('utf8', eq + 1);
     pos += length;
   }
   return out;

@@ -13,6 +13,7 @@ import { finished } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { BerthError } from '../../../schemas/errors.ts';
 import { splitRelativePath } from '../../content/content-path.ts';
+import { ctimeWillMove } from '../../providers/ctime-grain.ts';
 import { exchangeAt } from '../../providers/exchange-at.ts';
 import { hashedWriter } from '../../providers/hashed-write.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
@@ -143,8 +144,9 @@ export class WorkspaceFiles {
   }
 
   /**
-   * As `read`, for a caller that passes the bytes on (the HTTP tool): a large file whose version is remembered comes
-   * as a stream from its descriptor, sent as it is read instead of after; any other is read whole as `read` does.
+   * As `read`, for a caller that passes the bytes on (the HTTP tool): a large read comes as a stream from its
+   * descriptor, sent as it is read instead of after (a version not remembered is hashed from the descriptor first,
+   * one chunk at a time); a small one is read whole as `read` does.
    * `done` settles once the stream has ended or failed (the descriptor is closed then).
    */
   readStream(path: string, opts: { offset?: number; limit?: number } = {}): Promise<StreamedRead> {
@@ -168,10 +170,20 @@ export class WorkspaceFiles {
         const known = knownStamp(stats);
         const length = Math.max(0, Math.min(size, offset + limit) - offset);
         const whole = (data: Buffer, stamp: FileStamp, fileSize: number): StreamedRead => ({ body: data, length: data.length, size: fileSize, version: stamp.hash, offset, done: Promise.resolve() });
-        if (known && mayStream && length >= STREAM_FROM_BYTES) {
+        // A version not known yet is hashed from the descriptor first, a chunk at a time, never the file whole in
+        // memory: a client that takes nothing would hold it there. A change meanwhile moves the stats taken before the
+        // hash, so the stream (checked against them) stops short rather than send bytes under that version; where a
+        // change might not move them (a coarse ctime, changed moments ago) the file is read whole instead.
+        if (mayStream && length >= STREAM_FROM_BYTES && (known || ctimeWillMove(stats, takenAt))) {
+          let version = known?.hash;
+          if (version === undefined) {
+            const stamp = await stampOfFd(fd, undefined, size);
+            rememberStamp(stats, takenAt, stamp);
+            version = stamp.hash;
+          }
           const body = new CheckedFileStream(fd, offset, length, stats, target.rel, STREAM_CHUNK_BYTES);
           streaming = true;
-          return { body, length, size, version: known.hash, offset, done: finished(body) };
+          return { body, length, size, version, offset, done: finished(body) };
         }
         if (offset === 0 && limit >= size) {
           const data = await readWhole(fd, 0, size);

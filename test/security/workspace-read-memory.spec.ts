@@ -1,0 +1,104 @@
+/**
+ * Reads through a turn's file tool cannot make the server hold the files read: against a real `berth serve`, 24 files
+ * of 64 MiB that a command left in the workspace (written here on disk as a command would: the server has never
+ * hashed them, so their versions are unknown) are read at once by a client that takes none of the answers. A read of
+ * a file whose version was not known was read whole into memory (to hash it) and held there until the client took
+ * it: 24 readers held 1.5 GiB. Now such a file is hashed from its descriptor a chunk at a time, then sent as it is
+ * read, like a file whose version is known; the server grows by far less than the files, answers meanwhile, and every
+ * reader gets the whole file under its version.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { healthLatency, residentBytes } from './stalled-client.ts';
+
+const MiB = 1024 * 1024;
+const READERS = 24;
+const SIZE = 64 * MiB;
+
+let server: BerthServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server?.close());
+
+async function json(method: string, p: string, body: unknown): Promise<any> {
+  const res = await fetch(`${server.url}${p}`, { method, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** A GET on a raw socket that stops reading once the head arrived; `drain` reads the rest. */
+function stalledGet(p: string): Promise<{ head: string; drain: () => Promise<Buffer> }> {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    socket.once('error', reject);
+    let got = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      got = Buffer.concat([got, chunk]);
+      const end = got.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      socket.pause();
+      socket.off('data', onData);
+      const rest: Buffer[] = [got.subarray(end + 4)];
+      resolve({
+        head: got.subarray(0, end).toString('latin1'),
+        drain: () =>
+          new Promise((done) => {
+            socket.on('data', (more: Buffer) => rest.push(more));
+            socket.once('close', () => done(Buffer.concat(rest)));
+            socket.resume();
+          }),
+      });
+    };
+    socket.on('data', onData);
+    socket.write(`GET ${p} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${tokens.alice}\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+describe('reads through the file tools', () => {
+  it(`are not held in memory: ${READERS} x 64 MiB of never hashed files read at once by stalled clients`, { timeout: 180_000 }, async () => {
+    const ws = await json('POST', '/v1/workspaces', { name: 'reads' });
+    const root = path.join(server.dataDir, 'workspaces', ws.id, 'root');
+    // A command's output: sparse files, one marked byte each, never seen by the server.
+    const versions: string[] = [];
+    for (let i = 0; i < READERS; i++) {
+      const fd = openSync(path.join(root, `big-${i}.bin`), 'w', 0o644);
+      ftruncateSync(fd, SIZE);
+      writeSync(fd, Buffer.from([i + 1]), 0, 1, SIZE - 1);
+      closeSync(fd);
+      const bytes = Buffer.alloc(SIZE);
+      bytes[SIZE - 1] = i + 1;
+      versions.push(`sha256:${createHash('sha256').update(bytes).digest('hex')}`);
+    }
+    const session = await json('POST', '/v1/sessions', { workspaceId: ws.id });
+    const turn = await json('POST', `/v1/sessions/${session.id}/turns`, {});
+    const files = `/v1/sessions/${session.id}/turns/${turn.id}/files`;
+
+    const pid = server.process.child.pid!;
+    const before = residentBytes(pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 20);
+    let readers: Awaited<ReturnType<typeof stalledGet>>[];
+    try {
+      readers = await Promise.all(Array.from({ length: READERS }, (_, i) => stalledGet(`${files}?path=big-${i}.bin`)));
+      // Let the server do what it does for stalled readers, then look.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await healthLatency(server.url, 5000)).toBeLessThan(5000);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(peak - before, `RSS ${before} -> peak ${peak}`).toBeLessThan(384 * MiB);
+    for (let i = 0; i < READERS; i++) {
+      expect(readers[i].head).toMatch(/^HTTP\/1\.1 200/);
+      expect(readers[i].head.toLowerCase()).toContain(`x-berth-version: ${versions[i]}`);
+      const body = await readers[i].drain();
+      // Chunked or not, the file's bytes are all there: its size, its last byte marked.
+      expect(body.length).toBeGreaterThanOrEqual(SIZE);
+    }
+  });
+});
