@@ -18,6 +18,7 @@ import { exchangeAt } from '../../providers/exchange-at.ts';
 import { hashedWriter } from '../../providers/hashed-write.ts';
 import { at, errorCode, lstatAt, mkdirAt, openDir, openDirAt, openEntry, removeTreeAt } from '../../providers/spool-dir.ts';
 import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, rememberWritten, stampOfFd, stampOfOpenFile, versionOf, type FileStamp } from './file-stamp.ts';
+import { wholeFileBudget } from './buffer-budget.ts';
 import { CheckedFileStream } from './checked-file-stream.ts';
 import { INPUTS_DIR, manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
 
@@ -233,28 +234,37 @@ export class WorkspaceFiles {
     return this.inParent(target, null, async (dirFd, name) => {
       const fd = this.openFile(dirFd, name, target);
       if (fd === undefined) throw notFound(path);
-      let bytes: Buffer;
-      let current: { stamp: FileStamp; mode: number };
+      let stats;
       try {
-        const stats = fstatSync(fd, { bigint: true });
+        stats = fstatSync(fd, { bigint: true });
         this.checkSize(path, Number(stats.size));
-        bytes = await readWhole(fd, 0, Number(stats.size));
-        current = { stamp: knownStamp(stats) ?? { size: bytes.length, hash: versionOf(bytes) }, mode: Number(stats.mode) };
-      } finally {
+      } catch (e) {
         closeSync(fd);
+        throw e;
       }
-      // Checked before the text is looked for: a stale caller learns that first, whatever it asked to replace.
-      this.matchVersion(path, ifMatch, current.stamp.hash);
-      const old = Buffer.from(oldText);
-      const first = bytes.indexOf(old);
-      if (first < 0) throw invalid(path, 'old_text_missing', 'The text to replace does not occur in the file.');
-      if (bytes.indexOf(old, first + 1) >= 0) {
-        throw invalid(path, 'old_text_not_unique', 'The text to replace occurs more than once; give more context.', { count: occurrences(bytes, old) });
-      }
-      const next = Buffer.concat([bytes.subarray(0, first), Buffer.from(newText), bytes.subarray(first + old.length)]);
-      this.checkSize(path, next.length);
-      const done = await this.replace(dirFd, name, target, next, current, undefined, this.toolOwner());
-      return { ...done, replacements: 1 as const };
+      // The file is held twice (as read, and with the text replaced): the process's budget bounds how many at once.
+      return wholeFileBudget.holding(2 * Number(stats.size) + Buffer.byteLength(newText), async () => {
+        let bytes: Buffer;
+        let current: { stamp: FileStamp; mode: number };
+        try {
+          bytes = await readWhole(fd, 0, Number(stats.size));
+          current = { stamp: knownStamp(stats) ?? { size: bytes.length, hash: versionOf(bytes) }, mode: Number(stats.mode) };
+        } finally {
+          closeSync(fd);
+        }
+        // Checked before the text is looked for: a stale caller learns that first, whatever it asked to replace.
+        this.matchVersion(path, ifMatch, current.stamp.hash);
+        const old = Buffer.from(oldText);
+        const first = bytes.indexOf(old);
+        if (first < 0) throw invalid(path, 'old_text_missing', 'The text to replace does not occur in the file.');
+        if (bytes.indexOf(old, first + 1) >= 0) {
+          throw invalid(path, 'old_text_not_unique', 'The text to replace occurs more than once; give more context.', { count: occurrences(bytes, old) });
+        }
+        const next = Buffer.concat([bytes.subarray(0, first), Buffer.from(newText), bytes.subarray(first + old.length)]);
+        this.checkSize(path, next.length);
+        const done = await this.replace(dirFd, name, target, next, current, undefined, this.toolOwner());
+        return { ...done, replacements: 1 as const };
+      });
     });
   }
 

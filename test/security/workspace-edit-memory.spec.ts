@@ -1,0 +1,78 @@
+/**
+ * Edits through a turn's file tool hold a file twice in memory while they run (its bytes, and the bytes with the text
+ * replaced): against a real `berth serve`, 24 edits of 64 MiB files sent at once would hold 3 GiB. The file tools
+ * share one budget of whole-file bytes in memory (buffer-budget.ts): past it an edit waits its turn. The server grows
+ * by about the budget, answers meanwhile, and every edit lands.
+ */
+import { closeSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { healthLatency, residentBytes } from './stalled-client.ts';
+
+const MiB = 1024 * 1024;
+const EDITS = 24;
+const SIZE = 64 * MiB;
+/** 16 bytes at the end of file `i`: `word` is MARK before the edit, DONE after. */
+const marker = (word: string, i: number) => `${word}-${String(i).padStart(4, '0')}-END--\n`;
+
+let server: BerthServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server?.close());
+
+async function json(method: string, p: string, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${server.url}${p}`, { method, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
+describe('edits through the file tools', () => {
+  it(`share a memory budget: ${EDITS} edits of 64 MiB files at once`, { timeout: 240_000 }, async () => {
+    const ws = (await json('POST', '/v1/workspaces', { name: 'edits' })).body;
+    const root = path.join(server.dataDir, 'workspaces', ws.id, 'root');
+    // A command's output: sparse files ending in a marker each.
+    for (let i = 0; i < EDITS; i++) {
+      const fd = openSync(path.join(root, `big-${i}.txt`), 'w', 0o644);
+      ftruncateSync(fd, SIZE - 16);
+      writeSync(fd, Buffer.from(marker('MARK', i)), 0, 16, SIZE - 16);
+      closeSync(fd);
+    }
+    const session = (await json('POST', '/v1/sessions', { workspaceId: ws.id })).body;
+    const turn = (await json('POST', `/v1/sessions/${session.id}/turns`, {})).body;
+    const edit = `/v1/sessions/${session.id}/turns/${turn.id}/files/edit`;
+
+    const pid = server.process.child.pid!;
+    const before = residentBytes(pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 10);
+    let slowest = 0;
+    let editing = true;
+    const probe = (async () => {
+      while (editing) {
+        slowest = Math.max(slowest, await healthLatency(server.url, 20_000));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    let answers: { status: number; body: any }[];
+    try {
+      answers = await Promise.all(
+        Array.from({ length: EDITS }, (_, i) => json('POST', edit, { path: `big-${i}.txt`, old: `MARK-${String(i).padStart(4, '0')}`, new: `DONE-${String(i).padStart(4, '0')}` })),
+      );
+    } finally {
+      editing = false;
+      await probe;
+      clearInterval(sampler);
+    }
+    for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(200);
+    expect(peak - before, `RSS ${before} -> peak ${peak}`).toBeLessThan(640 * MiB);
+    expect(slowest, '/healthz latency while the edits ran (ms)').toBeLessThan(5000);
+    for (let i = 0; i < EDITS; i++) {
+      const fd = openSync(path.join(root, `big-${i}.txt`), 'r');
+      const tail = Buffer.alloc(16);
+      readSync(fd, tail, 0, 16, SIZE - 16);
+      closeSync(fd);
+      expect(tail.toString()).toBe(marker('DONE', i));
+    }
+  });
+});
