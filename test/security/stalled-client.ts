@@ -9,19 +9,22 @@ import net from 'node:net';
 export interface StalledClient {
   /** The HTTP status the server answered (101 for an accepted upgrade, 200 for an event stream). */
   status: number;
+  /** The status line and headers. */
+  head: string;
   socket: net.Socket;
   /** Reads again and resolves with the bytes after the head once the server ends the connection. */
   drain(): Promise<Buffer>;
 }
 
-export type StreamKind = 'ws' | 'sse';
+export type StreamKind = 'ws' | 'sse' | 'get';
 
-/** Opens `path` on `url`'s server as a WebSocket upgrade or an SSE GET and stops reading once the head arrived. */
+/** Opens `path` on `url`'s server as a WebSocket upgrade, an SSE GET or a plain GET and stops reading once the head arrived. */
 export function openStalled(url: string, path: string, kind: StreamKind, headers: Record<string, string> = {}): Promise<StalledClient> {
   const { hostname, port } = new URL(url);
   const lines = [`GET ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
   if (kind === 'ws') lines.push('Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==');
-  else lines.push('Accept: text/event-stream', 'Connection: close');
+  else if (kind === 'sse') lines.push('Accept: text/event-stream', 'Connection: close');
+  else lines.push('Connection: close');
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname);
     socket.once('error', reject);
@@ -32,10 +35,11 @@ export function openStalled(url: string, path: string, kind: StreamKind, headers
       if (end < 0) return;
       socket.pause();
       socket.off('data', onData);
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head.toString('latin1'))?.[1]);
+      const text = head.toString('latin1', 0, end);
       const rest: Buffer[] = [head.subarray(end + 4)];
       resolve({
-        status,
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]),
+        head: text,
         socket,
         drain: () =>
           new Promise((done) => {

@@ -9,11 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
-import { healthLatency, residentBytes } from './stalled-client.ts';
+import { healthLatency, openStalled, residentBytes, type StalledClient } from './stalled-client.ts';
 
 const MiB = 1024 * 1024;
 const READERS = 24;
@@ -25,44 +24,9 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-async function json(method: string, p: string, body: unknown): Promise<any> {
-  const res = await fetch(`${server.url}${p}`, { method, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
-/** A GET on a raw socket that stops reading once the head arrived; `drain` reads the rest. */
-function stalledGet(p: string): Promise<{ head: string; drain: () => Promise<Buffer> }> {
-  const { hostname, port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname);
-    socket.once('error', reject);
-    let got = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      got = Buffer.concat([got, chunk]);
-      const end = got.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      socket.pause();
-      socket.off('data', onData);
-      const rest: Buffer[] = [got.subarray(end + 4)];
-      resolve({
-        head: got.subarray(0, end).toString('latin1'),
-        drain: () =>
-          new Promise((done) => {
-            socket.on('data', (more: Buffer) => rest.push(more));
-            socket.once('close', () => done(Buffer.concat(rest)));
-            socket.resume();
-          }),
-      });
-    };
-    socket.on('data', onData);
-    socket.write(`GET ${p} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${tokens.alice}\r\nConnection: close\r\n\r\n`);
-  });
-}
-
 describe('reads through the file tools', () => {
   it(`are not held in memory: ${READERS} x 64 MiB of never hashed files read at once by stalled clients`, { timeout: 180_000 }, async () => {
-    const ws = await json('POST', '/v1/workspaces', { name: 'reads' });
+    const ws = await server.json('/v1/workspaces', { body: { name: 'reads' } });
     const root = path.join(server.dataDir, 'workspaces', ws.id, 'root');
     // A command's output: sparse files, one marked byte each, never seen by the server.
     const versions: string[] = [];
@@ -75,17 +39,17 @@ describe('reads through the file tools', () => {
       bytes[SIZE - 1] = i + 1;
       versions.push(`sha256:${createHash('sha256').update(bytes).digest('hex')}`);
     }
-    const session = await json('POST', '/v1/sessions', { workspaceId: ws.id });
-    const turn = await json('POST', `/v1/sessions/${session.id}/turns`, {});
+    const session = await server.json('/v1/sessions', { body: { workspaceId: ws.id } });
+    const turn = await server.json(`/v1/sessions/${session.id}/turns`, { body: {} });
     const files = `/v1/sessions/${session.id}/turns/${turn.id}/files`;
 
     const pid = server.process.child.pid!;
     const before = residentBytes(pid);
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 20);
-    let readers: Awaited<ReturnType<typeof stalledGet>>[];
+    let readers: StalledClient[];
     try {
-      readers = await Promise.all(Array.from({ length: READERS }, (_, i) => stalledGet(`${files}?path=big-${i}.bin`)));
+      readers = await Promise.all(Array.from({ length: READERS }, (_, i) => openStalled(server.url, `${files}?path=big-${i}.bin`, 'get', { Authorization: `Bearer ${tokens.alice}` })));
       // Let the server do what it does for stalled readers, then look.
       await new Promise((r) => setTimeout(r, 1500));
       expect(await healthLatency(server.url, 5000)).toBeLessThan(5000);

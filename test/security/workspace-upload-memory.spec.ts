@@ -21,12 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-async function json(method: string, path: string, body: unknown): Promise<any> {
-  const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
 /** PUTs SIZE bytes (1 MiB pieces, each filled with `n`) as a chunked body, answering the server's reply and the bytes' version. */
 function upload(files: string, n: number): Promise<{ status: number; body: any; version: string }> {
   const { hostname, port } = new URL(server.url);
@@ -54,9 +48,9 @@ function upload(files: string, n: number): Promise<{ status: number; body: any; 
 
 describe('uploads through the file tools', () => {
   it(`are not held in memory: ${UPLOADS} x 48 MiB at once grow the server by far less than they send`, { timeout: 180_000 }, async () => {
-    const ws = await json('POST', '/v1/workspaces', { name: 'uploads' });
-    const session = await json('POST', '/v1/sessions', { workspaceId: ws.id });
-    const turn = await json('POST', `/v1/sessions/${session.id}/turns`, {});
+    const ws = await server.json('/v1/workspaces', { body: { name: 'uploads' } });
+    const session = await server.json('/v1/sessions', { body: { workspaceId: ws.id } });
+    const turn = await server.json(`/v1/sessions/${session.id}/turns`, { body: {} });
     const files = `/v1/sessions/${session.id}/turns/${turn.id}/files`;
 
     const pid = server.process.child.pid!;
