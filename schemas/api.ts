@@ -457,16 +457,30 @@ export const replayStepSchema = z.strictObject({
   contextDiff: contextDiffSchema,
 });
 
+/**
+ * The largest global position: stores count in signed 64 bits (SQLite refused a larger bound value, and the feed
+ * failed as `internal`), so a larger number names no event.
+ */
+const MAX_POSITION = 2n ** 63n - 1n;
+const isPosition = (value: string): boolean => /^\d{1,19}$/.test(value) && BigInt(value) <= MAX_POSITION;
+
 /** Audit feed start: `after` (exclusive global position, or `now`) or the Last-Event-ID header. */
 export const eventsFeedQuery = z.strictObject({
   /** `now`: only events appended after the request (a live view that already read its lists). */
-  after: z.string().regex(/^(\d{1,20}|now)$/, 'expected a global position or "now"').optional(),
+  after: z
+    .string()
+    .regex(/^(\d{1,19}|now)$/, 'expected a global position or "now"')
+    .refine((value) => value === 'now' || isPosition(value), 'expected a global position or "now"')
+    .optional(),
   /** `head`: the stream ends after the newest event at the request (a listing rather than a live feed). */
   until: z.literal('head').optional(),
   token: queryToken,
 });
 
-export const positionEventIdSchema = z.string().regex(/^\d{1,20}$/, 'expected a global position');
+export const positionEventIdSchema = z.string().regex(/^\d{1,19}$/, 'expected a global position').refine(isPosition, 'expected a global position');
+
+/** A lease's pause feed: resumed after a global position only (it replays the lease, then follows it to its release). */
+export const leaseEventsQuery = z.strictObject({ after: positionEventIdSchema.optional(), token: queryToken });
 
 // ---------------------------------------------------------------------------------------------------------- leases
 

@@ -19,15 +19,17 @@ export interface ReplayedEvent {
 /**
  * `events` must be the stream from revision 0 on (a prefix of it is fine), or its events right after `from` (an
  * actor restored part-way, from a snapshot). The actor id (for the machine's input) defaults to the stream name minus
- * `<type>-`.
+ * `<type>-`. `maxValueChars`: a changed context value whose JSON is longer is shown as `omittedValue` says (default:
+ * every value whole).
  */
 export function replayStream(
   actorType: ActorType,
   events: RecordedEvent[],
-  opts: { actorId?: string; from?: LoadedActor } = {},
+  opts: { actorId?: string; from?: LoadedActor; maxValueChars?: number } = {},
 ): ReplayedEvent[] {
   if (events.length === 0) return [];
   let actor = opts.from ?? freshActor(actorType, opts.actorId ?? events[0].stream.slice(actorType.type.length + 1));
+  const maxValueChars = opts.maxValueChars ?? Infinity;
   return events.map((event) => {
     const before = actor.snapshot;
     actor = foldStored(actorType, actor, [event]);
@@ -35,17 +37,81 @@ export function replayStream(
       event,
       stateBefore: before.value,
       stateAfter: actor.snapshot.value,
-      contextDiff: diffContext(before.context, actor.snapshot.context),
+      contextDiff: diffContext(before.context, actor.snapshot.context, maxValueChars),
     };
   });
 }
 
-function diffContext(before: unknown, after: unknown): ReplayedEvent['contextDiff'] {
+/**
+ * What a diff shows for a value past `maxValueChars`: its kind and size. A context that grows with its stream (a
+ * turn's executions) would otherwise be written whole, twice, at every step: a page of a turn of 1,400 commands was
+ * 200 MB and its full replay no longer fit in a string.
+ */
+export const omittedValue = (value: unknown, maxChars: number): { $omitted: { type: string; items?: number; maxChars: number } } => ({
+  $omitted: Array.isArray(value)
+    ? { type: 'array', items: value.length, maxChars }
+    : typeof value === 'string'
+      ? { type: 'string', items: value.length, maxChars }
+      : { type: typeof value, maxChars },
+});
+
+function diffContext(before: unknown, after: unknown, maxValueChars: number): ReplayedEvent['contextDiff'] {
   const b = (before ?? {}) as Record<string, unknown>;
   const a = (after ?? {}) as Record<string, unknown>;
+  const shown = (value: unknown) => (jsonLongerThan(value, maxValueChars) ? omittedValue(value, maxValueChars) : value);
   const diff: ReplayedEvent['contextDiff'] = {};
   for (const key of new Set([...Object.keys(b), ...Object.keys(a)])) {
-    if (JSON.stringify(b[key]) !== JSON.stringify(a[key])) diff[key] = { before: b[key], after: a[key] };
+    if (!sameJson(b[key], a[key])) diff[key] = { before: shown(b[key]), after: shown(a[key]) };
   }
   return diff;
+}
+
+/**
+ * Whether two values write the same JSON, read only as far as their first difference (an unchanged key of a large
+ * context costs nothing to compare, and a grown array is told apart by its length).
+ */
+function sameJson(x: unknown, y: unknown): boolean {
+  if (x === y) return true;
+  if (x === null || y === null || typeof x !== 'object' || typeof y !== 'object') return JSON.stringify(x) === JSON.stringify(y);
+  if (Array.isArray(x) !== Array.isArray(y)) return false;
+  if (Array.isArray(x)) {
+    const other = y as unknown[];
+    return x.length === other.length && x.every((item, i) => sameJson(item, other[i]));
+  }
+  if (typeof (x as { toJSON?: unknown }).toJSON === 'function' || typeof (y as { toJSON?: unknown }).toJSON === 'function') {
+    return JSON.stringify(x) === JSON.stringify(y);
+  }
+  const xo = x as Record<string, unknown>;
+  const yo = y as Record<string, unknown>;
+  const keys = Object.keys(xo).filter((k) => xo[k] !== undefined);
+  if (keys.length !== Object.keys(yo).filter((k) => yo[k] !== undefined).length) return false;
+  return keys.every((k) => sameJson(xo[k], yo[k]));
+}
+
+/** Whether `value`'s JSON is longer than `limit` characters (about: escapes are not counted), read only that far. */
+function jsonLongerThan(value: unknown, limit: number): boolean {
+  if (limit === Infinity) return false;
+  let chars = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v === 'string') chars += v.length + 2;
+    else if (v === null || typeof v !== 'object') chars += String(v).length;
+    else if (Array.isArray(v)) {
+      chars += 2;
+      for (const item of v) {
+        if (++chars > limit) return true;
+        pending.push(item);
+      }
+    } else {
+      chars += 2;
+      for (const key in v) {
+        chars += key.length + 4;
+        if (chars > limit) return true;
+        pending.push((v as Record<string, unknown>)[key]);
+      }
+    }
+    if (chars > limit) return true;
+  }
+  return false;
 }

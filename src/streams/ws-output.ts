@@ -56,11 +56,23 @@ export function serveOutputSocket(ws: WebSocket, source: OutputSource, options: 
     if (ws.readyState === WebSocket.OPEN) ws.send(options.stringify({ type: 'error', ...error.toBody() }));
   };
 
-  // Client frames run one after another so stdin bytes keep their order.
+  // Client frames run one after another so stdin bytes keep their order. They are read no faster than they are
+  // handled: a command that does not read its stdin holds each write (its pipe is full), and a client sending on
+  // would queue its frames here without bound (1 GiB sent took a server from 160 MB to 1.1 GB). Past `bufferBytes`
+  // waiting, the socket is paused (TCP pushes back on the client) until they are written.
   let input = Promise.resolve();
+  let pendingInput = 0;
   ws.on('message', (data: RawData, isBinary: boolean) => {
     const bytes = data as Buffer; // binaryType 'nodebuffer': one Buffer per message
-    input = input.then(() => handleClientFrame(bytes, isBinary)).catch((error) => sendError(options.toError(error)));
+    pendingInput += bytes.length;
+    if (pendingInput >= bufferBytes && !ws.isPaused) ws.pause();
+    input = input
+      .then(() => handleClientFrame(bytes, isBinary))
+      .catch((error) => sendError(options.toError(error)))
+      .finally(() => {
+        pendingInput -= bytes.length;
+        if (pendingInput < bufferBytes && ws.isPaused) ws.resume();
+      });
   });
   const handleClientFrame = async (bytes: Buffer, isBinary: boolean) => {
     if (isBinary) return source.writeStdin(bytes);

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import {
   acquireLeaseBody,
   bindLeaseBody,
-  eventsFeedQuery,
+  leaseEventsQuery,
   leaseKeyParams,
   leaseSchema,
   leaseTargetSchema,
@@ -113,7 +113,7 @@ export const leasesPlugin = resourcePlugin([
         'Each change of state: `id: <global position>`, `event: pause`, `data: {"key","state","cause","attempt",' +
         '"retryAt","at"}`. The response ends after `released`.',
       params: leaseKeyParams,
-      query: eventsFeedQuery,
+      query: leaseEventsQuery,
       queryToken: true,
       headers: { 'Last-Event-ID': { description: 'Resume after this global position', schema: z.string() } },
       responses: { 200: { description: 'An event stream', schema: z.string(), contentType: 'text/event-stream' } },

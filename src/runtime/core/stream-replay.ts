@@ -16,6 +16,12 @@ export interface ReplayedStep {
   contextDiff: Record<string, { before: unknown; after: unknown }> | null;
 }
 
+/**
+ * The longest context value (its JSON) a replay step shows whole; a longer one is summarised (`omittedValue`), so a
+ * step costs a bounded size however long its actor's context grew (a replay was quadratic in a turn's commands).
+ */
+export const DIFF_VALUE_MAX_CHARS = 4096;
+
 export interface StreamReplay {
   stream: string;
   /** The actor type folded, or null when the category is unknown. */
@@ -41,5 +47,5 @@ export async function replayStoredStream(
       steps: events.map((event) => ({ event, stateBefore: null, stateAfter: null, contextDiff: null })),
     };
   }
-  return { stream, actorType: actorType.type, steps: replayStream(actorType, events) };
+  return { stream, actorType: actorType.type, steps: replayStream(actorType, events, { maxValueChars: DIFF_VALUE_MAX_CHARS }) };
 }

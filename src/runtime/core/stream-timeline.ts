@@ -10,7 +10,7 @@ import { decodeSnapshot, snapshotStreamOf, type StoredSnapshot } from '../../act
 import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
 import { actorTypeOfStream, actorTypes } from '../registry.ts';
 import { replayStream } from '../../actors/replay.ts';
-import { replayStoredStream, type ReplayedStep } from './stream-replay.ts';
+import { DIFF_VALUE_MAX_CHARS, replayStoredStream, type ReplayedStep } from './stream-replay.ts';
 
 export interface TimelinePage {
   stream: string;
@@ -67,7 +67,7 @@ export async function timelinePage(
   const events = read.filter((e) => e.revision <= BigInt(end));
   const page = events.filter((e) => e.revision >= BigInt(from));
   const before = foldStored(actorType, start, events.slice(0, events.length - page.length));
-  return { stream, actorType: actorType.type, ...bounds, steps: replayStream(actorType, page, { from: before }), next };
+  return { stream, actorType: actorType.type, ...bounds, steps: replayStream(actorType, page, { from: before, maxValueChars: DIFF_VALUE_MAX_CHARS }), next };
 }
 
 /**
