@@ -45,4 +45,14 @@ describe.skipIf(!bwrap)("a member's build sees no more of the host than its comm
     expect(log).toContain('listing:.');
     expect(log).not.toContain('bob-workspace-secret');
   });
+
+  it("a build's recorded log never names the data directory, a successful one's included", async () => {
+    const env = await createNamed(server, 'Data Dir Echo', tokens.alice, { contain: true });
+    // As a tenant that learned the path (from /proc/self/mountinfo, say) would print it.
+    await putFile(server, env.id, 'setup.sh', `echo "here: ${server.dataDir}/x"\n`);
+    const built = await build(server, env.id);
+    expect(built.status, built.log).toBe('ready');
+    expect(built.log).toContain('here: <data>/x');
+    expect(built.log).not.toContain(server.dataDir);
+  });
 });

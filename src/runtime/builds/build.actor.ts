@@ -107,7 +107,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
         await makeReadOnly(snapshot.dir);
         return {
           type: 'build.succeeded',
-          log: await putLog(artifacts, result.log),
+          log: await putLog(artifacts, hidden(result.log)),
           packages: result.packages.slice(0, MAX_LISTED_PACKAGES),
           packageCount: result.packages.length,
           sizeBytes: result.sizeBytes,
