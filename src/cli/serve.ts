@@ -93,7 +93,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     runtimeId: config.runtimeId,
     logger: log,
     policy: config.policy,
-    hiddenFromSandbox: tokensFile ? [tokensFile] : [],
+    // The tokens and the gateway's TLS key are the server's secrets: no contained command (as its uid) may read them.
+    hiddenFromSandbox: [...(tokensFile ? [tokensFile] : []), ...(tls ? [tls.keyPath] : [])],
     ...(config.retention ? { retention: config.retention } : {}),
     warmPools: config.pools,
   });

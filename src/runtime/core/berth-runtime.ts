@@ -13,6 +13,7 @@ import type { Projection } from '../../projections/projection.ts';
 import { ProjectionEngine } from '../../projections/projection-engine.ts';
 import { unfinishedActorsProjection, type UnfinishedActor } from '../../projections/unfinished-actors.projection.ts';
 import { runtimesProjection, type RuntimeRow } from '../../projections/runtimes.projection.ts';
+import { ownerUrl } from './owner-url.ts';
 import { recordRuntimeEvent } from '../../actors/epoch-fence.ts';
 import { RUNTIME_RETIRED, RUNTIME_SERVING, RUNTIME_STOPPED } from '../../../schemas/events/runtime.ts';
 import { SqliteReadModelStore } from '../../projections/sqlite-read-model-store.ts';
@@ -124,7 +125,8 @@ export class BerthRuntime<S = unknown> {
       const runtimes = projections.get(runtimesProjection.name)!;
       locate = (runtimeId) => {
         const row = runtimes.error ? undefined : (runtimes.query.get(runtimeId) as RuntimeRow | undefined);
-        return row?.state === 'serving' && row.url ? row.url : undefined;
+        // Only while that runtime may still answer there: the caller's token follows the URL (owner-url.ts).
+        return ownerUrl(row);
       };
 
       const maintenance = new MaintenanceLoop({ intervalMs: settings.maintenanceMs, logger: log });
