@@ -5,9 +5,10 @@
  * mismatched host is refused before anything is sent to it. A host that does not answer is `unavailable`;
  * `provider_unavailable` when the call provably never reached it.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { z } from 'zod';
@@ -57,6 +58,7 @@ export class HostClient {
 
   /** The host's version and incarnation, asked once per reachable spell; a mismatch refuses every call. */
   async handshake(): Promise<Hello> {
+    if (this.config.socketPath) this.checkSocketDirectory(this.config.socketPath);
     this.hello ??= this.request('GET', '/v1/hello').then((a) => helloSchema.parse(JSON.parse(a.body.toString('utf8'))));
     let hello: Hello;
     try {
@@ -130,6 +132,28 @@ export class HostClient {
 
   close(): void {
     this.agent.destroy();
+  }
+
+  /**
+   * Every call sends the credential to whatever listens at the socket's path: in a directory others may write (a
+   * sticky /tmp included), anyone could listen there once the host is gone and be sent it. Refused before anything
+   * is sent; the directory's owner (root, the host's user) is trusted as the admin configured it.
+   */
+  private checkSocketDirectory(socketPath: string): void {
+    const dir = path.dirname(path.resolve(socketPath));
+    let mode: number;
+    try {
+      mode = statSync(dir).mode;
+    } catch {
+      return; // no directory: the connection fails as unreachable, and nothing is sent
+    }
+    if ((mode & 0o022) !== 0) {
+      throw new BerthError(
+        'provider_unavailable',
+        `The host ${this.config.name}'s socket is in ${dir}, which others may write: anyone could listen there and be sent the credential. Put it in a directory only its owner writes (e.g. /run/berth).`,
+        { host: this.config.name, reason: 'socket_directory_writable' },
+      );
+    }
   }
 
   private send(method: string, path: string, body: unknown, timeoutMs: number, upload?: AsyncIterable<Buffer>): http.ClientRequest {
