@@ -10,6 +10,12 @@ import type { ColumnValue, Page, PageRequest, Table, TableSpec, Where } from './
 
 const CACHE_ROWS = 4096;
 
+/**
+ * And at most this many bytes of rows (as their JSON): a row may be as large as what a member put in it (an execution
+ * row holds its command, up to the 1 MiB JSON body), and 4,096 such rows kept 4 GB of the server for good.
+ */
+const CACHE_BYTES = 16 * 1024 * 1024;
+
 /** How many `seq` → key pairs are kept (forgotten all at once past it: they are learned again on the next read). */
 const SEQ_KEYS = 4 * CACHE_ROWS;
 
@@ -29,6 +35,9 @@ const sqlValue = (v: unknown): ColumnValue => {
 export class SqliteTable<R> implements Table<R> {
   private readonly columns: readonly string[];
   private readonly cache = new Map<string, R>();
+  /** The JSON length of each cached row, and their sum. */
+  private readonly cacheSizes = new Map<string, number>();
+  private cacheBytes = 0;
   private readonly keyOfSeq = new Map<number, string>();
   /** Rows written since the last flush: a row, or null for a delete. Bounded by the engine's checkpoint interval. */
   private readonly dirty = new Map<string, R | null>();
@@ -68,7 +77,7 @@ export class SqliteTable<R> implements Table<R> {
     const found = this.getRow.get(key);
     if (!found) return undefined;
     const row = JSON.parse(found.row) as R;
-    this.remember(key, row);
+    this.remember(key, row, found.row.length);
     return row;
   }
 
@@ -133,7 +142,7 @@ export class SqliteTable<R> implements Table<R> {
       if (rows[i] !== undefined) continue;
       const { key, row } = read.get(seqs[i])!;
       rows[i] = JSON.parse(row) as R;
-      this.remember(key, rows[i]);
+      this.remember(key, rows[i], row.length);
       this.keyOfSeq.set(seqs[i], key);
     }
     return rows;
@@ -145,20 +154,31 @@ export class SqliteTable<R> implements Table<R> {
     for (const [key, row] of this.dirty) {
       if (row === null) {
         this.remove.run(key);
-        this.cache.delete(key);
+        this.forget(key);
       } else {
         const r = row as Record<string, unknown>;
-        this.upsert.run(key, JSON.stringify(row), ...this.columns.map((c) => sqlValue(r[c])));
-        this.remember(key, row);
+        const json = JSON.stringify(row);
+        this.upsert.run(key, json, ...this.columns.map((c) => sqlValue(r[c])));
+        this.remember(key, row, json.length);
       }
     }
     this.dirty.clear();
   }
 
-  private remember(key: string, row: R): void {
-    this.cache.delete(key);
+  private remember(key: string, row: R, bytes: number): void {
+    this.forget(key);
     this.cache.set(key, row);
-    if (this.cache.size > CACHE_ROWS) this.cache.delete(this.cache.keys().next().value as string);
+    this.cacheSizes.set(key, bytes);
+    this.cacheBytes += bytes;
+    while (this.cache.size > CACHE_ROWS || (this.cacheBytes > CACHE_BYTES && this.cache.size > 1)) {
+      this.forget(this.cache.keys().next().value as string);
+    }
+  }
+
+  private forget(key: string): void {
+    if (!this.cache.delete(key)) return;
+    this.cacheBytes -= this.cacheSizes.get(key)!;
+    this.cacheSizes.delete(key);
   }
 
   private select(where: Where<R>, order: 'asc' | 'desc', after?: number): [string, ColumnValue[]] {

@@ -33,6 +33,11 @@ export interface SqliteEventStoreOptions {
   pollIntervalMs?: number;
   /** Events a subscription reads per page. */
   pageSize?: number;
+  /**
+   * Payload bytes (data and metadata, as stored) past which a subscription's page ends early: a page holds at least
+   * one event, and stops at the event that reaches this. Default 1 MiB.
+   */
+  pageBytes?: number;
 }
 
 interface SerializedEvent {
@@ -115,6 +120,7 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   private closed = false;
   private readonly pageSize: number;
+  private readonly pageBytes: number;
   /** `readStreams` statements by how many streams they name (a full chunk, and the remainders met so far). */
   private readonly manyStreams = new Map<number, Database.Statement<(string | bigint)[], StreamRow>>();
 
@@ -141,6 +147,7 @@ export class SqliteEventStore implements EventStore {
     this.db = db;
     this.checkpointer = new SqliteCheckpointer(file, () => db.pragma('wal_checkpoint(PASSIVE)'));
     this.pageSize = opts.pageSize ?? 256;
+    this.pageBytes = opts.pageBytes ?? 1024 * 1024;
     this.stmts = {
       revision: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream = ?'),
       byId: db.prepare('SELECT revision FROM events WHERE stream = ? AND id = ?'),
@@ -333,7 +340,7 @@ export class SqliteEventStore implements EventStore {
       fromPosition: options.fromPosition === undefined || options.fromPosition === 'start' ? 0n : options.fromPosition,
       filter: options.filter,
       pageSize: this.pageSize,
-      readPage: (after, max) => this.readPage(after, max),
+      readPage: (after, max) => this.readBoundedPage(after, max),
       signal: this.signal,
       onClose: () => this.subscriptions.delete(sub),
     });
@@ -374,6 +381,23 @@ export class SqliteEventStore implements EventStore {
   private readPage(after: bigint | 'start', max: number): EventRow[] {
     if (this.closed) throw new BerthError('unavailable', 'the event store is closed');
     return this.stmts.all.all(after === 'start' ? 0n : after, max);
+  }
+
+  /**
+   * A subscription's page: at most `max` rows, and no more once their payloads reach `pageBytes`. A subscription holds
+   * its page until its consumer has taken every event of it, and a consumer may be a client that stopped reading
+   * (an audit feed): 256 events of a member's 1 MiB commands were 256 MiB per feed, 32 feeds per token.
+   */
+  private readBoundedPage(after: bigint, max: number): EventRow[] {
+    if (this.closed) throw new BerthError('unavailable', 'the event store is closed');
+    const rows: EventRow[] = [];
+    let bytes = 0;
+    for (const row of this.stmts.all.iterate(after, max)) {
+      rows.push(row);
+      bytes += row[5].length + row[6].length;
+      if (bytes >= this.pageBytes) break;
+    }
+    return rows;
   }
 
   private readHead(): bigint {
