@@ -16,6 +16,12 @@ const CACHE_ROWS = 4096;
  */
 const CACHE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * The most bytes of rows (as stored) one page holds; it ends early past them, at least one row, its cursor at the last
+ * row it holds. A list of a thousand executions whose commands were 1 MB each was a 1 GB answer.
+ */
+const PAGE_BYTES = 8 * 1024 * 1024;
+
 /** How many `seq` → key pairs are kept (forgotten all at once past it: they are learned again on the next read). */
 const SEQ_KEYS = 4 * CACHE_ROWS;
 
@@ -46,6 +52,7 @@ export class SqliteTable<R> implements Table<R> {
   private readonly upsert: Database.Statement;
   private readonly remove: Database.Statement<[string]>;
   private readonly bySeqs: Database.Statement<[string]>;
+  private readonly sizesBySeqs: Database.Statement<[string], [number, number]>;
 
   constructor(
     private readonly db: Database.Database,
@@ -67,6 +74,7 @@ export class SqliteTable<R> implements Table<R> {
     );
     this.remove = db.prepare(`DELETE FROM "${sqlName}" WHERE key = ?`);
     this.bySeqs = db.prepare(`SELECT seq, key, row FROM "${sqlName}" WHERE seq IN (SELECT value FROM json_each(?))`);
+    this.sizesBySeqs = db.prepare<[string], [number, number]>(`SELECT seq, length(row) FROM "${sqlName}" WHERE seq IN (SELECT value FROM json_each(?))`).raw(true);
   }
 
   get(key: string): R | undefined {
@@ -93,9 +101,30 @@ export class SqliteTable<R> implements Table<R> {
     this.flush();
     const [sql, args] = this.select(where, order, after);
     const seqs = this.seqs(`${sql} LIMIT ?`, [...args, limit + 1]);
-    const more = seqs.length > limit;
+    let more = seqs.length > limit;
     if (more) seqs.length = limit;
+    const fit = this.fitting(seqs);
+    if (fit < seqs.length) {
+      seqs.length = fit;
+      more = true;
+    }
     return { rows: this.rowsOf(seqs), ...(more ? { next: seqs[seqs.length - 1] } : {}) };
+  }
+
+  /** How many of these rows, in order, fit PAGE_BYTES (at least one): sizes from the cache, else asked of SQLite. */
+  private fitting(seqs: number[]): number {
+    const known = seqs.map((seq) => {
+      const key = this.keyOfSeq.get(seq);
+      return key === undefined || !this.cache.has(key) ? undefined : this.cacheSizes.get(key);
+    });
+    const unknown = seqs.filter((_, i) => known[i] === undefined);
+    const asked = unknown.length === 0 ? new Map<number, number>() : new Map(this.sizesBySeqs.all(JSON.stringify(unknown)));
+    let bytes = 0;
+    for (let i = 0; i < seqs.length; i++) {
+      bytes += known[i] ?? asked.get(seqs[i]) ?? 0;
+      if (bytes > PAGE_BYTES) return Math.max(1, i);
+    }
+    return seqs.length;
   }
 
   count(where: Where<R> = {}): number {
