@@ -1,13 +1,47 @@
 /**
- * The runtime's in-memory cache of loaded actors, least recently used first out. Writes are monotonic: an entry is
- * never replaced by an older revision, so a slow loader cannot roll an actor back.
+ * The runtime's in-memory cache of loaded actors, least recently used first out, bounded in entries and in bytes: an
+ * actor's context holds what its events brought (an execution's command, up to the 1 MiB request body), so 20,000
+ * entries counted alone could keep gigabytes of finished executions. Writes are monotonic: an entry is never replaced
+ * by an older revision, so a slow loader cannot roll an actor back.
  */
 import type { LoadedActor } from './rehydrate.ts';
 
-export class ActorCache {
-  private readonly entries = new Map<string, LoadedActor>();
+/**
+ * Nodes of a context looked at to weigh it (more than a request can put in one: 4,096 command arguments); past them
+ * what was seen is its weight.
+ */
+const WEIGHED_NODES = 10_000;
+/** What an entry costs besides its context's strings (the snapshot, the map's slot), and each node of the context. */
+const ENTRY_BYTES = 512;
+const NODE_BYTES = 16;
 
-  constructor(private readonly capacity: number) {}
+/** About what an actor's context keeps in memory (its strings' lengths and a price per node), at most `most`. */
+export function weigh(actor: LoadedActor, most: number): number {
+  let bytes = ENTRY_BYTES;
+  const pending: unknown[] = [actor.snapshot.context];
+  for (let nodes = 0; pending.length > 0 && nodes < WEIGHED_NODES; nodes++) {
+    if (bytes >= most) return most;
+    const v = pending.pop();
+    bytes += NODE_BYTES;
+    if (typeof v === 'string') bytes += v.length;
+    else if (v !== null && typeof v === 'object') {
+      // Never more waiting than will be looked at: a long array is not copied whole onto the list.
+      const room = WEIGHED_NODES - pending.length;
+      if (Array.isArray(v)) for (let i = 0; i < v.length && i < room; i++) pending.push(v[i]);
+      else for (const key of Object.keys(v).slice(0, room)) pending.push((v as Record<string, unknown>)[key]);
+    }
+  }
+  return Math.min(bytes, most);
+}
+
+export class ActorCache {
+  private readonly entries = new Map<string, { actor: LoadedActor; bytes: number }>();
+  private total = 0;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly maxBytes = 256 * 1024 * 1024,
+  ) {}
 
   get(stream: string): LoadedActor | undefined {
     const hit = this.entries.get(stream);
@@ -15,22 +49,31 @@ export class ActorCache {
       this.entries.delete(stream);
       this.entries.set(stream, hit);
     }
-    return hit;
+    return hit?.actor;
   }
 
   put(stream: string, actor: LoadedActor): void {
     const current = this.entries.get(stream);
-    if (current && current.revision > actor.revision) return;
-    this.entries.delete(stream);
-    this.entries.set(stream, actor);
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+    if (current && current.actor.revision > actor.revision) return;
+    this.drop(stream);
+    const bytes = weigh(actor, this.maxBytes);
+    this.entries.set(stream, { actor, bytes });
+    this.total += bytes;
+    while (this.entries.size > 1 && (this.entries.size > this.capacity || this.total > this.maxBytes)) {
+      this.drop(this.entries.keys().next().value as string);
     }
   }
 
   /** Forget an actor whose stored state is uncertain (an append failed in an unknown way). */
   drop(stream: string): void {
+    const entry = this.entries.get(stream);
+    if (!entry) return;
     this.entries.delete(stream);
+    this.total -= entry.bytes;
+  }
+
+  /** What the cache holds now, by the weights it keeps (tests). */
+  get bytes(): number {
+    return this.total;
   }
 }
