@@ -5,7 +5,7 @@
 import type { OutputStream } from '../../schemas/output.ts';
 import type { Ownership, Profile, ProviderKind, ReusePolicy } from '../../schemas/profile.ts';
 import type { FileHost } from './file-host.ts';
-import type { SandboxView } from './native/sandbox-view.ts';
+import type { SandboxIdentity } from './native/sandbox-identity.ts';
 
 export interface AllocationIntent {
   environmentId: string;
@@ -138,7 +138,7 @@ export interface Provider {
    * What this provider's contained host commands run as and must not see (native: the sandbox identity; the data
    * dir, tokens, host credentials, engine socket, workspace roots). Builds on the host's toolchain run under the same.
    */
-  readonly hostSandbox?: SandboxView;
+  readonly hostSandbox?: HostSandbox;
   /**
    * Warm pools (src/runtime/pools): allocations made ahead of need for a pool's profile, handed to an environment
    * whose profile fits it. Providers without it are never pooled.
@@ -325,6 +325,15 @@ export interface Executor {
   cancel(operationId: string): Promise<Receipt>;
   /** Drops the spool once output is saved elsewhere. */
   release(operationId: string): Promise<void>;
+}
+
+/** A host-side sandbox's view (native/sandbox-view.ts): who runs in it, what it hides, and a way opened to a directory. */
+export interface HostSandbox {
+  readonly identity: SandboxIdentity;
+  /** What bwrap covers (an empty directory or /dev/null over each). */
+  hidingTargets(): string[];
+  /** Makes `dir` reachable by the identity (the data dir's path to it searchable). */
+  reach(dir: string): void;
 }
 
 export interface BuildContainerOptions {

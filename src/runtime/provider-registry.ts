@@ -3,8 +3,7 @@
  * registered fails explicitly (`provider_missing`), never falls back to another.
  */
 import { BerthError } from '../../schemas/errors.ts';
-import type { SandboxView } from '../providers/native/sandbox-view.ts';
-import type { Provider } from '../providers/provider.ts';
+import type { HostSandbox, Provider } from '../providers/provider.ts';
 
 export class ProviderRegistry {
   private readonly providers = new Map<string, Provider>();
@@ -37,7 +36,7 @@ export class ProviderRegistry {
   }
 
   /** The view host-side sandboxes are made with (Provider.hostSandbox): the one the providers name, if any. */
-  hostSandbox(): SandboxView | undefined {
+  hostSandbox(): HostSandbox | undefined {
     return [...this.providers.values()].find((p) => p.hostSandbox)?.hostSandbox;
   }
 

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, startServer, type BerthServer } from '../e2e/berth-server.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 const COMMANDS = 300;
 let server: BerthServer;
@@ -30,6 +31,11 @@ beforeAll(async () => {
       while (!['exited', 'failed', 'cancelled', 'unknown'].includes((await server.json(`/v1/executions/${record.id}?waitMs=20000`)).status));
     }
   }
+  // The turn records a command's end after the execution says it ended: wait for the last one's (2 events a command).
+  await waitFor(() => server.json(`/v1/streams/${turnStream}/timeline?limit=1`), {
+    what: `the turn's ${2 * COMMANDS} events`,
+    until: (page) => page.lastRevision >= 2 * COMMANDS - 1,
+  });
 }, 300_000);
 afterAll(() => server?.close());
 
