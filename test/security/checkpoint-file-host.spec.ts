@@ -89,8 +89,10 @@ describe('capture of a hostile view', () => {
        }`,
     );
     let linksSeen = 0;
+    // 300 captures at least, and on until one met a swapped link (on a busy host the swapper may be scheduled rarely).
+    const deadline = performance.now() + 30_000;
     try {
-      for (let i = 0; i < 300; i++) {
+      for (let i = 0; i < 300 || (linksSeen === 0 && performance.now() < deadline); i++) {
         const { manifest, received } = await captureInto(packs, view);
         expect(received.includes(SECRET)).toBe(false);
         expect(manifest.entries.filter((e) => outsideHashes.includes(e.hash!))).toEqual([]);
