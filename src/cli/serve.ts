@@ -20,12 +20,11 @@ import { unjournaledExt4 } from '../runtime/core/unjournaled-disk.ts';
 import { parseCommandArgs, storeOptions, UsageError } from './command-args.ts';
 import { createLogger } from './logger.ts';
 import { serveUsage } from './usage.ts';
-
+import { isLoopbackHost } from '../providers/loopback-host.ts';
 
 /** The scope the admin token acts in: the one the in-process CLI commands (`berth env`, `berth run`) use. */
 export const ADMIN_SCOPE = 'default';
 
-const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 
 /** Throws when `host:port` cannot be bound (the probe binds it and lets go at once; port 0 is always free). */
 async function refuseBusyPort(host: string, port: number): Promise<void> {
@@ -67,7 +66,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const addresses: ListenAddress[] = [];
   if (values.socket) addresses.push({ socketPath: values.socket });
   if (!values.socket || tcpAsked) {
-    if (!tls && !isLoopback(settings.host)) {
+    if (!tls && !isLoopbackHost(settings.host)) {
       throw new UsageError(`listening on ${settings.host} needs TLS (--tls-cert/--tls-key): tokens must not cross a network in clear`, serveUsage);
     }
     addresses.push({ host: settings.host, port: settings.port });

@@ -30,6 +30,7 @@ import { hostBackends } from './host-backends.ts';
 import { HostDispatch } from './host-dispatch.ts';
 import { HostFiles } from './host-files.ts';
 import { HostViews } from './host-views.ts';
+import { isLoopbackHost } from '../providers/loopback-host.ts';
 
 export interface HostOptions {
   dataDir: string;
@@ -56,12 +57,10 @@ export interface RunningHost {
 /** Largest request body (stdin chunks are base64 in JSON). */
 const MAX_BODY_BYTES = 8 << 20;
 
-const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-
 /** Everything that would make a start insecure is refused here, before any file, socket or provider is made. */
 function refuseUnsafe(options: HostOptions): void {
   if (!options.socketPath && !options.listen) throw new BerthError('invalid_request', 'berth host needs --socket PATH and/or --listen HOST:PORT', { reason: 'no_listener' });
-  if (options.listen && !options.tls && !isLoopback(options.listen.host)) {
+  if (options.listen && !options.tls && !isLoopbackHost(options.listen.host)) {
     throw new BerthError('invalid_request', `a listener on ${options.listen.host} (not loopback) needs --tls-cert and --tls-key`, { reason: 'plaintext_listener', host: options.listen.host });
   }
   if (options.tls?.clientCaPath && !options.listen) throw new BerthError('invalid_request', '--tls-client-ca needs --listen with --tls-cert and --tls-key', { reason: 'client_ca_without_tls' });

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { RuntimeRow } from '../../projections/runtimes.projection.ts';
+import { isLoopbackHost } from '../../providers/loopback-host.ts';
 
 /** Clock ticks per second of /proc's times (USER_HZ, 100 on every Linux architecture). */
 const USER_HZ = 100;
@@ -17,8 +18,7 @@ const START_SLACK_MS = 5_000;
 
 const isLoopbackUrl = (url: string): boolean => {
   try {
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+    return isLoopbackHost(new URL(url).hostname.replace(/^\[|\]$/g, ''));
   } catch {
     return false;
   }
