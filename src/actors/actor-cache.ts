@@ -4,35 +4,19 @@
  * entries counted alone could keep gigabytes of finished executions. Writes are monotonic: an entry is never replaced
  * by an older revision, so a slow loader cannot roll an actor back.
  */
+import { jsonSizeAtMost } from './json-size.ts';
 import type { LoadedActor } from './rehydrate.ts';
 
 /**
  * Nodes of a context looked at to weigh it (more than a request can put in one: 4,096 command arguments); past them
- * what was seen is its weight.
+ * what was counted is its weight.
  */
 const WEIGHED_NODES = 10_000;
-/** What an entry costs besides its context's strings (the snapshot, the map's slot), and each node of the context. */
+/** What an entry costs besides its context (the snapshot, the map's slot). */
 const ENTRY_BYTES = 512;
-const NODE_BYTES = 16;
 
-/** About what an actor's context keeps in memory (its strings' lengths and a price per node), at most `most`. */
-export function weigh(actor: LoadedActor, most: number): number {
-  let bytes = ENTRY_BYTES;
-  const pending: unknown[] = [actor.snapshot.context];
-  for (let nodes = 0; pending.length > 0 && nodes < WEIGHED_NODES; nodes++) {
-    if (bytes >= most) return most;
-    const v = pending.pop();
-    bytes += NODE_BYTES;
-    if (typeof v === 'string') bytes += v.length;
-    else if (v !== null && typeof v === 'object') {
-      // Never more waiting than will be looked at: a long array is not copied whole onto the list.
-      const room = WEIGHED_NODES - pending.length;
-      if (Array.isArray(v)) for (let i = 0; i < v.length && i < room; i++) pending.push(v[i]);
-      else for (const key of Object.keys(v).slice(0, room)) pending.push((v as Record<string, unknown>)[key]);
-    }
-  }
-  return Math.min(bytes, most);
-}
+/** About what an actor keeps in memory: its context's JSON size, at most `most`. */
+const weigh = (actor: LoadedActor, most: number): number => Math.min(most, ENTRY_BYTES + jsonSizeAtMost(actor.snapshot.context, most, WEIGHED_NODES));
 
 export class ActorCache {
   private readonly entries = new Map<string, { actor: LoadedActor; bytes: number }>();

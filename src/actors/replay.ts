@@ -6,6 +6,7 @@
 import type { StateValue } from 'xstate';
 import type { RecordedEvent } from '../store/event-store.ts';
 import type { ActorType } from './actor-type.ts';
+import { jsonSizeAtMost } from './json-size.ts';
 import { foldStored, freshActor, type LoadedActor } from './rehydrate.ts';
 
 export interface ReplayedEvent {
@@ -58,7 +59,8 @@ export const omittedValue = (value: unknown, maxChars: number): { $omitted: { ty
 function diffContext(before: unknown, after: unknown, maxValueChars: number): ReplayedEvent['contextDiff'] {
   const b = (before ?? {}) as Record<string, unknown>;
   const a = (after ?? {}) as Record<string, unknown>;
-  const shown = (value: unknown) => (jsonLongerThan(value, maxValueChars) ? omittedValue(value, maxValueChars) : value);
+  const longer = (value: unknown) => maxValueChars !== Infinity && jsonSizeAtMost(value, maxValueChars + 1) > maxValueChars;
+  const shown = (value: unknown) => (longer(value) ? omittedValue(value, maxValueChars) : value);
   const diff: ReplayedEvent['contextDiff'] = {};
   for (const key of new Set([...Object.keys(b), ...Object.keys(a)])) {
     if (!sameJson(b[key], a[key])) diff[key] = { before: shown(b[key]), after: shown(a[key]) };
@@ -86,32 +88,4 @@ function sameJson(x: unknown, y: unknown): boolean {
   const keys = Object.keys(xo).filter((k) => xo[k] !== undefined);
   if (keys.length !== Object.keys(yo).filter((k) => yo[k] !== undefined).length) return false;
   return keys.every((k) => sameJson(xo[k], yo[k]));
-}
-
-/** Whether `value`'s JSON is longer than `limit` characters (about: escapes are not counted), read only that far. */
-function jsonLongerThan(value: unknown, limit: number): boolean {
-  if (limit === Infinity) return false;
-  let chars = 0;
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const v = pending.pop();
-    if (typeof v === 'string') chars += v.length + 2;
-    else if (v === null || typeof v !== 'object') chars += String(v).length;
-    else if (Array.isArray(v)) {
-      chars += 2;
-      for (const item of v) {
-        if (++chars > limit) return true;
-        pending.push(item);
-      }
-    } else {
-      chars += 2;
-      for (const key in v) {
-        chars += key.length + 4;
-        if (chars > limit) return true;
-        pending.push((v as Record<string, unknown>)[key]);
-      }
-    }
-    if (chars > limit) return true;
-  }
-  return false;
 }
