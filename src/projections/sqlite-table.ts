@@ -7,6 +7,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { ColumnValue, Page, PageRequest, Table, TableSpec, Where } from './projection.ts';
+import { BoundedLru } from '../store/bounded-lru.ts';
 
 const CACHE_ROWS = 4096;
 
@@ -40,10 +41,8 @@ const sqlValue = (v: unknown): ColumnValue => {
 
 export class SqliteTable<R> implements Table<R> {
   private readonly columns: readonly string[];
-  private readonly cache = new Map<string, R>();
-  /** The JSON length of each cached row, and their sum. */
-  private readonly cacheSizes = new Map<string, number>();
-  private cacheBytes = 0;
+  /** Parsed rows, each weighed by its JSON's length. */
+  private readonly cache = new BoundedLru<R>(CACHE_ROWS, CACHE_BYTES);
   private readonly keyOfSeq = new Map<number, string>();
   /** Rows written since the last flush: a row, or null for a delete. Bounded by the engine's checkpoint interval. */
   private readonly dirty = new Map<string, R | null>();
@@ -85,7 +84,7 @@ export class SqliteTable<R> implements Table<R> {
     const found = this.getRow.get(key);
     if (!found) return undefined;
     const row = JSON.parse(found.row) as R;
-    this.remember(key, row, found.row.length);
+    this.cache.set(key, row, found.row.length);
     return row;
   }
 
@@ -115,7 +114,7 @@ export class SqliteTable<R> implements Table<R> {
   private fitting(seqs: number[]): number {
     const known = seqs.map((seq) => {
       const key = this.keyOfSeq.get(seq);
-      return key === undefined || !this.cache.has(key) ? undefined : this.cacheSizes.get(key);
+      return key === undefined ? undefined : this.cache.weightOf(key);
     });
     const unknown = seqs.filter((_, i) => known[i] === undefined);
     const asked = unknown.length === 0 ? new Map<number, number>() : new Map(this.sizesBySeqs.all(JSON.stringify(unknown)));
@@ -171,7 +170,7 @@ export class SqliteTable<R> implements Table<R> {
       if (rows[i] !== undefined) continue;
       const { key, row } = read.get(seqs[i])!;
       rows[i] = JSON.parse(row) as R;
-      this.remember(key, rows[i], row.length);
+      this.cache.set(key, rows[i], row.length);
       this.keyOfSeq.set(seqs[i], key);
     }
     return rows;
@@ -183,31 +182,15 @@ export class SqliteTable<R> implements Table<R> {
     for (const [key, row] of this.dirty) {
       if (row === null) {
         this.remove.run(key);
-        this.forget(key);
+        this.cache.delete(key);
       } else {
         const r = row as Record<string, unknown>;
         const json = JSON.stringify(row);
         this.upsert.run(key, json, ...this.columns.map((c) => sqlValue(r[c])));
-        this.remember(key, row, json.length);
+        this.cache.set(key, row, json.length);
       }
     }
     this.dirty.clear();
-  }
-
-  private remember(key: string, row: R, bytes: number): void {
-    this.forget(key);
-    this.cache.set(key, row);
-    this.cacheSizes.set(key, bytes);
-    this.cacheBytes += bytes;
-    while (this.cache.size > CACHE_ROWS || (this.cacheBytes > CACHE_BYTES && this.cache.size > 1)) {
-      this.forget(this.cache.keys().next().value as string);
-    }
-  }
-
-  private forget(key: string): void {
-    if (!this.cache.delete(key)) return;
-    this.cacheBytes -= this.cacheSizes.get(key)!;
-    this.cacheSizes.delete(key);
   }
 
   private select(where: Where<R>, order: 'asc' | 'desc', after?: number): [string, ColumnValue[]] {
