@@ -15,6 +15,15 @@ describe('a host socket in a directory others may write', () => {
   let squatter: http.Server;
   const seen: (string | undefined)[] = [];
   const socketIn = (dir: string) => join(root, dir, 'host.sock');
+  /** A client's first call to a host named `name` at the socket in `dir`. */
+  async function handshake(name: string, dir: string) {
+    const client = new HostClient({ name, socketPath: socketIn(dir), credentialFile: join(root, 'credential') });
+    try {
+      return await client.handshake();
+    } finally {
+      client.close();
+    }
+  }
 
   beforeAll(async () => {
     root = mkdtempSync('/var/tmp/berth-host-socket-');
@@ -38,21 +47,11 @@ describe('a host socket in a directory others may write', () => {
   });
 
   it('is refused before the credential is sent', async () => {
-    const client = new HostClient({ name: 'exposed', socketPath: socketIn('shared'), credentialFile: join(root, 'credential') });
-    try {
-      await expect(client.handshake()).rejects.toMatchObject({ code: 'provider_unavailable', detail: { reason: 'socket_directory_writable', host: 'exposed' } });
-    } finally {
-      client.close();
-    }
+    await expect(handshake('exposed', 'shared')).rejects.toMatchObject({ code: 'provider_unavailable', detail: { reason: 'socket_directory_writable', host: 'exposed' } });
     expect(seen).toEqual([]);
   });
 
   it('a directory only its owner writes is used (the host not listening yet: unreachable, nothing sent)', async () => {
-    const client = new HostClient({ name: 'kept', socketPath: socketIn('private'), credentialFile: join(root, 'credential') });
-    try {
-      await expect(client.handshake()).rejects.toMatchObject({ code: 'provider_unavailable', detail: { host: 'kept', cause: 'ENOENT' } });
-    } finally {
-      client.close();
-    }
+    await expect(handshake('kept', 'private')).rejects.toMatchObject({ code: 'provider_unavailable', detail: { host: 'kept', cause: 'ENOENT' } });
   });
 });

@@ -16,11 +16,17 @@ type Env = Record<string, string | undefined>;
 
 const DEFAULT_SOCKET = '/var/run/docker.sock';
 
+/** The Unix socket DOCKER_HOST names (the default one when it is unset), or undefined for another scheme. */
+function socketOf(dockerHost: string | undefined): string | undefined {
+  if (!dockerHost) return DEFAULT_SOCKET;
+  return dockerHost.startsWith('unix://') ? dockerHost.slice('unix://'.length) : undefined;
+}
+
 /** The endpoint the docker CLI would use with this environment. */
 export function endpointFromEnv(env: Env = process.env): DockerEndpoint {
-  const dockerHost = env.DOCKER_HOST?.trim();
-  if (!dockerHost) return { socketPath: DEFAULT_SOCKET };
-  if (dockerHost.startsWith('unix://')) return { socketPath: dockerHost.slice('unix://'.length) };
+  const dockerHost = env.DOCKER_HOST?.trim() ?? '';
+  const socketPath = socketOf(dockerHost);
+  if (socketPath !== undefined) return { socketPath };
   if (dockerHost.startsWith('tcp://')) {
     const url = new URL(dockerHost.replace(/^tcp:/, 'http:'));
     const tls = Boolean(env.DOCKER_TLS_VERIFY);
@@ -43,13 +49,8 @@ export function endpointFromEnv(env: Env = process.env): DockerEndpoint {
  * host); the well-known sockets are hidden anyway (bubblewrap.ts CONTROL_SOCKETS). Never throws, reads nothing.
  */
 export function engineFiles(env: Env = process.env, endpoint?: DockerEndpoint): string[] {
-  const dockerHost = env.DOCKER_HOST?.trim();
-  const files: string[] = [];
-  if (endpoint && 'socketPath' in endpoint) files.push(endpoint.socketPath);
-  else if (!endpoint && !dockerHost) files.push(DEFAULT_SOCKET);
-  else if (!endpoint && dockerHost?.startsWith('unix://')) files.push(dockerHost.slice('unix://'.length));
-  if (env.DOCKER_CERT_PATH) files.push(env.DOCKER_CERT_PATH);
-  return files.filter((f) => f.startsWith('/'));
+  const socket = endpoint ? ('socketPath' in endpoint ? endpoint.socketPath : undefined) : socketOf(env.DOCKER_HOST?.trim());
+  return [socket, env.DOCKER_CERT_PATH].filter((f): f is string => f !== undefined && f.startsWith('/'));
 }
 
 /**

@@ -58,8 +58,11 @@ export class HostClient {
 
   /** The host's version and incarnation, asked once per reachable spell; a mismatch refuses every call. */
   async handshake(): Promise<Hello> {
-    if (this.config.socketPath) this.checkSocketDirectory(this.config.socketPath);
-    this.hello ??= this.request('GET', '/v1/hello').then((a) => helloSchema.parse(JSON.parse(a.body.toString('utf8'))));
+    if (!this.hello) {
+      // Once per reachable spell, as the version: not a look at the disk before every call.
+      if (this.config.socketPath) this.checkSocketDirectory(this.config.socketPath);
+      this.hello = this.request('GET', '/v1/hello').then((a) => helloSchema.parse(JSON.parse(a.body.toString('utf8'))));
+    }
     let hello: Hello;
     try {
       hello = await this.hello;
