@@ -233,7 +233,7 @@ export class ActorRuntime<S = unknown> {
     const stream = this.streamFor(actorType, id);
     const cached = this.cache.get(stream);
     const mark = cached && this.mailboxes.idle(stream) ? this.store.changeMark?.() : undefined;
-    const loaded = mark !== undefined && this.currentAt.get(cached!) === mark
+    const loaded = mark !== undefined && this.stillCurrent(cached!, stream, mark)
       ? cached!
       : await this.track(
           this.mailboxes.post(stream, async () => {
@@ -255,6 +255,17 @@ export class ActorRuntime<S = unknown> {
       owner: loaded.owner,
       ownerEpoch: loaded.ownerEpoch,
     };
+  }
+
+  /**
+   * Whether a cached actor is its stream's current state: caught up at this change mark, or the mark moved (a write
+   * anywhere) but not its stream's revision (one indexed look instead of a trip through the mailbox).
+   */
+  private stillCurrent(cached: LoadedActor, stream: string, mark: string): boolean {
+    if (this.currentAt.get(cached) === mark) return true;
+    if (this.store.revisionNow?.(stream) !== cached.revision) return false;
+    this.currentAt.set(cached, mark);
+    return true;
   }
 
   /** Whether this runtime may write the actor seen (it owns it, or no runtime does). */

@@ -1,10 +1,12 @@
 /*
  * Sends `length` bytes of a file from `offset` to a socket, then, when `tail` > 0, reads the `tail` bytes after them,
  * looks at the file's stats again and sends those bytes only if the size, mtime and ctime (ns) are still the ones
- * given: a file changed during the send ends it without them. The bytes are read into a buffer of this call and
- * copied into the socket as they are sent, not handed to it from the page cache (sendfile(2)): a page handed over
- * stays the file's until the client has taken it, so a change of the file after the check could still reach the
- * client under the version checked. The socket is non-blocking.
+ * given: a file changed during the send ends it without them. The bytes are copied into the socket from a read-only
+ * mapping of the file (one copy, page cache to socket, against two through a buffer), never handed to it as pages
+ * (sendfile(2)): a page handed over stays the file's until the client has taken it, so a change of the file after the
+ * check could still reach the client under the version checked. Only the kernel touches the mapping: a file cut short
+ * meanwhile makes the send fail with EFAULT (no SIGBUS), which ends it as a changed file. The tail is read into a
+ * buffer before the check, so what is sent after the check is what was checked. The socket is non-blocking.
  *
  * sendFileNow(socketFd, fileFd, offset, length, tail, size, mtimeNs, ctimeNs) does it at once on the calling thread
  * and stops where the socket is full (a client on this host usually takes 4 MiB at once: no thread is woken at all).
@@ -19,6 +21,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,8 +68,8 @@ static int go_on(job_t *job, ssize_t n) {
 
 static int64_t ns(struct timespec t) { return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
 
-/* The buffer bytes go through: copied into the socket as sent, so what was sent is what was read (see above). */
-#define CHUNK (256 * 1024)
+/* The most the held-back last chunk may be: it is read into a buffer of its size (see above). */
+#define TAIL_MAX (256 * 1024)
 
 /* Sends `n` bytes of `bytes`; answers how many went (fewer when the socket stayed full or failed). */
 static int64_t send_all(job_t *job, const char *bytes, int64_t n) {
@@ -79,11 +82,16 @@ static int64_t send_all(job_t *job, const char *bytes, int64_t n) {
   return done;
 }
 
-/* The `tail` bytes after what was sent (at most CHUNK), sent only if they are all there and the file's stats are those
- * given. */
-static void send_tail(job_t *job, char *bytes) {
-  if (job->tail > CHUNK) {
+/* The `tail` bytes after what was sent (at most TAIL_MAX), sent only if they are all there and the file's stats are
+ * those given. */
+static void send_tail(job_t *job) {
+  if (job->tail > TAIL_MAX) {
     job->error = EINVAL;
+    return;
+  }
+  char *bytes = malloc((size_t)job->tail);
+  if (bytes == NULL) {
+    job->error = ENOMEM;
     return;
   }
   int64_t got = 0;
@@ -96,28 +104,32 @@ static void send_tail(job_t *job, char *bytes) {
   if (got < job->tail || fstat(job->file_fd, &now) != 0 || now.st_size != job->size || ns(now.st_mtim) != job->mtime_ns ||
       ns(now.st_ctim) != job->ctime_ns) {
     job->changed = 1;
-    return;
+  } else {
+    job->sent += send_all(job, bytes, job->tail);
   }
-  job->sent += send_all(job, bytes, job->tail);
+  free(bytes);
 }
 
+/* How much of the file is mapped at a time. */
+#define WINDOW (8 * 1024 * 1024)
+
+/* The bytes before the tail, window by window from a mapping of the file, then the checked tail. */
 static void run(job_t *job) {
-  char *bytes = malloc(CHUNK);
-  if (bytes == NULL) {
-    job->error = ENOMEM;
-    return;
-  }
+  long page = sysconf(_SC_PAGESIZE);
   while (job->sent < job->length) {
-    int64_t want = job->length - job->sent < CHUNK ? job->length - job->sent : CHUNK;
-    ssize_t got = pread(job->file_fd, bytes, (size_t)want, (off_t)(job->offset + job->sent));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    int64_t went = send_all(job, bytes, got);
+    int64_t at = job->offset + job->sent;
+    int64_t start = at - at % page;
+    int64_t want = job->length - job->sent < WINDOW ? job->length - job->sent : WINDOW;
+    size_t mapped = (size_t)(at - start + want);
+    char *map = mmap(NULL, mapped, PROT_READ, MAP_SHARED | MAP_POPULATE, job->file_fd, start);
+    if (map == MAP_FAILED) break; /* a file system without mappings: the caller sends the rest the ordinary way */
+    int64_t went = send_all(job, map + (at - start), want);
+    munmap(map, mapped);
     job->sent += went;
-    if (went < got) break;
+    if (went < want) break;
   }
-  if (job->sent == job->length && job->tail > 0 && job->error == 0) send_tail(job, bytes);
-  free(bytes);
+  if (job->error == EFAULT) job->error = 0, job->changed = 1; /* the file shrank under the mapping */
+  if (job->sent == job->length && job->tail > 0 && job->error == 0 && !job->changed) send_tail(job);
 }
 
 static void execute(napi_env env, void *data) {

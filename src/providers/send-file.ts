@@ -1,6 +1,6 @@
 /**
- * A file's bytes sent to a socket outside JavaScript (the berth_sendfile addon built by `npm ci`, send-file.c: read
- * into its buffer and copied into the socket, the last chunk only once the file is checked). What the socket takes
+ * A file's bytes sent to a socket outside JavaScript (the berth_sendfile addon built by `npm ci`, send-file.c: copied
+ * into the socket from a mapping of the file, the last chunk only once the file is checked). What the socket takes
  * at once is sent on the calling thread; the rest (a client reading slowly) on a thread of the pool. Without the
  * addon, or with two pool sends under way already (each holds a pool thread while its client reads), callers send
  * the ordinary way.
@@ -58,7 +58,8 @@ export function sendFileNow(r: SendRange): SendOutcome {
 
 /**
  * Sends on a thread of the pool (check `poolSendFree` first), waiting for room as the client reads; fewer bytes than
- * asked when the client took nothing for WAIT_MS or the file is shorter.
+ * asked when the client took nothing for WAIT_MS, the file is shorter or cannot be mapped (the rest goes the ordinary
+ * way).
  */
 export async function sendFile(r: SendRange): Promise<SendOutcome> {
   sending++;

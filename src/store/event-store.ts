@@ -110,6 +110,12 @@ export interface EventStore {
    * statement). What was read after taking it is still current while it stays the same. Without it, callers read.
    */
   changeMark?(): string;
+  /**
+   * Optional, with `changeMark`: the stream's current revision (-1n when absent) read at once. A cached reader whose
+   * mark moved (anything written anywhere) asks it before reading the stream again: an unchanged revision means
+   * nothing was appended to that stream (a compaction appends its summary too).
+   */
+  revisionNow?(stream: string): bigint;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** The stream's current revision, or 'no_stream'. */
   streamRevision(stream: string): Promise<bigint | 'no_stream'>;

@@ -15,10 +15,12 @@ export class ForwardingEventStore implements EventStore {
   readStreams?: (streams: readonly StreamFrom[]) => ReturnType<NonNullable<EventStore['readStreams']>>;
   /** Likewise: without it, callers read. */
   changeMark?: () => string;
+  revisionNow?: (stream: string) => bigint;
 
   constructor(readonly inner: EventStore) {
     if (inner.readStreams) this.readStreams = (streams) => inner.readStreams!(streams);
     if (inner.changeMark) this.changeMark = () => inner.changeMark!();
+    if (inner.revisionNow) this.revisionNow = (stream) => inner.revisionNow!(stream);
   }
 
   get kind(): EventStore['kind'] {

@@ -354,6 +354,11 @@ export class SqliteEventStore implements EventStore {
     return `${changes}:${version}`;
   }
 
+  revisionNow(stream: string): bigint {
+    this.assertOpen();
+    return this.currentRevision(stream);
+  }
+
   async streamRevision(stream: string): Promise<bigint | 'no_stream'> {
     this.assertOpen();
     const revision = this.currentRevision(stream);

@@ -3,10 +3,11 @@
  * over HTTP through the real gateway: the native code writes to a socket number it duplicated, so two tenants' reads
  * at once never get each other's bytes; readers that take nothing hold no more than two pool threads, for 20 ms at a
  * time, so the server answers everyone else meanwhile; a reader cut off leaves no descriptor behind; and a file
- * changed in place while it is sent never has its last chunk sent (the answer stops short of its content-length).
+ * changed in place while it is sent never has its last chunk sent (the answer stops short of its content-length), nor
+ * does one cut short under its mapping, which leaves the server answering.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { once } from 'node:events';
@@ -52,6 +53,32 @@ async function stalledRead(t: Tenant): Promise<{ request: ClientRequest; respons
   return { request, response };
 }
 
+/**
+ * A raw GET of alice's `name` that stops reading once the head came; `meanwhile` runs while the socket is full and
+ * the send waits for room; then the whole answer is read until the server closes. Answers the head and the body.
+ */
+async function readAcross(name: string, meanwhile: () => void): Promise<{ head: string; body: Buffer }> {
+  const { port } = new URL(gw.url);
+  const socket = connect({ host: '127.0.0.1', port: Number(port) });
+  await once(socket, 'connect');
+  const headers = Object.entries(gw.headers(alice.token)).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.write(`GET ${alice.files}${q(name)} HTTP/1.1\r\nhost: x\r\n${headers}connection: close\r\n\r\n`);
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => undefined);
+  const closed = once(socket, 'close');
+  while (Buffer.concat(chunks).indexOf('\r\n\r\n') < 0) await once(socket, 'data');
+  // Unread for a moment, the socket fills and the send waits for room (far less than the file fits in it).
+  socket.pause();
+  meanwhile();
+  await sleep(5);
+  socket.resume();
+  await closed;
+  const answer = Buffer.concat(chunks);
+  const split = answer.indexOf('\r\n\r\n');
+  return { head: answer.subarray(0, split).toString(), body: answer.subarray(split + 4) };
+}
+
 describe('large reads sent natively, against hostile members', () => {
   it("two tenants reading at once get their own bytes, every time", { timeout: 60_000 }, async () => {
     const read = async (t: Tenant, mine: Buffer) => {
@@ -88,32 +115,28 @@ describe('large reads sent natively, against hostile members', () => {
   });
 
   it('a file changed in place while it is sent never has its last chunk sent: the answer stops short', { timeout: 60_000 }, async () => {
-    const { port } = new URL(gw.url);
-    const socket = connect({ host: '127.0.0.1', port: Number(port) });
-    await once(socket, 'connect');
-    const headers = Object.entries(gw.headers(alice.token)).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-    socket.write(`GET ${alice.files}${q('changing.bin')} HTTP/1.1\r\nhost: x\r\n${headers}connection: close\r\n\r\n`);
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', () => undefined);
-    const closed = once(socket, 'close');
-    while (Buffer.concat(chunks).indexOf('\r\n\r\n') < 0) await once(socket, 'data');
-    // Unread for a moment, the socket fills and the send waits for room (far less than the file fits in it);
-    // meanwhile a command of the turn rewrites the last byte in place.
-    socket.pause();
-    const fd = openSync(join(alice.root, 'changing.bin'), 'r+');
-    writeSync(fd, Buffer.from([changing[CHANGING_SIZE - 1]! ^ 0xff]), 0, 1, CHANGING_SIZE - 1);
-    closeSync(fd);
-    await sleep(5);
-    socket.resume();
-    await closed;
-    const answer = Buffer.concat(chunks);
-    const split = answer.indexOf('\r\n\r\n');
-    const head = answer.subarray(0, split).toString();
-    const body = answer.subarray(split + 4);
+    // A command of the turn rewrites the last byte in place.
+    const { head, body } = await readAcross('changing.bin', () => {
+      const fd = openSync(join(alice.root, 'changing.bin'), 'r+');
+      writeSync(fd, Buffer.from([changing[CHANGING_SIZE - 1]! ^ 0xff]), 0, 1, CHANGING_SIZE - 1);
+      closeSync(fd);
+    });
     expect(head).toMatch(/^HTTP\/1\.1 200/);
     expect(head).toContain(`x-berth-version: ${version(changing)}`);
     expect(body.length).toBeLessThan(CHANGING_SIZE);
     expect(body.equals(changing.subarray(0, body.length))).toBe(true);
+  });
+
+  it('a file cut short while it is sent from its mapping ends the answer short, and the server answers on', { timeout: 60_000 }, async () => {
+    await expectStatus(call(gw, 'PUT', `${alice.files}${q('shrinking.bin')}`, { token: tokens.alice, body: changing }), 200);
+    await sleep(2_100); // settled: sent from the file
+    // A command of the turn truncates it to a quarter: the mapped pages past the new end are gone.
+    const { head, body } = await readAcross('shrinking.bin', () => truncateSync(join(alice.root, 'shrinking.bin'), CHANGING_SIZE / 4));
+    expect(head).toMatch(/^HTTP\/1\.1 200/);
+    expect(body.length).toBeLessThan(CHANGING_SIZE);
+    expect(body.equals(changing.subarray(0, body.length))).toBe(true);
+    const again = await call(gw, 'GET', `${bob.files}${q('big.bin')}`, { token: tokens.bob });
+    expect(again.status).toBe(200);
+    expect(again.bytes.equals(bytes.bob)).toBe(true);
   });
 });

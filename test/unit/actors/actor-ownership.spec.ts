@@ -137,5 +137,26 @@ describe('actor ownership on a shared store', () => {
     expect(seen).toMatchObject({ revision: 1n, context: { count: 3 } });
     expect(reads.n).toBeGreaterThan(0);
   });
+
+  it('answers a cached actor without reading its stream after writes to other streams, and reads it after a write to its own', async () => {
+    const a = await runtime('rt-a');
+    const b = await runtime('rt-b');
+    await a.rt.send('counter', 'c1', inc(1));
+    await a.rt.get('counter', 'c1');
+    const reads = { n: 0 };
+    const readStream = a.store.readStream.bind(a.store);
+    a.store.readStream = (...args) => (reads.n++, readStream(...args));
+    const mark = a.store.changeMark!();
+    await a.rt.send('counter', 'c2', inc(5)); // this runtime's own write elsewhere
+    await b.rt.send('counter', 'c3', inc(7)); // another runtime's write elsewhere
+    expect(a.store.changeMark!()).not.toBe(mark);
+    reads.n = 0;
+    expect(await a.rt.get('counter', 'c1')).toMatchObject({ revision: 0n, context: { count: 1 } });
+    expect(reads.n).toBe(0);
+    await b.rt.adopt('counter', 'c1', 'rt-a');
+    await b.rt.send('counter', 'c1', inc(2)); // its own stream, by the other runtime
+    expect(await a.rt.get('counter', 'c1')).toMatchObject({ revision: 2n, owner: 'rt-b', context: { count: 3 } });
+    expect(reads.n).toBeGreaterThan(0);
+  });
 });
 
