@@ -19,19 +19,28 @@ export interface ReplayedEvent {
 
 /**
  * `events` must be the stream from revision 0 on (a prefix of it is fine), or its events right after `from` (an
- * actor restored part-way, from a snapshot). The actor id (for the machine's input) defaults to the stream name minus
- * `<type>-`. `maxValueChars`: a changed context value whose JSON is longer is shown as `omittedValue` says (default:
- * every value whole).
+ * actor restored part-way, from a snapshot, or the end of an earlier `replaySteps`). The actor id (for the machine's
+ * input) defaults to the stream name minus `<type>-`. `maxValueChars`: a changed context value whose JSON is longer is
+ * shown as `omittedValue` says (default: every value whole).
  */
 export function replayStream(
   actorType: ActorType,
   events: RecordedEvent[],
   opts: { actorId?: string; from?: LoadedActor; maxValueChars?: number } = {},
 ): ReplayedEvent[] {
-  if (events.length === 0) return [];
+  return replaySteps(actorType, events, opts).steps;
+}
+
+/** `replayStream`'s steps and the actor after the last of them (`from` when there are none), to go on from. */
+export function replaySteps(
+  actorType: ActorType,
+  events: RecordedEvent[],
+  opts: { actorId?: string; from?: LoadedActor; maxValueChars?: number } = {},
+): { steps: ReplayedEvent[]; after: LoadedActor | undefined } {
+  if (events.length === 0) return { steps: [], after: opts.from };
   let actor = opts.from ?? freshActor(actorType, opts.actorId ?? events[0].stream.slice(actorType.type.length + 1));
   const maxValueChars = opts.maxValueChars ?? Infinity;
-  return events.map((event) => {
+  const steps = events.map((event) => {
     const before = actor.snapshot;
     actor = foldStored(actorType, actor, [event]);
     return {
@@ -41,6 +50,7 @@ export function replayStream(
       contextDiff: diffContext(before.context, actor.snapshot.context, maxValueChars),
     };
   });
+  return { steps, after: actor };
 }
 
 /**

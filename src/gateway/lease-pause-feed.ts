@@ -54,25 +54,37 @@ class PauseFold {
 }
 
 /**
- * The frames of lease `key` after global position `after` (all when undefined): those already recorded, then live
- * ones until the lease is released. Not found (a plain error) for a key the caller has no lease under.
+ * The frames of lease `key` after global position `after` (all when undefined): those already recorded (read a page
+ * at a time), then live ones until the lease is released. Not found (a plain error) for a key the caller has no
+ * lease under.
  */
 export async function leasePauseFeed(api: RuntimeApi, caller: Caller, key: string, after: bigint | undefined) {
   const lease = await api.leases.get(caller, key);
   const stream = `lease-${lease.id}`;
-  const recorded = (await api.replay(caller, stream)).map((s) => s.event);
-  const last = recorded.at(-1)?.position ?? -1n;
-  const live = api.events(caller, last < 0n ? 'start' : last);
+  const recorded = await api.replay(caller, stream);
   const fold = new PauseFold(key);
+  let live: ReturnType<RuntimeApi['events']> | undefined;
+  let closed = false;
   return {
-    close: () => live.close(),
+    close: async () => {
+      closed = true;
+      await live?.close();
+    },
     async *[Symbol.asyncIterator](): AsyncGenerator<PositionedFrame> {
       const emit = function* (event: RecordedEvent) {
         const frame = fold.frameOf(event);
         if (frame && (after === undefined || event.position > after)) yield { position: event.position, frame };
       };
-      for (const event of recorded) yield* emit(event);
-      if (recorded.some((e) => e.type === 'lease.released')) return;
+      let last = -1n;
+      for await (const page of recorded) {
+        for (const { event } of page) {
+          last = event.position;
+          yield* emit(event);
+          if (event.type === 'lease.released') return;
+        }
+      }
+      if (closed) return;
+      live = api.events(caller, last < 0n ? 'start' : last);
       for await (const event of live) {
         if (event.stream !== stream) continue;
         yield* emit(event);

@@ -39,7 +39,7 @@ import type {
 } from './runtime-api.ts';
 import type { Listing, PageQuery } from './listing.ts';
 import type { Services } from './services.ts';
-import { replayStoredStream } from './core/stream-replay.ts';
+import { replayStoredPages } from './core/stream-replay.ts';
 import { timelinePage, type TimelinePage } from './core/stream-timeline.ts';
 import { registeredMachine } from './core/machine-structure.ts';
 import type { MachineStructure } from '../../schemas/console.ts';
@@ -358,10 +358,9 @@ export class BerthApi implements RuntimeApi {
     return this.executions.activity(caller, page ?? {});
   }
 
-  async replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]> {
+  async replay(caller: Caller, stream: string, at?: number): Promise<AsyncIterable<ReplayStep[]>> {
     if (!(await this.scopes.visible(caller, stream))) throw new BerthError('not_found', 'No such stream.', { stream });
-    const replay = await replayStoredStream(this.runtime.store, stream, at === undefined ? {} : { at: BigInt(at) });
-    return replay.steps.map((s) => ({ event: s.event, stateBefore: s.stateBefore, stateAfter: s.stateAfter, contextDiff: s.contextDiff }));
+    return (await replayStoredPages(this.runtime.store, stream, at === undefined ? {} : { at: BigInt(at) })).pages;
   }
 
   async timeline(caller: Caller, stream: string, page: { from: number; limit: number; failures: boolean }): Promise<TimelinePage> {

@@ -248,7 +248,11 @@ export interface RuntimeApi {
 
   /** Executions and operations with status and structured failure, never payloads. */
   activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>>;
-  replay(caller: Caller, stream: string, at?: number): Promise<ReplayStep[]>;
+  /**
+   * A stream's replay up to revision `at` (all of it by default), a page of steps at a time as they are taken: a
+   * stream has no length bound, so the whole is never held. Another scope's stream is `not_found`, before any page.
+   */
+  replay(caller: Caller, stream: string, at?: number): Promise<AsyncIterable<ReplayStep[]>>;
   /** One page of a stream's replay (the web console's timeline); another scope's stream is `not_found`. */
   timeline(caller: Caller, stream: string, page: { from: number; limit: number; failures: boolean }): Promise<TimelinePage>;
   /** The structure of a registered actor type's machine (not tenant data: the same for every caller). */

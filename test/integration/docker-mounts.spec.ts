@@ -15,6 +15,7 @@ import type { Caller } from '../../src/runtime/runtime-api.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 import { dockerAvailable, newTestRun, rawDocker, removeTestResources } from './docker-env.ts';
 import { testProviders } from './environments-berth.ts';
+import { gathered } from '../../src/runtime/core/stream-replay.ts';
 
 const run = newTestRun();
 const admin: Caller = { scope: 'default', role: 'admin' };
@@ -85,7 +86,7 @@ describe.skipIf(!dockerAvailable)('workspace views on Docker', () => {
     const y = await exec(session.id, turn.id, 'cat made/new.txt');
     expect((await berth.api.readOutput(admin, y.id, 'stdout', 0)).data.toString()).toBe('edited\n');
     // The view's stream is its scope's to replay (and no one else's).
-    expect((await berth.api.replay(admin, `mount-${ws.id}`)).map((s) => s.event.type)).toContain('mount.checkpoint_published');
+    expect((await gathered(await berth.api.replay(admin, `mount-${ws.id}`))).map((s) => s.event.type)).toContain('mount.checkpoint_published');
     await expect(berth.api.replay({ scope: 'other', role: 'admin' }, `mount-${ws.id}`)).rejects.toMatchObject({ code: 'not_found' });
     await berth.api.releaseTurn(admin, session.id, turn.id);
   });

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../../schemas/errors.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
 import { admin, startTestBerth } from './environments-berth.ts';
+import { gathered } from '../../src/runtime/core/stream-replay.ts';
 
 let dir: string;
 let berth: Berth | undefined;
@@ -71,7 +72,7 @@ describe('a Docker environment whose engine does not answer', () => {
       const view = await berth.api.getEnvironment(admin, env.id);
       expect(view).toMatchObject({ state: 'idle', allocation: null });
       expect(await berth.api.activeAllocations(admin)).toEqual({ items: [] });
-      const requested = (await berth.api.replay(admin, `environment-${env.id}`))
+      const requested = (await gathered(await berth.api.replay(admin, `environment-${env.id}`)))
         .map((step) => step.event)
         .filter((e) => e.type === 'environment.acquisition_requested');
       expect(requested).toHaveLength(2);

@@ -13,6 +13,7 @@ import type { RecordedEvent } from '../../src/store/event-store.ts';
 import { dockerAvailable, newTestRun, removeTestResources } from './docker-env.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 import { caller, environmentFor, readAll, run, settled, startTestBerth, tempDir, type ProviderKind } from './executions-harness.ts';
+import { gathered } from '../../src/runtime/core/stream-replay.ts';
 
 const EMPTY = 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const LIFECYCLE = ['execution.accepted', 'execution.dispatched', 'execution.started', 'execution.exited', 'execution.drained', 'execution.saved'];
@@ -71,7 +72,7 @@ describe.each<ProviderKind>(['native', 'docker'])('execution appends, %s provide
   /** Waits until `id` settled; answers its record and its lifecycle events by type. */
   async function finish(id: string) {
     const record = await settled(berth.api, id);
-    const events = (await berth.api.replay(caller, `execution-${id}`)).map((step) => step.event);
+    const events = (await gathered(await berth.api.replay(caller, `execution-${id}`))).map((step) => step.event);
     const byType = Object.fromEntries(events.map((e) => [e.type, e])) as Record<string, RecordedEvent>;
     expect(events.map((e) => e.type).filter((t) => LIFECYCLE.includes(t))).toEqual(LIFECYCLE);
     return { id, record, byType };

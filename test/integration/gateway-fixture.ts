@@ -20,6 +20,7 @@ import type { Caller } from '../../src/runtime/runtime-api.ts';
 import type { RootMapping } from '../../src/runtime/workspaces/workspace-roots.ts';
 import { emitScript } from '../fixtures/emit-bytes.mjs';
 import { withFaults, type FaultyRuntimeApi } from './faulty-runtime-api.ts';
+import { gathered } from '../../src/runtime/core/stream-replay.ts';
 
 export const tokens = {
   admin: 'admin-token-3f9c2a71b8e04d56',
@@ -107,7 +108,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits>; w
       running.listener = listener;
     },
     async cancelRequests(id, caller = alice) {
-      const steps = await berth.api.replay(caller, `execution-${id}`);
+      const steps = await gathered(await berth.api.replay(caller, `execution-${id}`));
       return steps.filter((s) => s.event.type.startsWith('execution.cancel')).length;
     },
     async close() {

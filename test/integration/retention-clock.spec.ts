@@ -13,6 +13,7 @@ import { ArtifactArchive } from '../../src/store/artifact-archive.ts';
 import type { ExecutionRecord } from '../../src/runtime/runtime-api.ts';
 import { caller, settled, tempDir, testProviders } from './executions-harness.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
+import { gathered } from '../../src/runtime/core/stream-replay.ts';
 
 const DAY = 86_400_000;
 const dir = tempDir('berth-retention-clock-');
@@ -70,10 +71,10 @@ it('should age executions by the runtime clock, remove their output and keep the
     expect({ ...record, step: x.step, updatedAt: x.updatedAt }).toEqual(x);
     expect(record.step).toBe('compacted');
     // Its replay is the summary alone; the revisions before it are gone.
-    const replay = await berth.api.replay(caller, `execution-${x.id}`);
+    const replay = await gathered(await berth.api.replay(caller, `execution-${x.id}`));
     expect(replay.map((s) => [s.event.type, s.stateAfter])).toEqual([['execution.compacted', 'compacted']]);
-    expect(await berth.api.replay(caller, `execution-${x.id}`, Number(replay[0].event.revision) - 1)).toEqual([]);
-    expect(await berth.api.replay(caller, `execution-${x.id}`, Number(replay[0].event.revision))).toHaveLength(1);
+    expect(await gathered(await berth.api.replay(caller, `execution-${x.id}`, Number(replay[0].event.revision) - 1))).toEqual([]);
+    expect(await gathered(await berth.api.replay(caller, `execution-${x.id}`, Number(replay[0].event.revision)))).toHaveLength(1);
     const read = await berth.api.readOutput(caller, x.id, 'stdout', 0).catch((e: unknown) => e);
     expect(isBerthError(read, 'output_expired'), String(read)).toBe(true);
   }

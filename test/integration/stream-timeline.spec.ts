@@ -1,7 +1,8 @@
 /**
  * The console's timeline pages against a full fold: every page of a real environment stream (with the runtime's own
  * snapshots every 50 events) shows the states and context diffs the whole stream's replay shows, a page reads the
- * events from the snapshot before it rather than from revision 0, and a snapshot of another machine is ignored.
+ * events from the snapshot before it rather than from revision 0, and a snapshot of another machine is ignored. The
+ * full replay, folded and answered a page at a time, is one fold of the stream.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLatestSnapshot, writeSnapshot } from '../../src/actors/snapshot-stream.ts';
 import type { Berth } from '../../src/runtime/berth.ts';
-import { replayStoredStream, type ReplayedStep } from '../../src/runtime/core/stream-replay.ts';
+import { replayStream } from '../../src/actors/replay.ts';
+import { DIFF_VALUE_MAX_CHARS, replayStoredPages, replayStoredStream, type ReplayedStep } from '../../src/runtime/core/stream-replay.ts';
+import { actorTypeOfStream, actorTypes } from '../../src/runtime/registry.ts';
 import { timelinePage } from '../../src/runtime/core/stream-timeline.ts';
 import type { EventStore } from '../../src/store/event-store.ts';
 import { admin, startTestBerth } from './environments-berth.ts';
@@ -87,5 +90,23 @@ describe('the stream timeline', () => {
     const persisted = (early.data as { snapshot: NonNullable<typeof latest>['persisted'] }).snapshot;
     await writeSnapshot(berth.runtime.store, stream, { revision: BigInt(LAST_PAGE - 1), persisted, machine: 'not-this-machine' });
     await expectEveryPageFolded(berth.runtime.store);
+  });
+
+  it('should replay the whole stream a page at a time as one fold does, to any revision, reading each event once', async () => {
+    const actorType = actorTypeOfStream(stream, actorTypes)!;
+    const events = await berth.runtime.store.readStream(stream);
+    const oneFold = replayStream(actorType, events, { maxValueChars: DIFF_VALUE_MAX_CHARS });
+    for (const at of [undefined, 0, 6, 7, 8, 100, EVENTS - 1, EVENTS + 5]) {
+      const { store, read } = counting(berth.runtime.store, stream);
+      const { pages } = await replayStoredPages(store, stream, { pageEvents: 7, ...(at === undefined ? {} : { at: BigInt(at) }) });
+      const sizes: number[] = [];
+      const steps: ReplayedStep[] = [];
+      for await (const page of pages) (sizes.push(page.length), steps.push(...page));
+      const expected = at === undefined ? oneFold : oneFold.slice(0, at + 1);
+      expect(shown(steps), `at ${at}`).toEqual(shown(expected));
+      expect(sizes.every((n) => n <= 7)).toBe(true);
+      expect(read()).toBeLessThanOrEqual(expected.length + 7);
+    }
+    await expect(replayStoredPages(berth.runtime.store, 'environment-henv_nothing')).rejects.toMatchObject({ code: 'not_found' });
   });
 });

@@ -22,6 +22,7 @@ import {
   tempDir,
   type ProviderKind,
 } from '../integration/executions-harness.ts';
+import { gathered } from '../../src/runtime/core/stream-replay.ts';
 
 const CRASH_POINTS = [
   'execution.accepted',
@@ -109,7 +110,7 @@ describe.each(providers)('kill -9 matrix, %s provider', (kind) => {
         const id = executionIdOf(caller.scope, operationId);
         const record = await released(api, id);
         // The kill landed right after that event, and the next runtime picked the execution up from there.
-        const types = (await api.replay(caller, `execution-${id}`)).map((step) => step.event.type);
+        const types = (await gathered(await api.replay(caller, `execution-${id}`))).map((step) => step.event.type);
         expect(types[types.indexOf(lastOfAppend(crashAfter)) + 1]).toBe('runtime.recovered');
         const environment = await environmentFor(api, kind);
         // Checked before the command that reads the ids file back takes a use of its own.

@@ -61,6 +61,30 @@ export function residentBytes(pid: number): number {
   return Number(kib) * 1024;
 }
 
+/**
+ * Runs `work` while sampling process `pid`'s resident memory every `everyMs`: answers its result, how far the memory
+ * rose above where it was at the start (at its peak), and both figures for an assertion's message.
+ */
+export async function residentGrowth<T>(pid: number, work: () => Promise<T>, everyMs = 20): Promise<{ result: T; grown: number; label: string }> {
+  const before = residentBytes(pid);
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), everyMs);
+  try {
+    const result = await work();
+    peak = Math.max(peak, residentBytes(pid));
+    return { result, grown: peak - before, label: `RSS ${before} -> peak ${peak}` };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** `count` plain GETs of `pathOf(i)` that stop reading after the head, then `settleMs` for the server to do what it does for them. */
+export async function openStalledGets(url: string, count: number, pathOf: (i: number) => string, headers: Record<string, string>, settleMs: number): Promise<StalledClient[]> {
+  const readers = await Promise.all(Array.from({ length: count }, (_, i) => openStalled(url, pathOf(i), 'get', headers)));
+  await new Promise((r) => setTimeout(r, settleMs));
+  return readers;
+}
+
 /** How long `GET /healthz` takes (ms), or Infinity when it does not answer 200 within `timeoutMs`. */
 export async function healthLatency(url: string, timeoutMs: number): Promise<number> {
   const started = performance.now();

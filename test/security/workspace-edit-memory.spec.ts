@@ -8,7 +8,7 @@ import { closeSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
-import { healthLatency, residentBytes } from './stalled-client.ts';
+import { healthLatency, residentGrowth } from './stalled-client.ts';
 
 const MiB = 1024 * 1024;
 const EDITS = 24;
@@ -37,10 +37,6 @@ describe('edits through the file tools', () => {
     const turn = await server.json(`/v1/sessions/${session.id}/turns`, { body: {} });
     const edit = `/v1/sessions/${session.id}/turns/${turn.id}/files/edit`;
 
-    const pid = server.process.child.pid!;
-    const before = residentBytes(pid);
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 10);
     let slowest = 0;
     let editing = true;
     const probe = (async () => {
@@ -49,18 +45,24 @@ describe('edits through the file tools', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
-    let answers: { path: string; size: number }[];
-    try {
-      answers = await Promise.all(
-        Array.from({ length: EDITS }, (_, i) => server.json(edit, { body: { path: `big-${i}.txt`, old: `MARK-${String(i).padStart(4, '0')}`, new: `DONE-${String(i).padStart(4, '0')}` } })),
-      );
-    } finally {
-      editing = false;
-      await probe;
-      clearInterval(sampler);
-    }
+    const { result: answers, grown, label } = await residentGrowth(
+      server.process.child.pid!,
+      async () => {
+        try {
+          return await Promise.all(
+            Array.from({ length: EDITS }, (_, i) =>
+              server.json<{ path: string; size: number }>(edit, { body: { path: `big-${i}.txt`, old: `MARK-${String(i).padStart(4, '0')}`, new: `DONE-${String(i).padStart(4, '0')}` } }),
+            ),
+          );
+        } finally {
+          editing = false;
+          await probe;
+        }
+      },
+      10,
+    );
     answers.forEach((a, i) => expect(a).toMatchObject({ path: `big-${i}.txt`, size: SIZE }));
-    expect(peak - before, `RSS ${before} -> peak ${peak}`).toBeLessThan(640 * MiB);
+    expect(grown, label).toBeLessThan(640 * MiB);
     expect(slowest, '/healthz latency while the edits ran (ms)').toBeLessThan(2000);
     for (let i = 0; i < EDITS; i++) {
       const fd = openSync(path.join(root, `big-${i}.txt`), 'r');

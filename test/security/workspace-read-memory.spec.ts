@@ -12,7 +12,7 @@ import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
-import { healthLatency, openStalled, residentBytes, type StalledClient } from './stalled-client.ts';
+import { healthLatency, openStalledGets, residentGrowth } from './stalled-client.ts';
 
 const MiB = 1024 * 1024;
 const READERS = 24;
@@ -43,20 +43,12 @@ describe('reads through the file tools', () => {
     const turn = await server.json(`/v1/sessions/${session.id}/turns`, { body: {} });
     const files = `/v1/sessions/${session.id}/turns/${turn.id}/files`;
 
-    const pid = server.process.child.pid!;
-    const before = residentBytes(pid);
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 20);
-    let readers: StalledClient[];
-    try {
-      readers = await Promise.all(Array.from({ length: READERS }, (_, i) => openStalled(server.url, `${files}?path=big-${i}.bin`, 'get', { Authorization: `Bearer ${tokens.alice}` })));
-      // Let the server do what it does for stalled readers, then look.
-      await new Promise((r) => setTimeout(r, 1500));
+    const { result: readers, grown, label } = await residentGrowth(server.process.child.pid!, async () => {
+      const stalled = await openStalledGets(server.url, READERS, (i) => `${files}?path=big-${i}.bin`, { Authorization: `Bearer ${tokens.alice}` }, 1500);
       expect(await healthLatency(server.url, 5000)).toBeLessThan(5000);
-    } finally {
-      clearInterval(sampler);
-    }
-    expect(peak - before, `RSS ${before} -> peak ${peak}`).toBeLessThan(384 * MiB);
+      return stalled;
+    });
+    expect(grown, label).toBeLessThan(384 * MiB);
     for (let i = 0; i < READERS; i++) {
       expect(readers[i].head).toMatch(/^HTTP\/1\.1 200/);
       expect(readers[i].head.toLowerCase()).toContain(`x-berth-version: ${versions[i]}`);

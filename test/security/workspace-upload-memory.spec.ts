@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
-import { healthLatency, residentBytes } from './stalled-client.ts';
+import { healthLatency, residentGrowth } from './stalled-client.ts';
 
 const MiB = 1024 * 1024;
 const UPLOADS = 8;
@@ -53,19 +53,12 @@ describe('uploads through the file tools', () => {
     const turn = await server.json(`/v1/sessions/${session.id}/turns`, { body: {} });
     const files = `/v1/sessions/${session.id}/turns/${turn.id}/files`;
 
-    const pid = server.process.child.pid!;
-    const before = residentBytes(pid);
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(pid))), 20);
-    let answers: Awaited<ReturnType<typeof upload>>[];
-    try {
+    const { result: answers, grown, label } = await residentGrowth(server.process.child.pid!, async () => {
       const sending = Promise.all(Array.from({ length: UPLOADS }, (_, n) => upload(files, n + 1)));
       expect(await healthLatency(server.url, 5000)).toBeLessThan(5000);
-      answers = await sending;
-    } finally {
-      clearInterval(sampler);
-    }
+      return sending;
+    });
     for (const a of answers) expect(a).toMatchObject({ status: 200, body: { size: SIZE, version: a.version } });
-    expect(peak - before, `RSS ${before} -> peak ${peak}`).toBeLessThan(128 * MiB);
+    expect(grown, label).toBeLessThan(128 * MiB);
   });
 });

@@ -5,7 +5,8 @@
  */
 import type { StateValue } from 'xstate';
 import type { ActorType } from '../../actors/actor-type.ts';
-import { replayStream } from '../../actors/replay.ts';
+import type { LoadedActor } from '../../actors/rehydrate.ts';
+import { replaySteps } from '../../actors/replay.ts';
 import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
 import { actorTypeOfStream, actorTypes } from '../registry.ts';
 
@@ -29,23 +30,67 @@ export interface StreamReplay {
   steps: ReplayedStep[];
 }
 
-/** `at`: stop at this revision (inclusive). Throws `not_found` for an absent stream. */
+/** Events folded at a time: a replay is answered a page at a time, never held whole (a stream has no length bound). */
+export const REPLAY_PAGE_EVENTS = 64;
+
+export interface StreamReplayPages {
+  stream: string;
+  actorType: string | null;
+  /** The steps in revision order, a page at a time; each page is read and folded when the one before is taken. */
+  pages: AsyncIterable<ReplayedStep[]>;
+}
+
+/**
+ * `at`: stop at this revision (inclusive). Throws `not_found` for an absent stream, before any page (its first page
+ * is read at once). The fold goes on from page to page, so each event is folded once.
+ */
+export async function replayStoredPages(
+  store: EventStore,
+  stream: string,
+  opts: { at?: bigint; types?: ActorType[]; pageEvents?: number } = {},
+): Promise<StreamReplayPages> {
+  const { at } = opts;
+  const size = opts.pageEvents ?? REPLAY_PAGE_EVENTS;
+  const read = async (from: bigint | 'start') => {
+    const events = await store.readStream(stream, { from, maxCount: size });
+    const last = events.at(-1)?.revision;
+    // A compacted stream starts at its summary's revision: what came before `at` may be gone.
+    const kept = at === undefined ? events : events.filter((e) => e.revision <= at);
+    return { events: kept, next: events.length === size && (at === undefined || last! < at) ? last! + 1n : undefined };
+  };
+  const first = at !== undefined && at < 0n ? { events: [], next: undefined } : await read('start');
+  const actorType = actorTypeOfStream(stream, opts.types ?? actorTypes);
+  async function* pages(): AsyncGenerator<ReplayedStep[]> {
+    let page: { events: RecordedEvent[]; next: bigint | undefined } = first;
+    let actor: LoadedActor | undefined;
+    for (;;) {
+      if (!actorType) {
+        yield page.events.map((event) => ({ event, stateBefore: null, stateAfter: null, contextDiff: null }));
+      } else {
+        const replayed = replaySteps(actorType, page.events, { ...(actor ? { from: actor } : {}), maxValueChars: DIFF_VALUE_MAX_CHARS });
+        actor = replayed.after;
+        yield replayed.steps;
+      }
+      if (page.next === undefined) return;
+      page = await read(page.next);
+    }
+  }
+  return { stream, actorType: actorType?.type ?? null, pages: pages() };
+}
+
+/** The whole replay at once (`berth replay` on a local store, tests): the pages gathered. */
 export async function replayStoredStream(
   store: EventStore,
   stream: string,
   opts: { at?: bigint; types?: ActorType[] } = {},
 ): Promise<StreamReplay> {
-  const maxCount = opts.at === undefined ? undefined : Number(opts.at) + 1;
-  const read = maxCount === 0 ? [] : await store.readStream(stream, { from: 'start', maxCount });
-  // A compacted stream starts at its summary's revision: what came before `at` may be gone.
-  const events = opts.at === undefined ? read : read.filter((e) => e.revision <= opts.at!);
-  const actorType = actorTypeOfStream(stream, opts.types ?? actorTypes);
-  if (!actorType) {
-    return {
-      stream,
-      actorType: null,
-      steps: events.map((event) => ({ event, stateBefore: null, stateAfter: null, contextDiff: null })),
-    };
-  }
-  return { stream, actorType: actorType.type, steps: replayStream(actorType, events, { maxValueChars: DIFF_VALUE_MAX_CHARS }) };
+  const { actorType, pages } = await replayStoredPages(store, stream, opts);
+  return { stream, actorType, steps: await gathered(pages) };
+}
+
+/** Every item of a paged answer, in order (a whole replay, where it is known to be short or wanted whole). */
+export async function gathered<T>(pages: AsyncIterable<T[]>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const page of pages) items.push(...page);
+  return items;
 }

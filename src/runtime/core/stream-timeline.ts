@@ -2,15 +2,15 @@
  * One page of a stream's timeline for the web console: the replay steps (state before → after, context diff) of
  * revisions [from, from + limit), folded from the latest snapshot at or before the page (else from the stream's
  * start), so a page of a 10,000-event stream costs what a page of a short one does, wherever it is. `failures` keeps
- * only the steps that record a failure (that filter folds the whole stream: a failure may be anywhere). An absent
- * stream is `not_found`.
+ * only the steps that record a failure (that filter folds the stream from its start, a page at a time, up to the
+ * failure after the page: a failure may be anywhere). An absent stream is `not_found`.
  */
 import { fromSnapshot, foldStored } from '../../actors/rehydrate.ts';
 import { decodeSnapshot, snapshotStreamOf, type StoredSnapshot } from '../../actors/snapshot-stream.ts';
 import type { EventStore, RecordedEvent } from '../../store/event-store.ts';
 import { actorTypeOfStream, actorTypes } from '../registry.ts';
 import { replayStream } from '../../actors/replay.ts';
-import { DIFF_VALUE_MAX_CHARS, replayStoredStream, type ReplayedStep } from './stream-replay.ts';
+import { DIFF_VALUE_MAX_CHARS, replayStoredPages, type ReplayedStep } from './stream-replay.ts';
 
 export interface TimelinePage {
   stream: string;
@@ -45,11 +45,15 @@ export async function timelinePage(
   const last = await store.streamRevision(stream);
   const bounds = { firstRevision: Number(first.revision), lastRevision: last === 'no_stream' ? Number(first.revision) : Number(last) };
   if (opts.failures) {
-    const all = await replayStoredStream(store, stream);
-    const failing = all.steps.filter((s) => recordsFailure(s.event) && Number(s.event.revision) >= opts.from);
-    const steps = failing.slice(0, opts.limit);
+    // Folded a page at a time, up to the first failing step past the page: only those steps are held.
+    const { actorType, pages } = await replayStoredPages(store, stream);
+    const failing: ReplayedStep[] = [];
+    for await (const page of pages) {
+      failing.push(...page.filter((s) => recordsFailure(s.event) && Number(s.event.revision) >= opts.from));
+      if (failing.length > opts.limit) break;
+    }
     const more = failing[opts.limit];
-    return { stream, actorType: all.actorType, ...bounds, steps, next: more ? Number(more.event.revision) : null };
+    return { stream, actorType, ...bounds, steps: failing.slice(0, opts.limit), next: more ? Number(more.event.revision) : null };
   }
   const from = Math.max(opts.from, bounds.firstRevision);
   const end = from + opts.limit - 1;
