@@ -19,7 +19,12 @@ export const READ_CLOSED_HEADER = 'berth-closed';
 /** The most bytes one `read` answers (a caller asking more gets this much and reads on). */
 export const MAX_READ_BYTES = 16 << 20;
 
-const id = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, 'must be an id ([A-Za-z0-9._:-])');
+/** Ids name files and directories on the host (views, spools, records): never `.`, `..` or a dot file. */
+const id = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9_:-][A-Za-z0-9._:-]*$/, 'must be an id ([A-Za-z0-9._:-], not starting with a dot)');
 
 /** What `GET /v1/hello` answers: the version exchange, and the incarnation every later call must name. */
 export const helloSchema = z.strictObject({

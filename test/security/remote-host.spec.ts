@@ -1,7 +1,8 @@
 /**
  * The Execution Host refuses before anything runs: a plaintext listener off loopback (nothing made), a wrong
  * credential, a protocol mismatch (host side, by header, and client side, by hello), a stale generation and a
- * foreign incarnation, each with its typed error and no spool entry. The credential appears in no command's
+ * foreign incarnation, each with its typed error and no spool entry; ids that would name `.`, `..` or a dot file
+ * under the host's directories are refused before any is made. The credential appears in no command's
  * environment (`env`, /proc/<pid>/environ), no log line of either process and no file of either data directory
  * (events included).
  */
@@ -130,6 +131,22 @@ describe('berth host refuses before anything runs', () => {
     await expect(stranger.handshake()).rejects.toMatchObject({ code: 'unauthorized' });
     stranger.close();
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it("ids that name a directory's own entries ('.', '..', a dot file): invalid_request, nothing made outside", async () => {
+    const hostData = hosts.hosts['host-unix']!.dataDir;
+    const listing = () => readdirSync(join(hostData, 'host')).sort();
+    const before = listing();
+    const headers = { authorization: `Bearer ${HOST_CREDENTIAL}`, [PROTOCOL_HEADER]: String(HOST_PROTOCOL_VERSION) };
+    for (const bad of ['..', '.', '.hidden']) {
+      for (const field of ['environmentId', 'allocationId', 'requestId'] as const) {
+        const target = { environmentId: 'henv_dots', allocationId: 'halloc_dots', requestId: 'req-dots', generation: 1, [field]: bad };
+        const answer = await raw('/v1/provider/allocate', { target, profile: { provider: 'remote', host: 'host-unix' } }, headers);
+        expect(answer.status, `${field} ${bad}`).toBe(400);
+        expect(answer.json.error.code).toBe('invalid_request');
+      }
+    }
+    expect(listing()).toEqual(before);
   });
 
   it('a protocol mismatch: refused by the host from the header, and by the client from the hello', async () => {
