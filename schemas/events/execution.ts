@@ -95,8 +95,11 @@ export const executionEvents = {
   }),
   /** The running command wrote `written` bytes, past its `outputLimitBytes`: it is stopped (cancelled) for that. */
   'execution.output_exceeded': z.strictObject({ written: sizeSchema, limit: sizeSchema, at: atSchema }),
-  /** Persisted before the cancel is sent to the executor. */
-  'execution.cancel_requested': z.strictObject({ at: atSchema }),
+  /**
+   * Persisted before the cancel is sent to the executor. `failure`: the server stopped it (its data directory under
+   * the reserve), recorded as the execution's failure.
+   */
+  'execution.cancel_requested': z.strictObject({ failure: z.strictObject({ code: z.string().min(1), message: z.string() }).optional(), at: atSchema }),
   /** The executor confirmed the process tree is gone. */
   'execution.cancel_confirmed': z.strictObject({ at: atSchema }),
   /** Could not start, and no receipt exists (e.g. stale_target when acquiring the allocation use). */

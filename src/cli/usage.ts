@@ -115,7 +115,8 @@ export const serveUsage = `usage: berth serve [--data-dir DIR] [--host HOST] [--
   BERTH_MAX_STREAMS_PER_TOKEN, BERTH_STREAM_STALL_MS; members' ceilings and
   quotas: BERTH_MEMBER_MAX_MEMORY_MB, BERTH_MEMBER_MAX_CPUS, BERTH_MEMBER_MAX_PIDS, BERTH_MEMBER_MAX_HOME_MB,
   BERTH_MEMBER_MAX_WORKSPACE_MB, BERTH_MEMBER_NETWORK,
-  BERTH_QUOTA_ENVIRONMENTS, BERTH_QUOTA_CONCURRENT_EXECUTIONS, BERTH_QUOTA_OUTPUT_BYTES, BERTH_QUOTA_SCOPE_OUTPUT_BYTES.`;
+  BERTH_QUOTA_ENVIRONMENTS, BERTH_QUOTA_CONCURRENT_EXECUTIONS, BERTH_QUOTA_OUTPUT_BYTES, BERTH_QUOTA_SCOPE_OUTPUT_BYTES;
+  the event store's room on the data directory's filesystem: BERTH_DISK_RESERVE_MB.`;
 
 export const sessionUsage = `usage: berth session create [--workspace WORKSPACE] [--env ENV] [--cwd DIR] [--parent SESSION [--fork]]
        berth session show SESSION

@@ -42,6 +42,7 @@ import { streamsPlugin } from './routes/streams.ts';
 import { turnsPlugin } from './routes/turns.ts';
 import { uiPlugin } from './routes/ui.ts';
 import { workspacesPlugin } from './routes/workspaces.ts';
+import { installStorageGuard } from './storage-guard.ts';
 import { installUnreadBodyDiscard } from './unread-body.ts';
 import { stringifyWire } from './wire-json.ts';
 import { refuseStrayUpgrades, upgradeListener } from './ws-upgrade.ts';
@@ -89,6 +90,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   refuseStrayUpgrades(app);
   installAuth(app, options.auth);
+  installStorageGuard(app, options.api);
   installRequestLog(app, log.redactUrl);
 
   const streams = new OpenStreams();

@@ -5,6 +5,7 @@
  */
 import { errorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import type { RouteDef } from './route.ts';
+import { refusedUnderReserve } from './storage-guard.ts';
 
 /** The codes a resource's service answers with, by the first segment after /v1/. Conflicts are for writes only. */
 const byResource: Record<string, { any?: ErrorCode[]; writes?: ErrorCode[] }> = {
@@ -56,6 +57,7 @@ export function routeErrors(route: RouteDef): ErrorCode[] {
     // another runtime sharing the store may own the actor.
     for (const code of [...resource.writes, 'wrong_expected_version', 'owned_elsewhere'] as const) codes.add(code);
   }
+  if (spec.auth !== false && refusedUnderReserve(spec.method, spec.path)) codes.add('storage_full');
   for (const code of spec.errors ?? []) codes.add(code);
   return (Object.keys(errorCodes) as ErrorCode[]).filter((code) => codes.has(code));
 }

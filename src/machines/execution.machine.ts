@@ -47,6 +47,10 @@ export const outputExceededFailure = (e: Pick<OutputExceeded, 'written' | 'limit
   message: `The command wrote ${e.written} bytes, past its output quota of ${e.limit} bytes: it was stopped.`,
 });
 
+/** The failure a cancel the server made records (the first failure stays). */
+const stoppedFor = (context: ExecutionContext, event: ExecutionEvent) =>
+  event.type === 'execution.cancel_requested' && event.failure && context.failure === null ? { failure: event.failure } : {};
+
 export interface ExecutionContext extends Omit<Accepted, 'type' | 'at'> {
   id: string;
   pid: number | null;
@@ -229,11 +233,11 @@ export const executionMachine = setup({
       return { checkpoint: result };
     }),
     recordArtifacts: assign(({ event }) => (event.type === 'execution.saved' ? { artifacts: event.artifacts } : {})),
-    requestCancel: assign({ cancel: 'requested' }),
+    requestCancel: assign(({ context, event }) => ({ cancel: 'requested' as const, ...stoppedFor(context, event) })),
     exceedOutput: assign(({ event }) => (event.type === 'execution.output_exceeded' ? { failure: outputExceededFailure(event) } : {})),
     confirmCancel: assign({ cancel: 'confirmed' }),
     /** Nothing was sent, so nothing can run: the cancel is complete without the executor. */
-    cancelBeforeDispatch: assign({ cancel: 'confirmed', outcome: 'cancelled' }),
+    cancelBeforeDispatch: assign(({ context, event }) => ({ cancel: 'confirmed' as const, outcome: 'cancelled' as const, ...stoppedFor(context, event) })),
     fail: assign(({ event }) =>
       event.type === 'execution.failed'
         ? { outcome: 'failed' as const, failure: { code: event.code, message: event.message } }

@@ -103,6 +103,7 @@ function reduce(t: Tables<ActivityTables>, e: ExecutionStoredEvent): void {
       if (e.data.timedOut) x.timedOut = true;
       break;
     case 'execution.cancel_requested':
+      if (e.data.failure && !x.failure) x.failure = e.data.failure;
       // Before dispatch nothing was sent: the cancel completes at once (the machine closes).
       if (x.step === 'accepted') {
         x.status = 'cancelled';
@@ -212,6 +213,8 @@ export const activityProjection = defineProjection({
     get: (t, id: string): ExecutionRow | undefined => t.executions.get(id),
     /** Operations whose lifecycle is not finished (released): what recovery and maintenance still own. */
     unfinished: (t, scope?: string): ExecutionRow[] => t.executions.all({ unfinished: true, scope }),
+    /** Every scope's executions not yet terminal (accepted or running). */
+    liveAll: (t): ExecutionRow[] => t.executions.all({ status: LIVE_STATUSES }),
     /** Executions of `scope` not yet terminal (accepted or running): what its concurrency quota counts. */
     live: (t, scope: string): number => t.executions.count({ scope, status: LIVE_STATUSES }),
     /** Drained output bytes the scope's executions keep on disk. */

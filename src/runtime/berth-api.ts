@@ -21,6 +21,7 @@ import { ExecutionService } from './executions/execution-service.ts';
 import { selectEnvironmentByProfile } from './executions/session-environment.ts';
 import { registerReadModelGauges } from './core/metrics.ts';
 import { defaultRolePolicy, isMember, type RolePolicy } from './role-policy.ts';
+import type { DiskReserve } from './maintenance/disk-reserve.ts';
 import type {
   AllocationView,
   Caller,
@@ -63,6 +64,8 @@ export interface BerthApiOptions {
   retentionPasses?: Retention;
   /** The admin's warm pools, when any is configured: acquires claim from them. */
   pools?: PoolService;
+  /** The room kept for the event store on the data directory's filesystem; without it, none is kept. */
+  diskReserve?: DiskReserve;
 }
 
 export class BerthApi implements RuntimeApi {
@@ -352,6 +355,10 @@ export class BerthApi implements RuntimeApi {
   }
   resize(caller: Caller, id: string, cols: number, rows: number): Promise<void> {
     return this.executions.resize(caller, id, cols, rows);
+  }
+
+  async assertStorageRoom(caller: Caller): Promise<void> {
+    if (isMember(caller)) await this.options.diskReserve?.assertRoom();
   }
 
   activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>> {

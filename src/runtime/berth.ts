@@ -42,6 +42,7 @@ import type { WorkspaceContext } from '../machines/workspace.machine.ts';
 import type { PoolSettings } from './pools/pool-config.ts';
 import type { PoolService } from './pools/pool-service.ts';
 import { warmPools } from './pools/warm-pools.ts';
+import { DiskReserve, storageFullFailure } from './maintenance/disk-reserve.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {
   settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
@@ -94,6 +95,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
   const mappings = opts.workspaceRoots ?? mappingsFromEnv();
   const mapped = snapshotRoots(mappings, dataDir);
   const lock = await DataDirLock.acquire(dataDir);
+  const diskReserve = opts.diskReserve ?? (await DiskReserve.of(dataDir, opts.policy?.diskReserveMb));
   // The admin's workspace roots are host directories: a contained command sees only its own (bound at /workspace).
   const hidden = [...(opts.hiddenFromSandbox ?? []), ...mappings.map((m) => m.root)];
   const providers = new ProviderRegistry(opts.providers ?? defaultProviders(dataDir, process.env, hidden, opts.logger));
@@ -191,7 +193,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       // Recovery reconciles the active-allocation index before work is admitted.
       await settleActiveAllocations(runtime.actors, runtime.projections);
       pools = warmPools(runtime, services, opts.warmPools, opts.logger);
-      api = new BerthApi(runtime, services, { ...opts, ...(retention ? { retentionPasses: retention } : {}), ...(pools ? { pools } : {}) });
+      api = new BerthApi(runtime, services, { ...opts, diskReserve, ...(retention ? { retentionPasses: retention } : {}), ...(pools ? { pools } : {}) });
       // Content left half done by a crash (imports, partial or interrupted versions, deleted environments) is
       // settled before work is admitted.
       await api.content?.recover();
@@ -199,6 +201,8 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       await api.workspaces.registerMapped();
       // Once recovery settled: a claim an environment had under way has landed, so no member is claimed twice.
       pools?.start();
+      const running = api;
+      diskReserve.watch((short) => running.executions.stopMembersCommands(storageFullFailure(short)));
     } catch (e) {
       await runtime.stop();
       throw e;
@@ -213,6 +217,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     api,
     services,
     async stop() {
+      diskReserve.stop();
       await pools?.stop();
       await runtime!.stop();
       await providers.close();

@@ -144,6 +144,7 @@ const policySchema = z.object({
   BERTH_QUOTA_SCOPE_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.scopeOutputBytes),
   BERTH_QUOTA_WORKSPACES: positiveInt.default(defaultRolePolicy.quotas.workspaces),
   BERTH_QUOTA_LEASES: positiveInt.default(defaultRolePolicy.quotas.leases),
+  BERTH_DISK_RESERVE_MB: z.coerce.number().int('must be an integer').min(0).max(1_048_576).optional(),
 });
 
 /** Members' ceilings and quotas from the environment; throws `invalid_request` naming every bad variable. */
@@ -165,6 +166,7 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
       workspaces: v.BERTH_QUOTA_WORKSPACES,
       leases: v.BERTH_QUOTA_LEASES,
     },
+    ...(v.BERTH_DISK_RESERVE_MB !== undefined ? { diskReserveMb: v.BERTH_DISK_RESERVE_MB } : {}),
   };
 }
 

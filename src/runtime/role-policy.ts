@@ -38,6 +38,11 @@ export interface ScopeQuotas {
 export interface RolePolicy {
   ceilings: ProfileCeilings;
   quotas: ScopeQuotas;
+  /**
+   * MiB the data directory's filesystem keeps for the event store: below it members' writes are refused and their
+   * commands stopped (maintenance/disk-reserve.ts). Unset: 1 GiB, at most a tenth of the filesystem; 0: none.
+   */
+  diskReserveMb?: number;
 }
 
 const MiB = 1024 * 1024;

@@ -246,6 +246,8 @@ export interface RuntimeApi {
   endStdin(caller: Caller, id: string): Promise<void>;
   resize(caller: Caller, id: string, cols: number, rows: number): Promise<void>;
 
+  /** Throws `storage_full` for a member while the data directory is under the event store's reserve. */
+  assertStorageRoom(caller: Caller): Promise<void>;
   /** Executions and operations with status and structured failure, never payloads. */
   activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>>;
   /**

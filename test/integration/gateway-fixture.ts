@@ -4,7 +4,8 @@
  * injection available (faulty-runtime-api.ts), for the gateway-*.spec.ts integration tests. Tests that need the
  * gateway's limits or internals live here; the end-to-end ones (test/e2e) drive a `berth serve` child instead.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -61,9 +62,19 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(options: { limits?: Partial<GatewayLimits>; workspaceRoots?: RootMapping[]; policy?: RolePolicy } = {}): Promise<RunningGateway> {
+/**
+ * `dataDirMb`: the data directory is a tmpfs of that size (a small filesystem a test can fill; needs root), searchable
+ * by the sandbox identity so that members' contained commands run.
+ */
+export async function startGateway(options: { limits?: Partial<GatewayLimits>; workspaceRoots?: RootMapping[]; policy?: RolePolicy; dataDirMb?: number } = {}): Promise<RunningGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-gateway-'));
   const dataDir = join(dir, 'data');
+  if (options.dataDirMb !== undefined) {
+    // Searchable by the sandbox identity, as a data directory whose members' commands run contained must be.
+    chmodSync(dir, 0o711);
+    mkdirSync(dataDir);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${options.dataDirMb}m,mode=0711`, 'tmpfs', dataDir]);
+  }
   const tokensFile = join(dir, 'tokens.json');
   writeFileSync(
     tokensFile,
@@ -115,6 +126,7 @@ export async function startGateway(options: { limits?: Partial<GatewayLimits>; w
       await listener.close().catch(() => undefined);
       await gateway.close();
       await berth.stop();
+      if (options.dataDirMb !== undefined) execFileSync('umount', [dataDir]);
       rmSync(dir, { recursive: true, force: true });
     },
   };

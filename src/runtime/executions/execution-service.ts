@@ -314,6 +314,21 @@ export class ExecutionService {
     return this.get(caller, id);
   }
 
+  /**
+   * Stops every command of a member still live here (not an admin's, which are exempt, nor another runtime's, which
+   * its own reserve watches), recording `failure` as why: the data directory fell under its reserve.
+   */
+  async stopMembersCommands(failure: { code: string; message: string }): Promise<void> {
+    for (const row of this.deps.activity.query.liveAll() as ExecutionRow[]) {
+      const view = await this.deps.actors.get<ExecutionContext>('execution', row.id);
+      // A member's command carries its output quota; an admin's has none (outputLimitOf).
+      if (!view || !this.deps.actors.owns(view) || view.context.outputLimitBytes === undefined || view.context.cancel !== 'none') continue;
+      await this.deps.actors.send('execution', row.id, { type: 'execution.cancel_requested', failure, at: this.deps.now() }).catch((e) => {
+        if (!isBerthError(e, 'invalid_state')) throw e; // it finished meanwhile
+      });
+    }
+  }
+
   /** Bytes from `cursor`: from the saved artifact once saved, else live from the executor's spool. */
   async readOutput(caller: Caller, id: string, stream: OutputStream, cursor: number, maxBytes = READ_MAX, into?: Buffer): Promise<OutputRead> {
     if (!Number.isSafeInteger(cursor) || cursor < 0) throw new BerthError('invalid_request', 'A cursor is a byte offset: an integer >= 0.', { cursor });

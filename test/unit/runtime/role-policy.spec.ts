@@ -112,18 +112,20 @@ describe('role policy: configuration', () => {
       BERTH_QUOTA_SCOPE_OUTPUT_BYTES: '4194304',
       BERTH_QUOTA_WORKSPACES: '3',
       BERTH_QUOTA_LEASES: '5',
+      BERTH_DISK_RESERVE_MB: '0',
     };
     expect(resolveRolePolicy(env)).toEqual({
       ceilings: { memoryMb: 512, cpus: 0.5, pidsLimit: 64, homeMb: 128, workspaceMb: 256, network: 'none' },
       quotas: { environments: 2, concurrentExecutions: 1, outputBytes: 1_048_576, scopeOutputBytes: 4_194_304, workspaces: 3, leases: 5 },
+      diskReserveMb: 0,
     });
   });
 
   it('should name every bad variable in one invalid_request error', () => {
-    expect(() => resolveRolePolicy({ BERTH_QUOTA_ENVIRONMENTS: '0', BERTH_MEMBER_NETWORK: 'host', BERTH_MEMBER_MAX_MEMORY_MB: 'lots' })).toThrow(
+    expect(() => resolveRolePolicy({ BERTH_QUOTA_ENVIRONMENTS: '0', BERTH_MEMBER_NETWORK: 'host', BERTH_MEMBER_MAX_MEMORY_MB: 'lots', BERTH_DISK_RESERVE_MB: '-1' })).toThrow(
       expect.objectContaining({
         code: 'invalid_request',
-        message: expect.stringMatching(/BERTH_MEMBER_MAX_MEMORY_MB.*BERTH_MEMBER_NETWORK.*BERTH_QUOTA_ENVIRONMENTS/),
+        message: expect.stringMatching(/BERTH_MEMBER_MAX_MEMORY_MB.*BERTH_MEMBER_NETWORK.*BERTH_QUOTA_ENVIRONMENTS.*BERTH_DISK_RESERVE_MB/),
       }),
     );
   });

@@ -1,0 +1,68 @@
+/**
+ * A member filling the data directory's filesystem cannot stop the event store for everyone: on a real 64 MiB tmpfs
+ * data directory with a 24 MiB reserve, alice's shell command in her turn writes 1 MiB every 50 ms (it would fill the
+ * filesystem in about 3 s). Once the free space is under the reserve her command is stopped (cancelled, failure
+ * `storage_full`), her next write and her next command are refused with `storage_full` (507) before anything runs,
+ * bob's too, while the store keeps room and takes the admin's writes; her delete of the file and her turn's release
+ * still go, and once the space is back her writes are taken again. Without the reserve the command filled the
+ * filesystem to its last byte and every writer, the store included, met ENOSPC.
+ */
+import { statfsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvironment, startGateway, tokens, type RunningGateway } from '../integration/gateway-fixture.ts';
+import { call, expectStatus, q, runInTurn, submitInTurn, tenant, type Tenant } from '../integration/workspace-http.ts';
+import { defaultRolePolicy } from '../../src/runtime/role-policy.ts';
+
+const MiB = 1024 * 1024;
+const RESERVE_MB = 24;
+
+let gw: RunningGateway;
+let alice: Tenant;
+let bob: Tenant;
+const free = () => {
+  const fs = statfsSync(gw.dataDir);
+  return fs.bavail * fs.bsize;
+};
+
+beforeAll(async () => {
+  gw = await startGateway({ dataDirMb: 64, policy: { ...defaultRolePolicy, diskReserveMb: RESERVE_MB } });
+  alice = await tenant(gw, tokens.alice, { environmentId: await createEnvironment(gw, tokens.alice) });
+  bob = await tenant(gw, tokens.bob);
+}, 60_000);
+afterAll(() => gw?.close());
+
+describe('the data directory reserve', () => {
+  it("stops a member's command filling the disk, refuses members' writes until space is back, and keeps the store's room", { timeout: 120_000 }, async () => {
+    expect(free()).toBeGreaterThan(RESERVE_MB * MiB);
+    const filler = 'i=0; while [ $i -lt 64 ]; do head -c 1048576 /dev/zero >> fill.bin || exit 9; i=$((i+1)); sleep 0.05; done';
+    const ran = await runInTurn(gw, alice, filler);
+    expect(ran.status).toBe('cancelled');
+    const { items } = { items: await expectStatus(call(gw, 'GET', '/v1/executions?status=cancelled', { token: tokens.alice }), 200) };
+    expect(items.at(-1).failure).toMatchObject({ code: 'storage_full' });
+    // Stopped at the reserve, not at the end of the filesystem.
+    expect(free()).toBeGreaterThan(8 * MiB);
+
+    // Members' writes and commands are refused before anything runs; reads go.
+    const refused = await call(gw, 'PUT', `${alice.files}${q('more.bin')}`, { token: tokens.alice, body: Buffer.alloc(MiB) });
+    expect(refused.status).toBe(507);
+    expect(refused.json.error).toMatchObject({ code: 'storage_full', detail: { reserveBytes: RESERVE_MB * MiB } });
+    expect((await submitInTurn(gw, alice, 'echo ran > ran.txt')).status).toBe(507);
+    expect((await call(gw, 'PUT', `${bob.files}${q('b.bin')}`, { token: tokens.bob, body: 'b' })).status).toBe(507);
+    expect((await call(gw, 'POST', '/v1/workspaces', { token: tokens.bob, json: { name: 'another' } })).status).toBe(507);
+    expect((await call(gw, 'GET', `${alice.files}/list${q('')}`, { token: tokens.alice })).status).toBe(200);
+    // The store still has room: the admin's writes are taken.
+    await expectStatus(call(gw, 'POST', '/v1/environments', { token: tokens.admin, json: { name: 'admin still writes' } }), 201);
+
+    // Cleaning up goes: the file's delete, then writes are taken again.
+    await expectStatus(call(gw, 'DELETE', `${alice.files}${q('fill.bin')}`, { token: tokens.alice }), 200);
+    const deadline = Date.now() + 5_000;
+    let again = await call(gw, 'PUT', `${alice.files}${q('after.txt')}`, { token: tokens.alice, body: 'back' });
+    while (again.status === 507 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await call(gw, 'PUT', `${alice.files}${q('after.txt')}`, { token: tokens.alice, body: 'back' });
+    }
+    expect(again.status).toBe(200);
+    expect((await runInTurn(gw, alice, 'cat after.txt')).output).toBe('back');
+    await expectStatus(call(gw, 'POST', `/v1/sessions/${alice.session}/turns/${alice.turn}/release`, { token: tokens.alice, json: {} }), 200);
+  });
+});
