@@ -135,6 +135,7 @@ export class BerthApi implements RuntimeApi {
       session: (caller, id) => this.sessionContext(caller, id),
       execution: (caller, id, waitMs) => this.executions.get(caller, id, waitMs).catch((e) => (isBerthError(e, 'not_found') ? undefined : Promise.reject(e))),
       settled: (id) => this.executions.whenSettled(id, services.shutdown),
+      storageRoom: (caller) => this.assertStorageRoom(caller, 0),
       now,
     });
     this.files = new TurnFileApi(this.turns);
@@ -357,8 +358,9 @@ export class BerthApi implements RuntimeApi {
     return this.executions.resize(caller, id, cols, rows);
   }
 
-  async assertStorageRoom(caller: Caller): Promise<void> {
-    if (isMember(caller)) await this.options.diskReserve?.assertRoom();
+  /** `maxAgeMs`: how old the look at the free space may be (a write under way looks each time). */
+  async assertStorageRoom(caller: Caller, maxAgeMs?: number): Promise<void> {
+    if (isMember(caller)) await this.options.diskReserve?.assertRoom(maxAgeMs);
   }
 
   activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>> {

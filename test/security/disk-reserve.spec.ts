@@ -5,7 +5,8 @@
  * `storage_full`), her next write and her next command are refused with `storage_full` (507) before anything runs,
  * bob's too, while the store keeps room and takes the admin's writes; her delete of the file and her turn's release
  * still go, and once the space is back her writes are taken again. Without the reserve the command filled the
- * filesystem to its last byte and every writer, the store included, met ENOSPC.
+ * filesystem to its last byte and every writer, the store included, met ENOSPC. Uploads admitted while there was room
+ * (eight at once, twice what the filesystem holds) stop at the reserve too, each looking before every batch it writes.
  */
 import { statfsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -63,6 +64,33 @@ describe('the data directory reserve', () => {
     }
     expect(again.status).toBe(200);
     expect((await runInTurn(gw, alice, 'cat after.txt')).output).toBe('back');
+  });
+
+  it('stops uploads under way at the reserve, however many a member starts at once', { timeout: 120_000 }, async () => {
+    const before = free();
+    expect(before).toBeGreaterThan(RESERVE_MB * MiB + 16 * MiB);
+    // Each upload is admitted while there is room; together they are twice what the filesystem holds.
+    const UPLOADS = 8;
+    const size = Math.ceil((2 * before) / UPLOADS / MiB) * MiB;
+    let least = before;
+    const sampler = setInterval(() => (least = Math.min(least, free())), 2);
+    let answers: { status: number; code?: string }[];
+    try {
+      answers = await Promise.all(
+        Array.from({ length: UPLOADS }, async (_, i) => {
+          const a = await call(gw, 'PUT', `${alice.files}${q(`up-${i}.bin`)}`, { token: tokens.alice, body: Buffer.alloc(size, i) });
+          return { status: a.status, ...(a.status === 200 ? {} : { code: a.json.error.code }) };
+        }),
+      );
+    } finally {
+      clearInterval(sampler);
+    }
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const a of refused) expect(a).toEqual({ status: 507, code: 'storage_full' });
+    // At most a batch (1 MiB) per upload past the reserve: the store keeps its room.
+    expect(least, `free went down to ${least} bytes`).toBeGreaterThan(RESERVE_MB * MiB - (UPLOADS + 2) * MiB);
+    await expectStatus(call(gw, 'POST', '/v1/environments', { token: tokens.admin, json: { name: 'still room' } }), 201);
     await expectStatus(call(gw, 'POST', `/v1/sessions/${alice.session}/turns/${alice.turn}/release`, { token: tokens.alice, json: {} }), 200);
   });
 });

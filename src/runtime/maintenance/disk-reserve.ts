@@ -44,11 +44,14 @@ export class DiskReserve {
     return new DiskReserve(dir, Math.min(DEFAULT_MB * MiB, Math.floor(fs.blocks * fs.bsize * DEFAULT_SHARE)));
   }
 
-  /** How far below the reserve the filesystem is, or undefined when it has room (or there is no reserve). */
-  async shortage(): Promise<StorageShortage | undefined> {
+  /**
+   * How far below the reserve the filesystem is, or undefined when it has room (or there is no reserve), by a look at
+   * most `maxAgeMs` old.
+   */
+  async shortage(maxAgeMs = LOOK_MS): Promise<StorageShortage | undefined> {
     if (this.reserveBytes === 0) return undefined;
     const now = Date.now();
-    if (!this.seen || now - this.seen.at >= LOOK_MS) {
+    if (!this.seen || now - this.seen.at >= maxAgeMs) {
       const fs = await statfs(this.dir);
       this.seen = { at: now, freeBytes: fs.bavail * fs.bsize };
     }
@@ -56,9 +59,9 @@ export class DiskReserve {
     return freeBytes < this.reserveBytes ? { freeBytes, reserveBytes: this.reserveBytes } : undefined;
   }
 
-  /** Throws `storage_full` when below the reserve. */
-  async assertRoom(): Promise<void> {
-    const short = await this.shortage();
+  /** Throws `storage_full` when below the reserve (by a look at most `maxAgeMs` old). */
+  async assertRoom(maxAgeMs = LOOK_MS): Promise<void> {
+    const short = await this.shortage(maxAgeMs);
     if (short) {
       throw new BerthError(
         'storage_full',

@@ -18,9 +18,10 @@ export class TurnFiles {
   private readonly root: WorkspaceFiles;
   private readonly staging: WorkspaceFiles;
 
-  constructor(placed: PlacedWorkspace, owner?: { uid: number; gid: number }) {
-    this.root = new WorkspaceFiles(placed.root, { maxFileBytes: MAX_FILE_BYTES, ...(owner ? { owner } : {}) });
-    this.staging = new WorkspaceFiles(placed.staging, { maxFileBytes: MAX_FILE_BYTES });
+  /** `room`: looked at before each batch of a write goes to disk (the data directory's reserve, for a member). */
+  constructor(placed: PlacedWorkspace, owner?: { uid: number; gid: number }, room?: () => Promise<void>) {
+    this.root = new WorkspaceFiles(placed.root, { maxFileBytes: MAX_FILE_BYTES, ...(owner ? { owner } : {}), ...(room ? { room } : {}) });
+    this.staging = new WorkspaceFiles(placed.staging, { maxFileBytes: MAX_FILE_BYTES, ...(room ? { room } : {}) });
   }
 
   /** The tools of the root, or of the staging directory for `.berth-inputs/…` (read-only there but to `stage`). */

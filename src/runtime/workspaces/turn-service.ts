@@ -65,6 +65,8 @@ export interface TurnServiceDeps {
   execution(caller: Caller, id: string, waitMs: number): Promise<{ status: string } | undefined>;
   /** Resolves true once the execution settles, false when the runtime stops first. */
   settled(executionId: string): Promise<boolean>;
+  /** Throws storage_full for a member while the data directory is under its reserve (a look of now). */
+  storageRoom(caller: Caller): Promise<void>;
   now: () => number;
 }
 
@@ -228,7 +230,8 @@ export class TurnService {
     try {
       const { turn, workspace } = await this.admitted(caller, sessionId, turnId, gate);
       const placed = await this.deps.directories.place(workspace);
-      const result = await call(new TurnFiles(placed, workspace.kind === 'managed' ? this.deps.directories.owner : undefined), workspace);
+      const owner = workspace.kind === 'managed' ? this.deps.directories.owner : undefined;
+      const result = await call(new TurnFiles(placed, owner, () => this.deps.storageRoom(caller)), workspace);
       settled = result.settled;
       if (result.changes.length > 0) {
         await this.deps.actors.send('workspace', turn.workspaceId, {

@@ -38,6 +38,8 @@ export interface WorkspaceFilesOptions {
   owner?: { uid: number; gid: number };
   /** Largest file read or written in one call (file_too_large 413 with detail.max_bytes past it). Default 64 MiB. */
   maxFileBytes?: number;
+  /** Looked at before each batch of a write goes to disk: throws to stop it (the data directory's reserve). */
+  room?: () => Promise<void>;
 }
 
 type Owner = { uid: number; gid: number };
@@ -576,6 +578,7 @@ export class WorkspaceFiles {
         if (gatheredBytes < GATHER_BYTES) continue;
         // One write under way at a time: a disk slower than the network slows the reading, not fills memory.
         await writing;
+        await this.options.room?.();
         writing = put(take());
         // Its failure is met at the next await, not reported unhandled while the next chunk is awaited.
         writing.catch(() => undefined);
