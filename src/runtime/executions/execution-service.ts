@@ -305,13 +305,17 @@ export class ExecutionService {
 
   async cancel(caller: Caller, id: string): Promise<ExecutionRecord> {
     await this.view(caller, id);
+    await this.requestCancel(id);
+    return this.get(caller, id);
+  }
+
+  /** Records the cancel (`failure`: why the server stopped it); already finished or cancelling, it is done already. */
+  private async requestCancel(id: string, failure?: { code: string; message: string }): Promise<void> {
     try {
-      await this.deps.actors.send('execution', id, { type: 'execution.cancel_requested', at: this.deps.now() });
+      await this.deps.actors.send('execution', id, { type: 'execution.cancel_requested', ...(failure ? { failure } : {}), at: this.deps.now() });
     } catch (e) {
-      // Already finished or already cancelling: cancel is idempotent for the caller.
       if (!isBerthError(e, 'invalid_state')) throw e;
     }
-    return this.get(caller, id);
   }
 
   /**
@@ -323,9 +327,7 @@ export class ExecutionService {
       const view = await this.deps.actors.get<ExecutionContext>('execution', row.id);
       // A member's command carries its output quota; an admin's has none (outputLimitOf).
       if (!view || !this.deps.actors.owns(view) || view.context.outputLimitBytes === undefined || view.context.cancel !== 'none') continue;
-      await this.deps.actors.send('execution', row.id, { type: 'execution.cancel_requested', failure, at: this.deps.now() }).catch((e) => {
-        if (!isBerthError(e, 'invalid_state')) throw e; // it finished meanwhile
-      });
+      await this.requestCancel(row.id, failure);
     }
   }
 
