@@ -158,8 +158,6 @@ export class ActorRuntime<S = unknown> {
   private readonly locate: (runtimeId: string) => string | undefined;
   private readonly types = new Map<string, ActorType>();
   private readonly cache: ActorCache;
-  /** The store's change mark each cached actor was last caught up at (see `get`); a replaced entry has none. */
-  private readonly currentAt = new WeakMap<LoadedActor, string>();
   private readonly mailboxes = new Mailboxes();
   /** Mailbox jobs, effects and snapshot writes under way: what `whenIdle` waits for. */
   private readonly inflight = new Set<Promise<unknown>>();
@@ -225,22 +223,21 @@ export class ActorRuntime<S = unknown> {
 
   /**
    * The actor's current state (caught up with its stream), or undefined when its stream does not exist. A cached
-   * actor caught up since the store last changed (its change mark, where it has one) is answered as it is, without a
+   * actor whose stream's revision has not moved (where the store can tell at once) is answered as it is, without a
    * read, when nothing is queued for it: an API call looks at four actors, each a read otherwise.
    */
   async get<C = any>(type: string, id: string): Promise<ActorView<C> | undefined> {
     const actorType = this.typeOf(type);
     const stream = this.streamFor(actorType, id);
     const cached = this.cache.get(stream);
-    const mark = cached && this.mailboxes.idle(stream) ? this.store.changeMark?.() : undefined;
-    const loaded = mark !== undefined && this.stillCurrent(cached!, stream, mark)
-      ? cached!
+    // The cached state is its stream's at `revision`: an unmoved revision means nothing was appended to it since (a
+    // compaction appends its summary too; a dropped stream reads -1).
+    const loaded = cached && this.mailboxes.idle(stream) && this.store.revisionNow?.(stream) === cached.revision
+      ? cached
       : await this.track(
           this.mailboxes.post(stream, async () => {
-            const mark = this.store.changeMark?.(); // before the read: a write after it moves the mark
             const actor = await catchUp(this.store, actorType, stream, await this.load(actorType, id, stream));
             this.cache.put(stream, actor);
-            if (mark !== undefined) this.currentAt.set(actor, mark);
             return actor;
           }),
         );
@@ -255,17 +252,6 @@ export class ActorRuntime<S = unknown> {
       owner: loaded.owner,
       ownerEpoch: loaded.ownerEpoch,
     };
-  }
-
-  /**
-   * Whether a cached actor is its stream's current state: caught up at this change mark, or the mark moved (a write
-   * anywhere) but not its stream's revision (one indexed look instead of a trip through the mailbox).
-   */
-  private stillCurrent(cached: LoadedActor, stream: string, mark: string): boolean {
-    if (this.currentAt.get(cached) === mark) return true;
-    if (this.store.revisionNow?.(stream) !== cached.revision) return false;
-    this.currentAt.set(cached, mark);
-    return true;
   }
 
   /** Whether this runtime may write the actor seen (it owns it, or no runtime does). */

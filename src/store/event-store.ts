@@ -105,15 +105,9 @@ export interface EventStore {
   readStreams?(streams: readonly StreamFrom[]): Promise<Map<string, StreamEvent[]>>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /**
-   * Optional: a value that differs whenever anything may have been written to the store since it was taken, by this
-   * store or any other writer (SQLite: this connection's row changes and the file's data version, one cheap
-   * statement). What was read after taking it is still current while it stays the same. Without it, callers read.
-   */
-  changeMark?(): string;
-  /**
-   * Optional, with `changeMark`: the stream's current revision (-1n when absent) read at once. A cached reader whose
-   * mark moved (anything written anywhere) asks it before reading the stream again: an unchanged revision means
-   * nothing was appended to that stream (a compaction appends its summary too).
+   * Optional: the stream's current revision (-1n when absent), read at once, whoever wrote it (SQLite: one indexed
+   * statement). A cached reader asks it before reading the stream again: an unchanged revision means nothing was
+   * appended to that stream (a compaction appends its summary too). Without it, callers read.
    */
   revisionNow?(stream: string): bigint;
   subscribeToAll(options?: SubscribeOptions): Subscription;

@@ -14,12 +14,10 @@ export class ForwardingEventStore implements EventStore {
   /** Offered only where the wrapped store has it, so callers still fall back to `readStream` where it does not. */
   readStreams?: (streams: readonly StreamFrom[]) => ReturnType<NonNullable<EventStore['readStreams']>>;
   /** Likewise: without it, callers read. */
-  changeMark?: () => string;
   revisionNow?: (stream: string) => bigint;
 
   constructor(readonly inner: EventStore) {
     if (inner.readStreams) this.readStreams = (streams) => inner.readStreams!(streams);
-    if (inner.changeMark) this.changeMark = () => inner.changeMark!();
     if (inner.revisionNow) this.revisionNow = (stream) => inner.revisionNow!(stream);
   }
 

@@ -134,7 +134,6 @@ export class SqliteEventStore implements EventStore {
     backwards: Database.Statement<[string, bigint, number], EventRow>;
     all: Database.Statement<[bigint, number], EventRow>;
     head: Database.Statement<[], { head: bigint | null }>;
-    mark: Database.Statement<[], [number | bigint, number | bigint]>;
     dropBefore: Database.Statement<[string, bigint]>;
     dropStream: Database.Statement<[string]>;
   };
@@ -170,8 +169,6 @@ export class SqliteEventStore implements EventStore {
         .prepare<[bigint, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position ASC LIMIT ?`)
         .raw(true),
       head: db.prepare('SELECT MAX(position) AS head FROM events'),
-      // Rows this connection changed, and a number SQLite moves whenever another connection commits to the file.
-      mark: db.prepare<[], [number | bigint, number | bigint]>('SELECT total_changes(), data_version FROM pragma_data_version').raw(true),
       dropBefore: db.prepare('DELETE FROM events WHERE stream = ? AND revision < ?'),
       dropStream: db.prepare('DELETE FROM events WHERE stream = ?'),
     };
@@ -346,12 +343,6 @@ export class SqliteEventStore implements EventStore {
     });
     this.subscriptions.add(sub);
     return sub;
-  }
-
-  changeMark(): string {
-    this.assertOpen();
-    const [changes, version] = this.stmts.mark.get()!;
-    return `${changes}:${version}`;
   }
 
   revisionNow(stream: string): bigint {

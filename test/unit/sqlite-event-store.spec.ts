@@ -108,25 +108,23 @@ describe('sqlite event store: group commit', () => {
     }
   }, 10_000);
 
-  it('should keep its change mark through reads and move it with any write, its own or through another connection', async () => {
-    const file = join(dir, `mark-${randomUUID()}.sqlite3`);
+  it("should answer a stream's revision now, moved by its own writes, another connection's and a compaction, not by reads", async () => {
+    const file = join(dir, `revision-${randomUUID()}.sqlite3`);
     const mine = SqliteEventStore.open(file);
     const other = SqliteEventStore.open(file);
     try {
+      expect(mine.revisionNow('m-1')).toBe(-1n);
       await mine.append('m-1', [event('t.first')], { expectedRevision: 'no_stream' });
-      const marked = mine.changeMark();
       await mine.readStream('m-1');
       await mine.readAll();
       await mine.streamRevision('m-2');
-      expect(mine.changeMark()).toBe(marked);
+      expect(mine.revisionNow('m-1')).toBe(0n);
       await mine.append('m-1', [event('t.mine')], { expectedRevision: 0n });
-      const afterMine = mine.changeMark();
-      expect(afterMine).not.toBe(marked);
+      expect(mine.revisionNow('m-1')).toBe(1n);
       await other.append('m-2', [event('t.other')], { expectedRevision: 'no_stream' });
-      expect(mine.changeMark()).not.toBe(afterMine);
-      const afterOther = mine.changeMark();
-      await other.compactStream('m-1', event('t.summary'), { expectedRevision: 1n });
-      expect(mine.changeMark()).not.toBe(afterOther);
+      expect([mine.revisionNow('m-1'), mine.revisionNow('m-2')]).toEqual([1n, 0n]);
+      await other.compactStream('m-1', event('t.summary'), { expectedRevision: 1n, dropStreams: ['m-2'] });
+      expect([mine.revisionNow('m-1'), mine.revisionNow('m-2')]).toEqual([2n, -1n]);
     } finally {
       await Promise.all([mine.close(), other.close()]);
     }
