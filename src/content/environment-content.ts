@@ -9,6 +9,7 @@ import type { Body } from './import/byte-reader.ts';
 import { importGit, type GitImportOptions, type GitSource } from './import/git-import.ts';
 import type { ImportResult } from './import/import-result.ts';
 import { SourceTree } from './source-tree.ts';
+import type { Room } from './room-check.ts';
 import { removeTree } from './remove-tree.ts';
 import { snapshotSource, type SnapshotResult } from './versions.ts';
 
@@ -19,18 +20,20 @@ export class EnvironmentContent {
   constructor(
     dir: string,
     private readonly limits: Partial<ContentLimits> = {},
+    /** Looked at as files written and imported go to disk (room-check.ts): the data directory's reserve. */
+    private readonly room?: Room,
   ) {
     this.layout = contentLayout(dir);
-    this.source = new SourceTree(this.layout, limits);
+    this.source = new SourceTree(this.layout, limits, room);
   }
 
   /** The content of environment `environmentId` under `<dataDir>/environments/`. */
-  static of(dataDir: string, environmentId: string, limits: Partial<ContentLimits> = {}): EnvironmentContent {
-    return new EnvironmentContent(environmentDir(dataDir, environmentId), limits);
+  static of(dataDir: string, environmentId: string, limits: Partial<ContentLimits> = {}, room?: Room): EnvironmentContent {
+    return new EnvironmentContent(environmentDir(dataDir, environmentId), limits, room);
   }
 
-  importArchive(body: Body, options: Omit<ImportOptions, 'limits'> = {}): Promise<ImportResult> {
-    return importArchive(this.layout, body, { ...options, limits: this.limits });
+  importArchive(body: Body, options: Omit<ImportOptions, 'limits' | 'room'> = {}): Promise<ImportResult> {
+    return importArchive(this.layout, body, { ...options, limits: this.limits, ...(this.room ? { room: this.room } : {}) });
   }
 
   importGit(source: GitSource, options: Omit<GitImportOptions, 'limits'> = {}): Promise<ImportResult> {

@@ -18,6 +18,7 @@ import { resolveContentPath, type ResolvedContentPath } from './content-path.ts'
 import { contentTypeOf } from './content-type.ts';
 import { removeTree } from './remove-tree.ts';
 import type { Body } from './import/byte-reader.ts';
+import { RoomCheck, type Room } from './room-check.ts';
 
 export interface TreeEntry {
   path: string;
@@ -45,6 +46,8 @@ export class SourceTree {
   constructor(
     readonly layout: ContentLayout,
     limits: Partial<ContentLimits> = {},
+    /** Looked at as a write's bytes go to disk (room-check.ts). */
+    private readonly room?: Room,
   ) {
     this.dir = layout.source;
     this.limits = contentLimits(limits);
@@ -112,12 +115,14 @@ export class SourceTree {
     await mkdir(this.layout.staging, { recursive: true });
     const tmp = path.join(this.layout.staging, `write-${randomUUID()}`);
     let size = 0;
+    const room = new RoomCheck(this.room);
     try {
       const out = await open(tmp, 'wx', 0o644);
       try {
         for await (const chunk of body) {
           size += chunk.byteLength;
           if (size > max) throw tooLarge(rel, max);
+          await room.before(chunk.byteLength);
           await out.writeFile(chunk); // writes all of it, from the current position, looping over short writes
         }
         await out.sync();

@@ -106,6 +106,7 @@ export class BerthApi implements RuntimeApi {
         harnesses,
         runtime: services.content,
         artifacts: services.artifacts,
+        storageRoom: (caller) => this.assertStorageRoom(caller, 0),
         now,
       });
     }

@@ -6,12 +6,14 @@
  * bob's too, while the store keeps room and takes the admin's writes; her delete of the file and her turn's release
  * still go, and once the space is back her writes are taken again. Without the reserve the command filled the
  * filesystem to its last byte and every writer, the store included, met ENOSPC. Uploads admitted while there was room
- * (eight at once, twice what the filesystem holds) stop at the reserve too, each looking before every batch it writes.
+ * (eight at once, twice what the filesystem holds) stop at the reserve too, each looking before every batch it writes,
+ * and so do content file uploads and archive imports (room-check.ts: a look before every MiB written).
  */
 import { statfsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, startGateway, tokens, type RunningGateway } from '../integration/gateway-fixture.ts';
-import { call, expectStatus, q, runInTurn, submitInTurn, tenant, type Tenant } from '../integration/workspace-http.ts';
+import { call, expectStatus, q, runInTurn, submitInTurn, tenant, type Answer, type Tenant } from '../integration/workspace-http.ts';
+import { craftTar } from '../unit/content/crafted-tar.ts';
 import { defaultRolePolicy } from '../../src/runtime/role-policy.ts';
 
 const MiB = 1024 * 1024;
@@ -64,6 +66,37 @@ describe('the data directory reserve', () => {
     }
     expect(again.status).toBe(200);
     expect((await runInTurn(gw, alice, 'cat after.txt')).output).toBe('back');
+  });
+
+  it("stops content file uploads and archive imports under way at the reserve, and the environment's delete frees it", { timeout: 120_000 }, async () => {
+    const environment = await createEnvironment(gw, tokens.alice);
+    const before = free();
+    expect(before).toBeGreaterThan(RESERVE_MB * MiB + 16 * MiB);
+    // Four file uploads and one tar import, admitted while there is room, together twice what the filesystem holds.
+    const size = Math.ceil(before / 4 / MiB) * MiB;
+    const tar = craftTar(Array.from({ length: 4 }, (_, i) => ({ name: `big-${i}.bin`, content: Buffer.alloc(size / 2, i) })));
+    let least = before;
+    const sampler = setInterval(() => (least = Math.min(least, free())), 2);
+    let answers: Answer[];
+    try {
+      answers = await Promise.all([
+        ...Array.from({ length: 4 }, (_, i) =>
+          call(gw, 'PUT', `/v1/environments/${environment}/files/up-${i}.bin`, { token: tokens.alice, body: Buffer.alloc(size, i) }),
+        ),
+        call(gw, 'POST', `/v1/environments/${environment}/import`, { token: tokens.alice, body: tar, headers: { 'content-type': 'application/x-tar' } }),
+      ]);
+    } finally {
+      clearInterval(sampler);
+    }
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const a of refused) expect({ status: a.status, code: a.json.error.code }).toEqual({ status: 507, code: 'storage_full' });
+    // At most a MiB per write past the reserve (the sampler sees the staged copies too).
+    expect(least, `free went down to ${least} bytes`).toBeGreaterThan(RESERVE_MB * MiB - 8 * MiB);
+    await expectStatus(call(gw, 'POST', '/v1/environments', { token: tokens.admin, json: { name: 'room kept' } }), 201);
+    // Deleting the environment removes its content: the space is back for the next writer.
+    await expectStatus(call(gw, 'DELETE', `/v1/environments/${environment}`, { token: tokens.alice }), 204);
+    expect(free()).toBeGreaterThan(RESERVE_MB * MiB + 16 * MiB);
   });
 
   it('stops uploads under way at the reserve, however many a member starts at once', { timeout: 120_000 }, async () => {

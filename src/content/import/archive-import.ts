@@ -23,6 +23,7 @@ import { SkipTally, type ImportResult } from './import-result.ts';
 import { contentRootOf, landStaged } from './land-staged.ts';
 import { MemberPolicy } from './member-policy.ts';
 import { StagingWriter } from './staging-writer.ts';
+import { RoomCheck, type Room } from '../room-check.ts';
 import { readTar } from './tar-reader.ts';
 import { readZip } from './zip-reader.ts';
 
@@ -30,6 +31,8 @@ export interface ImportOptions {
   /** Clear the source first; otherwise the import lands over what is there. */
   replace?: boolean;
   limits?: Partial<ContentLimits>;
+  /** Looked at as the import writes (room-check.ts): the spooled zip and every member staged. */
+  room?: Room;
 }
 
 export async function importArchive(layout: ContentLayout, body: Body, options: ImportOptions = {}): Promise<ImportResult> {
@@ -38,10 +41,10 @@ export async function importArchive(layout: ContentLayout, body: Body, options: 
   const reader = new ByteReader(body);
   try {
     await mkdir(work, { recursive: true });
-    const members = await openMembers(reader, work, meter);
+    const members = await openMembers(reader, work, meter, options.room);
     const staged = path.join(work, 'tree');
     await mkdir(staged);
-    const result = await unpack(members, staged, layout.maxPathBytes);
+    const result = await unpack(members, new StagingWriter(staged, options.room), layout.maxPathBytes);
     const root = await contentRootOf(staged, true);
     await landStaged(layout, root.dir, options.replace ?? false);
     return root.strippedPrefix ? { ...result, strippedPrefix: root.strippedPrefix } : result;
@@ -51,7 +54,7 @@ export async function importArchive(layout: ContentLayout, body: Body, options: 
   }
 }
 
-async function openMembers(reader: ByteReader, work: string, meter: ImportMeter): Promise<AsyncIterable<ArchiveMember>> {
+async function openMembers(reader: ByteReader, work: string, meter: ImportMeter, room: Room | undefined): Promise<AsyncIterable<ArchiveMember>> {
   const kind = archiveKind(await reader.peek(512));
   switch (kind) {
     case 'tar':
@@ -64,7 +67,7 @@ async function openMembers(reader: ByteReader, work: string, meter: ImportMeter)
     case 'zip': {
       // A zip's index is at its end: spool it (bounded) to read the central directory.
       const file = path.join(work, 'upload.zip');
-      await pipeline(Readable.from(bounded(reader.rest(), meter)), createWriteStream(file, { mode: 0o600 }));
+      await pipeline(Readable.from(bounded(reader.rest(), meter, new RoomCheck(room))), createWriteStream(file, { mode: 0o600 }));
       return readZip(file, meter);
     }
     case 'empty':
@@ -74,10 +77,9 @@ async function openMembers(reader: ByteReader, work: string, meter: ImportMeter)
   }
 }
 
-async function unpack(members: AsyncIterable<ArchiveMember>, staged: string, maxPathBytes: number): Promise<ImportResult> {
+async function unpack(members: AsyncIterable<ArchiveMember>, writer: StagingWriter, maxPathBytes: number): Promise<ImportResult> {
   const policy = new MemberPolicy(maxPathBytes);
   const skipped = new SkipTally();
-  const writer = new StagingWriter(staged);
   try {
     for await (const member of members) {
       const decision = policy.decide(member.path, member.kind);
@@ -122,11 +124,12 @@ async function* gunzip(input: AsyncIterable<Buffer>, meter: ImportMeter): AsyncG
 }
 
 /** The rest of a zip body, refused once it is larger than the total cap (it cannot expand to less). */
-async function* bounded(input: AsyncIterable<Buffer>, meter: ImportMeter): AsyncGenerator<Buffer> {
+async function* bounded(input: AsyncIterable<Buffer>, meter: ImportMeter, room: RoomCheck): AsyncGenerator<Buffer> {
   let size = 0;
   for await (const chunk of input) {
     size += chunk.length;
     meter.spooled(size);
+    await room.before(chunk.length);
     yield chunk;
   }
 }

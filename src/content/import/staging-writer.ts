@@ -7,6 +7,7 @@
 import { constants } from 'node:fs';
 import { chmod, mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { RoomCheck, type Room } from '../room-check.ts';
 
 const SMALL_FILE_BYTES = 1024 * 1024;
 const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
@@ -21,8 +22,14 @@ export class StagingWriter {
   private readonly pending = new Set<Promise<void>>();
   private inFlightBytes = 0;
   private failure: { error: unknown } | null = null;
+  private readonly room: RoomCheck;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    room?: Room,
+  ) {
+    this.room = new RoomCheck(room);
+  }
 
   async directory(rel: string): Promise<void> {
     this.check();
@@ -41,7 +48,10 @@ export class StagingWriter {
       await previous;
       const out = await open(abs, WRITE_FLAGS, fileMode);
       try {
-        for await (const chunk of body) await out.writeFile(chunk); // writeFile loops over short writes
+        for await (const chunk of body) {
+          await this.room.before(chunk.length);
+          await out.writeFile(chunk); // writeFile loops over short writes
+        }
         if (previous) await out.chmod(fileMode);
       } finally {
         await out.close();
@@ -54,6 +64,7 @@ export class StagingWriter {
     const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
     while (this.pending.size >= MAX_IN_FLIGHT_FILES || this.inFlightBytes > MAX_IN_FLIGHT_BYTES) await Promise.race(this.pending);
     this.check();
+    await this.room.before(bytes.length);
     this.inFlightBytes += bytes.length;
     const write = (async () => {
       await parent;

@@ -39,6 +39,8 @@ export interface ContentServiceDeps {
   harnesses: HarnessService;
   runtime: ContentRuntime;
   artifacts: ArtifactStore;
+  /** Throws storage_full when the caller may not write now (a member under the data directory's reserve). */
+  storageRoom(caller: Caller): Promise<void>;
   now: () => number;
 }
 
@@ -275,7 +277,7 @@ export class ContentService implements ContentApi {
 
   private async content(caller: Caller, id: string): Promise<EnvironmentContent> {
     await this.deps.environments.context(caller, id);
-    return EnvironmentContent.of(this.deps.runtime.dataDir, id, { maxFileBytes: this.deps.runtime.settings.maxFileBytes });
+    return EnvironmentContent.of(this.deps.runtime.dataDir, id, { maxFileBytes: this.deps.runtime.settings.maxFileBytes }, () => this.deps.storageRoom(caller));
   }
 
   /** Runs a change to the source of `id`; its file summary is dropped once the change is done (or failed). */

@@ -21,6 +21,7 @@ import { DIRECTORY_STAMP, knownStamp, nowNs, readAsync, rememberStamp, rememberW
 import { wholeFileBudget } from './buffer-budget.ts';
 import { CheckedFileStream } from './checked-file-stream.ts';
 import { INPUTS_DIR, manifestAt, PRIVATE_DIR, type FileChange } from './workspace-manifest.ts';
+import type { Room } from '../../content/room-check.ts';
 
 export { INPUTS_DIR, PRIVATE_DIR, type FileChange, type FileStamp };
 
@@ -39,7 +40,7 @@ export interface WorkspaceFilesOptions {
   /** Largest file read or written in one call (file_too_large 413 with detail.max_bytes past it). Default 64 MiB. */
   maxFileBytes?: number;
   /** Looked at before each batch of a write goes to disk: throws to stop it (the data directory's reserve). */
-  room?: () => Promise<void>;
+  room?: Room;
 }
 
 type Owner = { uid: number; gid: number };
