@@ -40,6 +40,12 @@ export const MAX_CHANGED_PATHS = 4096;
 export const MAX_WATCHED_DIRS = 8192;
 /** Views watched at once; the least recently captured is let go first. */
 const MAX_WATCHED_TREES = 256;
+/**
+ * Entries (files) of the captures kept as baselines, in all views together; past it the least recently captured views
+ * are let go first. Each baseline is a whole manifest (about 1 KB an entry with its stat hints): 256 views of a few
+ * thousand files a member made held most of a gigabyte.
+ */
+export const MAX_BASELINE_ENTRIES = 50_000;
 /** How often the queue is read between captures, so that it does not overflow while a command writes. */
 const DRAIN_MS = 250;
 
@@ -117,8 +123,15 @@ export class TreeWatch {
   settled(epoch: number, tree: TreeManifest, sound: boolean): void {
     this.inotify.pump();
     if (epoch !== this.epoch) return;
-    if (sound && this.vouching) this.baseline = tree;
-    else this.reset();
+    if (sound && this.vouching) {
+      this.baseline = tree;
+      this.inotify.kept(this);
+    } else this.reset();
+  }
+
+  /** Entries of the capture this watch vouches for (0 without one). */
+  get baselineEntries(): number {
+    return this.baseline?.entries.length ?? 0;
   }
 
   /** An event from the queue, for the directory `wd` watches. */
@@ -193,6 +206,19 @@ export class Watches {
     tree.watched(wd, dir);
     this.timer ??= setInterval(() => this.pump(), DRAIN_MS).unref();
     return true;
+  }
+
+  /** `tree` took a baseline: the least recently captured others are let go while all of them hold too many entries. */
+  kept(tree: TreeWatch): void {
+    let entries = 0;
+    for (const t of this.trees.values()) entries += t.baselineEntries;
+    for (const [root, t] of this.trees) {
+      if (entries <= MAX_BASELINE_ENTRIES) break;
+      if (t === tree || t.baselineEntries === 0) continue;
+      entries -= t.baselineEntries;
+      t.reset();
+      this.trees.delete(root);
+    }
   }
 
   unwatch(wd: number): void {

@@ -23,6 +23,7 @@ import type { ProviderRegistry } from '../provider-registry.ts';
 import type { CheckpointPacks } from './checkpoint-packs.ts';
 import { HIDDEN_FROM_COMMANDS, type WorkspaceDirectories } from './workspace-directories.ts';
 import { observeDirectoryCheckpoint } from '../core/duration-spans.ts';
+import { BoundedLru } from '../../store/bounded-lru.ts';
 import type { BerthMetrics } from '../core/metrics-registry.ts';
 
 /** How long an execution's admission waits for a view being prepared or saved by someone else. */
@@ -52,13 +53,22 @@ export interface MountServiceDeps {
 
 export type MountView = ActorView<MountContext>;
 
+type Head = { revision: number; tree: TreeManifest; id: string };
+
+/** Workspace heads kept as stat hints, and the most entries (files) they hold together (a few MB of manifests). */
+const HEADS_KEPT = 1024;
+const HEAD_ENTRIES_KEPT = 50_000;
+
 export class MountService {
   /** One preparation, refresh or pin at a time per workspace in this process. */
   private readonly locks = new Map<string, Promise<unknown>>();
   /** The last capture of each view (its stat hints make the next one incremental), by workspace and mount generation. */
   private readonly views = new Map<string, { generation: number; tree: TreeManifest }>();
-  /** The last capture of each workspace's directory (the same, for the head). */
-  private readonly heads = new Map<string, { revision: number; tree: TreeManifest; id: string }>();
+  /**
+   * The last capture of each workspace's directory (the same, for the head), the least recently used dropped first:
+   * a manifest holds an entry per file, and kept for every workspace ever captured they added up without end.
+   */
+  private readonly heads = new BoundedLru<Head>(HEADS_KEPT, HEAD_ENTRIES_KEPT);
 
   constructor(private readonly deps: MountServiceDeps) {}
 
@@ -200,11 +210,15 @@ export class MountService {
       const published = await this.publish(workspace.id, attemptId, attempt, head);
       result = published === 'stale' ? 'stale' : 'published';
       if (published === 'stale') throw new BerthError('stale_version', 'The head moved while the checkpoint was taken: nothing was published.', { workspaceId: workspace.id, attemptId, reason: 'stale_checkpoint' });
-      this.heads.set(workspace.id, { revision: published.revision, tree: head.tree, id: head.id });
+      this.keepHead(workspace.id, { revision: published.revision, tree: head.tree, id: head.id });
       return published;
     } finally {
       observeDirectoryCheckpoint(this.deps.metrics, result, (performance.now() - started) / 1000);
     }
+  }
+
+  private keepHead(workspaceId: string, head: Head): void {
+    this.heads.set(workspaceId, head, head.tree.entries.length + 1);
   }
 
   /** A stored tree (a checkpoint's, a view's). */
@@ -368,7 +382,7 @@ export class MountService {
       if (done) return { type: 'mount.checkpoint_published', attemptId, checkpointId: done.checkpointId, revision: done.revision, view: { revision: done.revision, manifest: tree.id }, at: at() };
       const revision = await this.publish(workspace.id, attemptId, attempt, tree);
       if (revision === 'stale') return { type: 'mount.checkpoint_stale', attemptId, head: (await this.workspace(workspace.id))?.revision ?? 0, at: at() };
-      this.heads.set(workspace.id, { revision: revision.revision, tree: tree.tree, id: tree.id });
+      this.keepHead(workspace.id, { revision: revision.revision, tree: tree.tree, id: tree.id });
       return { type: 'mount.checkpoint_published', attemptId, checkpointId: revision.checkpointId, revision: revision.revision, view: { revision: revision.revision, manifest: tree.id }, at: at() };
     } catch (e) {
       // A filesystem fault (EIO, ENOSPC on the data directory) fails the attempt too: left open, it would be waited on.
@@ -427,11 +441,11 @@ export class MountService {
     if (cached?.revision === workspace.revision) return { revision: workspace.revision, id: cached.id, tree: cached.tree };
     if (workspace.checkpoint?.revision === workspace.revision) {
       const tree = await this.deps.packs.loadManifest(workspace.checkpoint.id);
-      this.heads.set(workspace.id, { revision: workspace.revision, tree, id: workspace.checkpoint.id });
+      this.keepHead(workspace.id, { revision: workspace.revision, tree, id: workspace.checkpoint.id });
       return { revision: workspace.revision, id: workspace.checkpoint.id, tree };
     }
     const captured = await this.directoryNow(workspace);
-    this.heads.set(workspace.id, { revision: workspace.revision, tree: captured.tree, id: captured.id });
+    this.keepHead(workspace.id, { revision: workspace.revision, tree: captured.tree, id: captured.id });
     return captured;
   }
 
