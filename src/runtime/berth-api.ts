@@ -398,9 +398,12 @@ export class BerthApi implements RuntimeApi {
         // untilHead: the feed ends with the newest event at the request (a listing, not a watch).
         const end = options.untilHead ? await store.headPosition() : undefined;
         if (closed || (end !== undefined && (end === -1n || (typeof head === 'bigint' && head >= end)))) return;
-        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head });
+        // The event at the listing's end is never passed over: the loop ends on it.
+        const skip = (at: { stream: string; revision: bigint; position: bigint }) => (end === undefined || at.position < end) && scopes.skips(caller, at.stream, at.revision);
+        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head, filter: { skip } });
         for await (const e of sub) {
-          if (!e.stream.startsWith('snapshot-') && (await scopes.visible(caller, e.stream))) yield e;
+          scopes.learn(e);
+          if (await scopes.visible(caller, e.stream)) yield e;
           if (end !== undefined && e.position >= end) return;
         }
       },

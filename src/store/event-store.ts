@@ -66,6 +66,11 @@ export interface ReadAllOptions {
 export interface SubscriptionFilter {
   streamPrefixes?: string[];
   eventTypePrefixes?: string[];
+  /**
+   * A subscription's own test, by the event's place: an event it answers true for is passed over where the adapter
+   * reads, before it is decoded (a member's audit feed skips the streams it knows are another scope's).
+   */
+  skip?: (at: { stream: string; revision: bigint; position: bigint }) => boolean;
 }
 
 export interface SubscribeOptions {

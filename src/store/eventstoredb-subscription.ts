@@ -101,7 +101,8 @@ export class EventStoreDbSubscription implements Subscription {
       const position = positionOf(event);
       // The server starts after the checkpoint already; this guard keeps the promise if it ever does not.
       if (this.checkpoint !== undefined && position <= this.checkpoint) continue;
-      if (isSystemEvent(event) || !matchesFilter({ stream: event.streamId, type: event.type }, this.opts.filter)) {
+      const { filter } = this.opts;
+      if (isSystemEvent(event) || !matchesFilter({ stream: event.streamId, type: event.type }, filter) || filter?.skip?.({ stream: event.streamId, revision: event.revision, position })) {
         this.checkpoint = position;
         continue;
       }

@@ -68,7 +68,8 @@ export class SqliteSubscription implements Subscription {
       const page = this.opts.readPage(this.scanned, this.opts.pageSize);
       if (page.length > 0) {
         this.scanned = page[page.length - 1][0];
-        this.buffer = page.filter(([, stream, , , type]) => matchesFilter({ stream, type }, this.opts.filter));
+        const { filter } = this.opts;
+        this.buffer = page.filter(([position, stream, revision, , type]) => matchesFilter({ stream, type }, filter) && !filter?.skip?.({ stream, revision, position }));
         continue;
       }
       await this.opts.signal.wait(this.scanned, this.closing.signal);

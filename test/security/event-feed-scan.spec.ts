@@ -1,0 +1,60 @@
+/**
+ * A member's audit feed read from the start over another tenant's history (DESIGN §13: a member may not exhaust the
+ * server): the feed tells each event's scope by its stream, and it looked each stream up by loading its actor (a
+ * read and a fold of the stream), so one `GET /v1/events?until=head` of a member over a store of a million executions
+ * took 565 s of the server's CPU and returned nothing. The feed now learns a stream's scope from the stream's first
+ * event, which names it (a creation; an allocation's names its environment), so a feed from the start loads no actor
+ * for streams it saw begin; it still loads one for a stream begun before where it started (after=).
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createEnvironment, startGateway, tokens, type RunningGateway } from '../integration/gateway-fixture.ts';
+
+/** The admin's environments: streams of another scope the member's feed reads past. */
+const OTHERS = 300;
+
+let gw: RunningGateway;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(() => gw?.close());
+
+/** The whole of a listing, with how many actors the runtime looked at while it was read. */
+async function listing(token: string, query = 'until=head'): Promise<{ text: string; actorGets: number }> {
+  const actors = gw.berth.runtime.actors;
+  const get = actors.get;
+  let actorGets = 0;
+  actors.get = ((...args: Parameters<typeof get>) => (actorGets++, get.apply(actors, args))) as typeof get;
+  try {
+    const response = await fetch(`${gw.url}/v1/events?${query}`, { headers: gw.headers(token) });
+    expect(response.status).toBe(200);
+    return { text: await response.text(), actorGets };
+  } finally {
+    actors.get = get;
+  }
+}
+
+it("reads past another tenant's history from the start without loading its actors, and shows only the member's own", { timeout: 120_000 }, async () => {
+  const others: string[] = [];
+  for (let i = 0; i < OTHERS; i++) others.push(await createEnvironment(gw, tokens.admin, `admin env ${i}`));
+  const own = await createEnvironment(gw, tokens.alice);
+  const alice = await listing(tokens.alice);
+  expect(alice.text).toContain(own);
+  for (const id of others) expect(alice.text).not.toContain(id);
+  // One actor load per stream of the store before; none now (every stream began after the feed's start).
+  expect(alice.actorGets).toBeLessThan(10);
+
+  // Begun before where a feed starts, a stream is still looked up, once: its later events are told apart all the same.
+  const after = [...alice.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])).at(-1)!;
+  await Promise.all([
+    fetch(`${gw.url}/v1/environments/${others[0]}`, { method: 'PUT', headers: { ...gw.headers(tokens.admin), 'content-type': 'application/json' }, body: JSON.stringify({ description: 'changed' }) }),
+    fetch(`${gw.url}/v1/environments/${own}`, { method: 'PUT', headers: { ...gw.headers(tokens.alice), 'content-type': 'application/json' }, body: JSON.stringify({ description: 'mine changed' }) }),
+  ]).then((answers) => answers.forEach((a) => expect(a.status).toBe(200)));
+  const later = await listing(tokens.alice, `until=head&after=${after}`);
+  expect(later.text).toContain('mine changed');
+  expect(later.text).not.toContain(others[0]!);
+
+  // A listing whose last event is a later one of a stream known to be another scope's still ends at its head.
+  const put = await fetch(`${gw.url}/v1/environments/${others[1]}`, { method: 'PUT', headers: { ...gw.headers(tokens.admin), 'content-type': 'application/json' }, body: JSON.stringify({ description: 'last' }) });
+  expect(put.status).toBe(200);
+  expect((await listing(tokens.alice)).text).not.toContain('"last"');
+});
