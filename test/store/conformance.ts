@@ -448,6 +448,39 @@ export function eventStoreConformance(
         await expectFiltered({ streamPrefixes: [b], eventTypePrefixes: [kept] }, [1]);
       });
 
+      it("should pass over the events its skip test names, by stream, revision and position, and deliver the rest whole", async () => {
+        const head = await store.headPosition();
+        const a = `skipa${run}`;
+        const b = `skipb${run}`;
+        const written = [
+          { s: a, e: event('t.one', { n: 1 }) },
+          { s: b, e: event('t.two', { n: 2 }) },
+          { s: a, e: event('t.three', { n: 3 }) },
+          { s: b, e: event('t.four', { n: 4 }) },
+          { s: a, e: event('t.five', { n: 5 }) },
+        ];
+        const positions: bigint[] = [];
+        for (const w of written) positions.push((await store.append(w.s, [w.e], { expectedRevision: 'any' })).position);
+        const seen: { stream: string; revision: bigint; position: bigint }[] = [];
+        // Later events of b are passed over; its first, and a's, come through.
+        const skip = (at: { stream: string; revision: bigint; position: bigint }) => (seen.push(at), at.stream === b && at.revision > 0n);
+        const sub = store.subscribeToAll({ fromPosition: head, filter: { streamPrefixes: [a, b], skip } });
+        try {
+          const got = await take(sub, 4);
+          expect(ids(got)).toEqual([0, 1, 2, 4].map((i) => written[i].e.id));
+          expect(got.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 5 }]);
+        } finally {
+          await sub.close();
+        }
+        expect(seen.slice(0, 5)).toEqual([
+          { stream: a, revision: 0n, position: positions[0] },
+          { stream: b, revision: 0n, position: positions[1] },
+          { stream: a, revision: 1n, position: positions[2] },
+          { stream: b, revision: 1n, position: positions[3] },
+          { stream: a, revision: 2n, position: positions[4] },
+        ]);
+      });
+
       it('should end a waiting iteration when the subscription is closed', async () => {
         const sub = store.subscribeToAll({ fromPosition: await store.headPosition(), filter: { streamPrefixes: [`never${run}`] } });
         const pending = sub[Symbol.asyncIterator]().next();
