@@ -23,11 +23,6 @@ export type EventRow = [
   createdAt: string,
 ];
 
-/** Where an event is, without its payloads: what a subscription with a skip test reads a page of first. */
-export const PLACE_COLUMNS = 'position, stream, revision, type';
-
-export type PlaceRow = [position: bigint, stream: string, revision: bigint, type: string];
-
 /** Turns a stored row into a recorded event; a row that does not decode is reported, never skipped. */
 export function decodeRow([position, stream, revision, id, type, rawData, rawMetadata, createdAt]: EventRow): RecordedEvent {
   const { data, metadata } = parsePayload(stream, revision, rawData, rawMetadata, { position, type });

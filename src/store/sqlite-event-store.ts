@@ -23,7 +23,7 @@ import {
 import { AppendSignal } from './sqlite-append-signal.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import { assertStoreFileKind, assertStoreSchema, keepStorePrivate } from './sqlite-store-file.ts';
-import { decodeRow, decodeStreamRow, EVENT_COLUMNS, PLACE_COLUMNS, STREAM_EVENT_COLUMNS, type EventRow, type PlaceRow, type StreamRow } from './sqlite-event-row.ts';
+import { decodeRow, decodeStreamRow, EVENT_COLUMNS, STREAM_EVENT_COLUMNS, type EventRow, type StreamRow } from './sqlite-event-row.ts';
 import { SqliteSubscription } from './sqlite-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -133,8 +133,6 @@ export class SqliteEventStore implements EventStore {
     forwards: Database.Statement<[string, bigint, number], EventRow>;
     backwards: Database.Statement<[string, bigint, number], EventRow>;
     all: Database.Statement<[bigint, number], EventRow>;
-    places: Database.Statement<[bigint, number], PlaceRow>;
-    one: Database.Statement<[bigint], EventRow>;
     head: Database.Statement<[], { head: bigint | null }>;
     dropBefore: Database.Statement<[string, bigint]>;
     dropStream: Database.Statement<[string]>;
@@ -170,10 +168,6 @@ export class SqliteEventStore implements EventStore {
       all: db
         .prepare<[bigint, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position ASC LIMIT ?`)
         .raw(true),
-      places: db
-        .prepare<[bigint, number], PlaceRow>(`SELECT ${PLACE_COLUMNS} FROM events WHERE position > ? ORDER BY position ASC LIMIT ?`)
-        .raw(true),
-      one: db.prepare<[bigint], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE position = ?`).raw(true),
       head: db.prepare('SELECT MAX(position) AS head FROM events'),
       dropBefore: db.prepare('DELETE FROM events WHERE stream = ? AND revision < ?'),
       dropStream: db.prepare('DELETE FROM events WHERE stream = ?'),
@@ -344,9 +338,6 @@ export class SqliteEventStore implements EventStore {
       filter: options.filter,
       pageSize: this.pageSize,
       readPage: (after, max) => this.readBoundedPage(after, max),
-      ...(options.filter?.skip
-        ? { byPlace: { readPlaces: (after: bigint, max: number) => this.readPlaces(after, max), readRow: (position: bigint) => this.readRow(position) } }
-        : {}),
       signal: this.signal,
       onClose: () => this.subscriptions.delete(sub),
     });
@@ -403,16 +394,6 @@ export class SqliteEventStore implements EventStore {
       if (bytes >= this.pageBytes) break;
     }
     return rows;
-  }
-
-  private readPlaces(after: bigint, max: number): PlaceRow[] {
-    this.assertOpen();
-    return this.stmts.places.all(after, max);
-  }
-
-  private readRow(position: bigint): EventRow | undefined {
-    this.assertOpen();
-    return this.stmts.one.get(position);
   }
 
   private readHead(): bigint {

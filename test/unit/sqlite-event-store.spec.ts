@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isBerthError } from '../../schemas/errors.ts';
 import type { EventData } from '../../src/store/event-store.ts';
 import { openStore } from '../../src/store/open-store.ts';
@@ -199,22 +199,36 @@ describe('openStore', () => {
   });
 });
 
-describe('sqlite event store: a subscription passing over most of the log', () => {
-  it('reads on past pages it passes over whole a few at a time, letting the event loop turn between', async () => {
-    const store = SqliteEventStore.open(join(dir, `passed-${randomUUID()}.sqlite3`));
-    try {
-      for (let i = 0; i < 20; i++) await Promise.all(Array.from({ length: 256 }, (_, j) => store.append(`p-${i}-${j}`, [event('t.p')], { expectedRevision: 'no_stream' })));
-      let looked = 0;
-      const sub = store.subscribeToAll({ filter: { skip: () => (looked++, true) } });
-      const waiting = sub[Symbol.asyncIterator]().next();
-      // Scheduled before the subscription's first read: it runs at the first turn the scan lets happen.
-      await new Promise(setImmediate);
-      expect(looked).toBeGreaterThan(0);
-      expect(looked).toBeLessThan(20 * 256); // not the whole log in one go
-      await sub.close();
-      expect((await waiting).done).toBe(true);
-    } finally {
-      await store.close();
-    }
+describe('sqlite event store: a long catch-up lets the event loop turn', () => {
+  const EVENTS = 20 * 256;
+  let store: SqliteEventStore;
+  beforeAll(async () => {
+    store = SqliteEventStore.open(join(dir, `turns-${randomUUID()}.sqlite3`));
+    for (let i = 0; i < 20; i++) await Promise.all(Array.from({ length: 256 }, (_, j) => store.append(`p-${i}-${j}`, [event('t.p')], { expectedRevision: 'no_stream' })));
+  });
+  afterAll(() => store.close());
+
+  it('turns while a consumer takes every event at once', async () => {
+    const sub = store.subscribeToAll();
+    let taken = 0;
+    let takenAtFirstTurn: number | undefined;
+    setImmediate(() => (takenAtFirstTurn = taken));
+    for await (const _ of sub) if (++taken === EVENTS) break;
+    await sub.close();
+    // Before, the whole catch-up was one chain of promise callbacks: the first turn came after the last event.
+    expect(takenAtFirstTurn).toBeGreaterThan(0);
+    expect(takenAtFirstTurn).toBeLessThan(EVENTS);
+  });
+
+  it('turns while its filter passes every event over', async () => {
+    let looked = 0;
+    const sub = store.subscribeToAll({ filter: { skip: () => (looked++, true) } });
+    const waiting = sub[Symbol.asyncIterator]().next();
+    // Scheduled before the subscription's first read: it runs at the first turn the scan lets happen.
+    await new Promise(setImmediate);
+    expect(looked).toBeGreaterThan(0);
+    expect(looked).toBeLessThan(EVENTS);
+    await sub.close();
+    expect((await waiting).done).toBe(true);
   });
 });
