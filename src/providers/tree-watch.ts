@@ -178,11 +178,7 @@ export class Watches {
     if (tree) this.trees.delete(root);
     else tree = new TreeWatch(this);
     this.trees.set(root, tree);
-    if (this.trees.size > MAX_WATCHED_TREES) {
-      const [oldest, dropped] = this.trees.entries().next().value!;
-      dropped.reset();
-      this.trees.delete(oldest);
-    }
+    if (this.trees.size > MAX_WATCHED_TREES) this.letGo(...this.trees.entries().next().value!);
     return tree;
   }
 
@@ -216,9 +212,14 @@ export class Watches {
       if (entries <= MAX_BASELINE_ENTRIES) break;
       if (t === tree || t.baselineEntries === 0) continue;
       entries -= t.baselineEntries;
-      t.reset();
-      this.trees.delete(root);
+      this.letGo(root, t);
     }
+  }
+
+  /** A view no longer watched: its next capture walks in full. */
+  private letGo(root: string, tree: TreeWatch): void {
+    tree.reset();
+    this.trees.delete(root);
   }
 
   unwatch(wd: number): void {

@@ -11,7 +11,7 @@ import type { ActivityItem } from '../projections/activity.projection.ts';
 import type { ReadModel } from '../projections/read-model.ts';
 import type { OutputStream } from '../../schemas/output.ts';
 import type { ExecutionStatus } from '../../schemas/states.ts';
-import type { RecordedEvent } from '../store/event-store.ts';
+import type { EventPlace, RecordedEvent } from '../store/event-store.ts';
 import type { BerthRuntime } from './core/berth-runtime.ts';
 import { ContentService } from './builds/content-service.ts';
 import { HarnessService } from './builds/harness-service.ts';
@@ -398,12 +398,13 @@ export class BerthApi implements RuntimeApi {
         // untilHead: the feed ends with the newest event at the request (a listing, not a watch).
         const end = options.untilHead ? await store.headPosition() : undefined;
         if (closed || (end !== undefined && (end === -1n || (typeof head === 'bigint' && head >= end)))) return;
-        // The event at the listing's end is never passed over: the loop ends on it.
-        const skip = (at: { stream: string; revision: bigint; position: bigint }) => (end === undefined || at.position < end) && scopes.skips(caller, at.stream, at.revision);
+        // The event at the listing's end is read even if it would be passed over (the loop ends on it), so the loop
+        // asks the same test again before yielding it.
+        const skip = (at: EventPlace) => (end === undefined || at.position < end) && scopes.skips(caller, at.stream, at.revision);
         sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head, filter: { skip } });
         for await (const e of sub) {
           scopes.learn(e);
-          if (await scopes.visible(caller, e.stream)) yield e;
+          if (!scopes.skips(caller, e.stream, e.revision) && (await scopes.visible(caller, e.stream))) yield e;
           if (end !== undefined && e.position >= end) return;
         }
       },

@@ -70,7 +70,14 @@ export interface SubscriptionFilter {
    * A subscription's own test, by the event's place: an event it answers true for is passed over where the adapter
    * reads, before it is decoded (a member's audit feed skips the streams it knows are another scope's).
    */
-  skip?: (at: { stream: string; revision: bigint; position: bigint }) => boolean;
+  skip?: (at: EventPlace) => boolean;
+}
+
+/** Where an event is: what a subscription's skip test is given. */
+export interface EventPlace {
+  stream: string;
+  revision: bigint;
+  position: bigint;
 }
 
 export interface SubscribeOptions {

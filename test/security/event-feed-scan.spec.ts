@@ -58,3 +58,11 @@ it("reads past another tenant's history from the start without loading its actor
   expect(put.status).toBe(200);
   expect((await listing(tokens.alice)).text).not.toContain('"last"');
 });
+
+it("never shows a snapshot, not even as the last event of an every-scope listing", async () => {
+  await gw.berth.runtime.store.append('snapshot-feed-scan', [{ id: crypto.randomUUID(), type: 'snapshot.taken', data: { mark: 'SNAPSHOT-LAST' } }], { expectedRevision: 'any' });
+  const streams: string[] = [];
+  for await (const e of gw.berth.api.events({ role: 'admin', scope: '*' }, 'start', { untilHead: true })) streams.push(e.stream);
+  expect(streams.length).toBeGreaterThan(OTHERS);
+  expect(streams).not.toContain('snapshot-feed-scan');
+});
