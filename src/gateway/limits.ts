@@ -14,6 +14,11 @@ export interface GatewayLimits {
    */
   discardBytes: number;
   discardMs: number;
+  /**
+   * After such an answer with `Connection: close`, how long the gateway holds the connection, reading no more, before
+   * it closes: closing at once resets it, and a client that is still writing meets EPIPE instead of the answer.
+   */
+  closeLingerMs: number;
   /** Cap on `GET /v1/executions/{id}?waitMs=`. */
   maxWaitMs: number;
   /** Largest `GET …/output` answer (bytes). */
@@ -46,6 +51,7 @@ export const defaultLimits: GatewayLimits = {
   bodyBytes: 1024 * 1024,
   discardBytes: 64 * 1024 * 1024,
   discardMs: 30_000,
+  closeLingerMs: 2_000,
   maxWaitMs: 60_000,
   outputReadBytes: 4 * 1024 * 1024,
   chunkBytes: 256 * 1024,

@@ -3,7 +3,8 @@
  * auth) waits until the rest of the body is read and thrown away, so a client that writes its whole body and only
  * then reads gets the answer: closing with unread bytes makes the kernel reset the connection under the client's
  * writes (EPIPE, ECONNRESET) and its read buffer. Bounded: past `discardBytes` or `discardMs` the answer goes out
- * with `Connection: close` and the connection ends after it.
+ * with `Connection: close`, and the gateway ends its side and waits `closeLingerMs` before it closes (a lingering
+ * close), so even a client that writes without end gets the answer.
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
@@ -37,15 +38,33 @@ export function discardRest(request: IncomingMessage, bounds: Pick<GatewayLimits
   });
 }
 
+/**
+ * Node closes a connection once its last answer is sent (`destroySoon`: end, then destroy), with whatever the client
+ * still sends unread, so the kernel resets it, perhaps before the client has read the answer. Instead: end this side
+ * and stop reading (the client's writes wait on a full window, they do not fail, and cost the server nothing), then
+ * close after `ms`, by when the client has read its answer.
+ */
+function lingerOnClose(request: IncomingMessage, ms: number): void {
+  const socket = request.socket;
+  socket.destroySoon = () => {
+    socket.pause();
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), ms).unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
 /** Installs the wait on the root instance, so every route, error and not-found answer goes through it. */
-export function installUnreadBodyDiscard(app: FastifyInstance, bounds: Pick<GatewayLimits, 'discardBytes' | 'discardMs'>): void {
+export function installUnreadBodyDiscard(app: FastifyInstance, bounds: Pick<GatewayLimits, 'discardBytes' | 'discardMs' | 'closeLingerMs'>): void {
   // Callback style: the usual answer, to a request read whole, goes on in the same tick.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (request.raw.complete) return done(null, payload);
     void discardRest(request.raw, bounds).then((whole) => {
       // Read to its end, the connection can take the next request as node would have it (fastify asks to close after
       // a refused body only because it leaves the rest unread); cut off, it must close: what follows is body bytes.
-      reply.header('connection', whole && reply.raw.shouldKeepAlive ? 'keep-alive' : 'close');
+      const keep = whole && reply.raw.shouldKeepAlive;
+      reply.header('connection', keep ? 'keep-alive' : 'close');
+      if (!keep) lingerOnClose(request.raw, bounds.closeLingerMs);
       done(null, payload);
     });
   });

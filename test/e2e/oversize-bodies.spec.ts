@@ -3,12 +3,15 @@
  * 1 MiB body limit (body_too_large) and a file upload past BERTH_MAX_FILE_BYTES (file_too_large), with bodies of 2,
  * 16 and 64 MiB, sent by fetch and by node:http with and without a declared length, each writing its whole body
  * before it reads. A server that closed with the body unread made those writes fail (EPIPE, ECONNRESET) about one
- * time in three, and the client never saw the answer.
+ * time in three, and the client never saw the answer. A client that writes on past what the server will read and
+ * drop (64 MiB) still gets its answer: the server ends its side and holds the connection a while before it closes,
+ * where closing at once reset the connection under the client's writes and it saw EPIPE instead.
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorBodySchema } from '../../schemas/api.ts';
 import { createEnvironment, startServer, tokens, type BerthServer } from './berth-server.ts';
+import { postEndless } from './endless-body.ts';
 
 const MiB = 1024 * 1024;
 const SIZES = [2 * MiB, 16 * MiB, 64 * MiB];
@@ -128,5 +131,30 @@ describe('oversize bodies', () => {
     } finally {
       agent.destroy();
     }
+  });
+
+  it('answer a client that writes on past the 64 MiB the server reads and drops, then close', { timeout: 300_000 }, async () => {
+    const piece = Buffer.alloc(MiB, 'y');
+    const routes = [
+      { path: '/v1/environments', type: 'application/json', code: 'body_too_large' },
+      { path: `/v1/environments/${env}/files/big.bin`, type: 'application/octet-stream', code: 'file_too_large' },
+    ];
+    const failures: string[] = [];
+    for (let round = 0; round < 16; round++) {
+      for (const route of routes) {
+        const label = `${route.path}, round ${round}`;
+        const method = route.type === 'application/json' ? 'POST' : 'PUT';
+        const answer = await postEndless(`${server.url}${route.path}`, tokens.alice, route.type, () => piece, 1024 * MiB, method).catch((e: NodeJS.ErrnoException) => {
+          failures.push(`${label}: ${e.code ?? e.message}`);
+          return undefined;
+        });
+        if (!answer) continue;
+        expect(answer.status, `${label}: no answer after ${answer.sent} bytes`).toBe(413);
+        expect(answer.body.error.code, label).toBe(route.code);
+        expect(answer.connection, label).toBe('close');
+        expect(answer.sent, label).toBeGreaterThan(64 * MiB);
+      }
+    }
+    expect(failures).toEqual([]);
   });
 });

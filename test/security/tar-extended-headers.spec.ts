@@ -7,10 +7,10 @@
  * run of them before one member is bounded: the import is refused (`environment_invalid`) and the server answers
  * everyone meanwhile.
  */
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tarHeader } from '../unit/content/crafted-tar.ts';
 import { createEnvironment, startServer, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { postEndless } from '../e2e/endless-body.ts';
 import { healthLatency, residentBytes } from './stalled-client.ts';
 
 const MiB = 1024 * 1024;
@@ -40,37 +40,8 @@ function paxFlood(type: 'x' | 'g', first: number): { block: Buffer; next: number
   return { block: Buffer.concat([tarHeader({ name: 'PaxHeader', type, size: meta.length }), meta, pad]), next: n };
 }
 
-/**
- * POSTs an endless plain tar of extended headers (`make` gives the next one) as a chunked body, for at most `maxBytes`,
- * and resolves with the server's answer (or `sent: maxBytes` with no answer, when the server read it all).
- */
-function flood(path: string, make: () => Buffer, maxBytes: number): Promise<{ status?: number; body?: any; sent: number }> {
-  const { hostname, port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    let sent = 0;
-    let done = false;
-    const req = request({ host: hostname, port, method: 'POST', path, headers: { authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/x-tar' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        done = true;
-        req.destroy();
-        const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, sent });
-      });
-    });
-    req.on('error', (e) => (done ? undefined : sent >= maxBytes ? resolve({ sent }) : reject(e)));
-    const write = (): void => {
-      while (!done && sent < maxBytes) {
-        const block = make();
-        sent += block.length;
-        if (!req.write(block)) return void req.once('drain', write);
-      }
-      if (!done) req.end();
-    };
-    write();
-  });
-}
+/** POSTs an endless plain tar of extended headers (`make` gives the next one) as alice, for at most `maxBytes`. */
+const flood = (path: string, make: () => Buffer, maxBytes: number) => postEndless(`${server.url}${path}`, tokens.alice, 'application/x-tar', make, maxBytes);
 
 describe('a tar of nothing but extended headers', () => {
   it('pax `x` headers with ever new keys: refused, the server holds no key set and keeps answering', { timeout: 180_000 }, async () => {
