@@ -26,7 +26,7 @@ import { ArtifactArchive } from '../store/artifact-archive.ts';
 import { DataDirLock } from './core/data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
 import * as registry from './registry.ts';
-import type { ContentRuntime } from './builds/content-runtime.ts';
+import { stopBuilds, type ContentRuntime } from './builds/content-runtime.ts';
 import { contentSettings, type ContentSettings } from './builds/content-settings.ts';
 import type { BuildContext } from '../machines/build.machine.ts';
 import type { EnvironmentContext } from '../machines/environment.machine.ts';
@@ -42,7 +42,7 @@ import type { WorkspaceContext } from '../machines/workspace.machine.ts';
 import type { PoolSettings } from './pools/pool-config.ts';
 import type { PoolService } from './pools/pool-service.ts';
 import { warmPools } from './pools/warm-pools.ts';
-import { DiskReserve, storageFullFailure } from './maintenance/disk-reserve.ts';
+import { DiskReserve, storageFullBuild, storageFullFailure } from './maintenance/disk-reserve.ts';
 
 export interface StartBerthOptions extends BerthApiOptions {
   settings: Pick<Settings, 'dataDir' | 'store' | 'maintenanceMs'>;
@@ -150,7 +150,7 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     const contentRuntime: ContentRuntime = {
       dataDir,
       settings: content,
-      liveLogs: new Map(),
+      running: new Map(),
       ...(opts.logger ? { logger: opts.logger } : {}),
       environment: async (id) => (await look<EnvironmentContext>('environment', id))?.context,
       build: (id) => look<BuildContext>('build', id),
@@ -202,7 +202,11 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
       // Once recovery settled: a claim an environment had under way has landed, so no member is claimed twice.
       pools?.start();
       const running = api;
-      diskReserve.watch((short) => running.executions.stopMembersCommands(storageFullFailure(short)));
+      diskReserve.watch(async (short) => {
+        // Builds too, an admin's included: a build is no cleanup, and its installers write where the store does.
+        if (services.content) stopBuilds(services.content, storageFullBuild(short));
+        await running.executions.stopMembersCommands(storageFullFailure(short));
+      });
     } catch (e) {
       await runtime.stop();
       throw e;

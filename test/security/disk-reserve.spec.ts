@@ -7,7 +7,9 @@
  * still go, and once the space is back her writes are taken again. Without the reserve the command filled the
  * filesystem to its last byte and every writer, the store included, met ENOSPC. Uploads admitted while there was room
  * (eight at once, twice what the filesystem holds) stop at the reserve too, each looking before every batch it writes,
- * and so do content file uploads and archive imports (room-check.ts: a look before every MiB written).
+ * and so do content file uploads and archive imports (room-check.ts: a look before every MiB written). A member's
+ * build is stopped too: its setup.sh writing without end once filled the filesystem to its last byte, the reserve
+ * notwithstanding, until the build step's timeout.
  */
 import { statfsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +68,39 @@ describe('the data directory reserve', () => {
     }
     expect(again.status).toBe(200);
     expect((await runInTurn(gw, alice, 'cat after.txt')).output).toBe('back');
+  });
+
+  it("stops a member's build filling the disk: failed with storage_full, its version removed", { timeout: 120_000 }, async () => {
+    const environment = await createEnvironment(gw, tokens.alice);
+    const filler = 'i=0; while [ $i -lt 64 ]; do head -c 1048576 /dev/zero >> fill.bin || exit 9; i=$((i+1)); sleep 0.05; done\n';
+    await expectStatus(call(gw, 'PUT', `/v1/environments/${environment}/files/setup.sh`, { token: tokens.alice, body: filler }), 200);
+    const before = free();
+    expect(before).toBeGreaterThan(RESERVE_MB * MiB + 16 * MiB);
+    const started = await expectStatus(call(gw, 'POST', `/v1/environments/${environment}/build`, { token: tokens.alice }), 202);
+    let least = before;
+    const sampler = setInterval(() => (least = Math.min(least, free())), 2);
+    let record: any;
+    try {
+      const deadline = Date.now() + 60_000;
+      do {
+        await new Promise((r) => setTimeout(r, 100));
+        record = await expectStatus(call(gw, 'GET', `/v1/environments/${environment}/builds/${started.version}`, { token: tokens.alice }), 200);
+      } while (record.status === 'building' && Date.now() < deadline);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(record.status, JSON.stringify(record)).toBe('failed');
+    expect(record.error).toMatch(/^storage_full: .*reserve of 24 MiB/);
+    expect(least, `free went down to ${least} bytes`).toBeGreaterThan(8 * MiB);
+    // The stopped build's version is removed: the space is back, and a member's writes are taken again.
+    expect(free()).toBeGreaterThan(before - 2 * MiB);
+    const deadline = Date.now() + 5_000;
+    let again = await call(gw, 'PUT', `/v1/environments/${environment}/files/after.txt`, { token: tokens.alice, body: 'back' });
+    while (again.status === 507 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await call(gw, 'PUT', `/v1/environments/${environment}/files/after.txt`, { token: tokens.alice, body: 'back' });
+    }
+    expect(again.status).toBe(200);
   });
 
   it("stops content file uploads and archive imports under way at the reserve, and the environment's delete frees it", { timeout: 120_000 }, async () => {

@@ -1,8 +1,8 @@
 /**
  * The build actor type (seed 001 §4): `build.run` snapshots the source into the version, installs what its manifests
  * declare in the build toolchain (build-toolchain.ts), makes the version read-only and reports the outcome with the
- * installers' log (in the artifact store). A failed build's version directory is removed; an interrupted one (the
- * runtime stopped) reports nothing and is failed by the next epoch's recovery, which discards its directory (and,
+ * installers' log (in the artifact store). A failed build's version directory is removed, and so is a stopped one's
+ * (under the data directory's reserve: `storage_full`); an interrupted one (the runtime stopped) reports nothing and is failed by the next epoch's recovery, which discards its directory (and,
  * for a Docker build, its container first).
  */
 import { randomUUID } from 'node:crypto';
@@ -54,7 +54,8 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
       if (!content) return failed('the environments content chapter is switched off');
       const env = EnvironmentContent.of(content.dataDir, p.environmentId, { maxFileBytes: content.settings.maxFileBytes });
       const live = new BuildLog();
-      content.liveLogs.set(p.buildId, live);
+      const stop = new AbortController();
+      content.running.set(p.buildId, { log: live, stop });
       const scratch = path.join(env.layout.staging, `build-${p.version}-${randomUUID()}`);
       try {
         let snapshot;
@@ -73,7 +74,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
             slug: p.slug,
             profile: p.profile,
             scratch,
-            signal: shutdown,
+            signal: AbortSignal.any([shutdown, stop.signal]),
             providers: ctx.services.providers,
           });
         } catch (e) {
@@ -98,6 +99,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
         }
         // Stopped under it: say nothing; the next epoch fails the build as interrupted and removes the directory.
         if (shutdown.aborted) return undefined;
+        if (stop.signal.aborted) result = { ...result, ok: false, error: String(stop.signal.reason) };
         // A build container that may still write the version: it is never published.
         if (undisposed) result = { ...result, ok: false, error: `the build container could not be removed: ${undisposed.message}` };
         if (!result.ok) {
@@ -115,7 +117,7 @@ export const buildActor = defineActor<typeof buildMachine, Services>({
           at: ctx.services.now(),
         };
       } finally {
-        content.liveLogs.delete(p.buildId);
+        content.running.delete(p.buildId);
         await removeTree(scratch);
       }
     },

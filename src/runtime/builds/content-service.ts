@@ -294,7 +294,7 @@ export class ContentService implements ContentApi {
   }
 
   private async logOf(buildId: string, c: BuildContext | undefined): Promise<string> {
-    if (!c?.log) return this.deps.runtime.liveLogs.get(buildId)?.toString() ?? '';
+    if (!c?.log) return this.deps.runtime.running.get(buildId)?.log.toString() ?? '';
     if (c.log.size === 0) return '';
     const chunks: Buffer[] = [];
     for await (const chunk of this.deps.artifacts.read(c.log, 0, c.log.size)) chunks.push(chunk as Buffer);

@@ -2,7 +2,7 @@
  * The room the event store keeps on the data directory's filesystem (kubelet's eviction threshold, for one
  * filesystem): a member's workspace, uploads and command output share that filesystem with the store, and a store
  * that cannot append stops everyone. Below the reserve, members' new writes are refused (`storage_full`, by the
- * gateway) and their running commands are stopped (`watch`); deletes, releases and cancels still go, and an admin is
+ * gateway) and their running commands and every build are stopped (`watch`); deletes, releases and cancels still go, and an admin is
  * exempt. Free space is statfs(2)'s, for an unprivileged writer, read at most every LOOK_MS.
  */
 import { statfs } from 'node:fs/promises';
@@ -22,11 +22,14 @@ export interface StorageShortage {
 
 const mib = (bytes: number) => Math.floor(bytes / MiB);
 
+const stopped = (short: StorageShortage, what: string): string =>
+  `The server's data directory had ${mib(short.freeBytes)} MiB free, under its reserve of ${mib(short.reserveBytes)} MiB: the ${what} was stopped.`;
+
 /** What a member's command stopped under the reserve records. */
-export const storageFullFailure = (short: StorageShortage): { code: string; message: string } => ({
-  code: 'storage_full',
-  message: `The server's data directory had ${mib(short.freeBytes)} MiB free, under its reserve of ${mib(short.reserveBytes)} MiB: the command was stopped.`,
-});
+export const storageFullFailure = (short: StorageShortage): { code: string; message: string } => ({ code: 'storage_full', message: stopped(short, 'command') });
+
+/** A build stopped under the reserve fails with this error (a build's failure is one line: the code leads it). */
+export const storageFullBuild = (short: StorageShortage): string => `storage_full: ${stopped(short, 'build')}`;
 
 export class DiskReserve {
   private seen: { at: number; freeBytes: number } | undefined;
