@@ -132,6 +132,8 @@ export const catalogProjection = defineProjection({
     page: (t, scope: string | undefined, range: Omit<PageRequest<CatalogEntry>, 'where'>): Page<CatalogEntry> =>
       t.environments.page({ ...range, where: { scope } }),
     count: (t, scope: string): number => t.environments.count({ scope }),
+    /** How many of `scope`'s environments have a build running (a member's scope holds at most its quota of them). */
+    building: (t, scope: string): number => t.environments.all({ scope }).filter((e) => e.building !== null).length,
     /** Every environment: for maintenance, which walks each one. */
     all: (t): CatalogEntry[] => t.environments.all(),
     get: (t, id: string): CatalogEntry | undefined => t.environments.get(id),

@@ -107,6 +107,8 @@ export class BerthApi implements RuntimeApi {
         runtime: services.content,
         artifacts: services.artifacts,
         storageRoom: (caller) => this.assertStorageRoom(caller, 0),
+        catalog: this.model('catalog'),
+        policy,
         now,
       });
     }

@@ -140,6 +140,7 @@ const policySchema = z.object({
   BERTH_MEMBER_NETWORK: z.enum(['bridge', 'none']).default(defaultRolePolicy.ceilings.network),
   BERTH_QUOTA_ENVIRONMENTS: positiveInt.default(defaultRolePolicy.quotas.environments),
   BERTH_QUOTA_CONCURRENT_EXECUTIONS: positiveInt.default(defaultRolePolicy.quotas.concurrentExecutions),
+  BERTH_QUOTA_CONCURRENT_BUILDS: positiveInt.default(defaultRolePolicy.quotas.concurrentBuilds),
   BERTH_QUOTA_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.outputBytes),
   BERTH_QUOTA_SCOPE_OUTPUT_BYTES: positiveInt.default(defaultRolePolicy.quotas.scopeOutputBytes),
   BERTH_QUOTA_WORKSPACES: positiveInt.default(defaultRolePolicy.quotas.workspaces),
@@ -161,6 +162,7 @@ export function resolveRolePolicy(env: NodeJS.ProcessEnv = process.env): RolePol
     quotas: {
       environments: v.BERTH_QUOTA_ENVIRONMENTS,
       concurrentExecutions: v.BERTH_QUOTA_CONCURRENT_EXECUTIONS,
+      concurrentBuilds: v.BERTH_QUOTA_CONCURRENT_BUILDS,
       outputBytes: v.BERTH_QUOTA_OUTPUT_BYTES,
       scopeOutputBytes: v.BERTH_QUOTA_SCOPE_OUTPUT_BYTES,
       workspaces: v.BERTH_QUOTA_WORKSPACES,

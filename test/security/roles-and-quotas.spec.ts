@@ -1,7 +1,7 @@
 /**
  * Roles and quotas (issue 10, findings 4 and 9), against a real `berth serve` with member tokens: a member cannot run
  * on the host uncontained nor ask past the admin's ceilings, its scope is held to its quotas (environments,
- * concurrent executions, output per execution and on disk), a command writing past its output quota is stopped and
+ * concurrent executions and builds, output per execution and on disk), a command writing past its output quota is stopped and
  * its record says why, and /metrics (every scope's counts) is the admin's. Each tenant below has its own scope, so
  * one quota's test never spends another's.
  */
@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, finished, running, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
+import { putFile, waitBuild } from '../e2e/content-client.ts';
 import { dockerAvailable } from '../integration/docker-env.ts';
 
 const MiB = 1024 * 1024;
@@ -28,6 +29,7 @@ const members = {
   heidi: 'roles-heidi-token-9b3e5a7c0d2f4168',
   ivan: 'roles-ivan-token-2c6e8a0f4b1d3975',
   judy: 'roles-judy-token-6d1f3b8e0a5c7294',
+  kim: 'roles-kim-token-3e8a1c5f7b0d2946',
 };
 
 let server: BerthServer;
@@ -46,6 +48,7 @@ beforeAll(async () => {
     BERTH_TOKENS_FILE: tokensFile,
     BERTH_QUOTA_ENVIRONMENTS: String(ENVIRONMENTS_QUOTA),
     BERTH_QUOTA_CONCURRENT_EXECUTIONS: '1',
+    BERTH_QUOTA_CONCURRENT_BUILDS: '1',
     BERTH_QUOTA_OUTPUT_BYTES: String(OUTPUT_QUOTA),
     BERTH_QUOTA_SCOPE_OUTPUT_BYTES: String(SCOPE_OUTPUT_QUOTA),
   });
@@ -150,6 +153,25 @@ describe('quotas: a member\'s scope is bounded', () => {
     expect((await finished(server, first.id, members.dave)).status).toBe('cancelled');
     const next = await submit(server, env, ['true'], {}, members.dave);
     expect((await finished(server, next.id, members.dave)).status).toBe('exited');
+  });
+
+  it('should refuse a second concurrent build over a quota of one, and admit it once the first ended', { timeout: 60_000 }, async () => {
+    // A build runs the member's setup.sh with the profile's memory and CPUs: a hundred at once (one per environment)
+    // asked the host for a hundred times those, where concurrent executions were held to their quota.
+    const [first, second] = [await createEnvironment(server, members.kim), await createEnvironment(server, members.kim)];
+    for (const env of [first, second]) await putFile(server, env, 'setup.sh', 'sleep 2\n', members.kim);
+    const started = await server.json(`/v1/environments/${first}/build`, { method: 'POST', token: members.kim });
+    const over = await server.call(`/v1/environments/${second}/build`, { method: 'POST', token: members.kim });
+    expect(await errorOf(over)).toMatchObject({
+      status: 429,
+      error: { code: 'quota_exceeded', detail: { quota: 'concurrent_builds', limit: 1, used: 1 } },
+    });
+    // Another scope's build is not counted against it.
+    expect((await server.call(`/v1/environments/${await createEnvironment(server, members.judy)}/build`, { method: 'POST', token: members.judy })).status).toBe(202);
+    expect((await waitBuild(server, first, started.version, members.kim)).status).toBe('ready');
+    const next = await server.call(`/v1/environments/${second}/build`, { method: 'POST', token: members.kim });
+    expect(next.status).toBe(202);
+    expect((await waitBuild(server, second, 1, members.kim)).status).toBe('ready');
   });
 
   it('should admit one of several submissions racing for the last place', async () => {

@@ -31,6 +31,8 @@ import type { EnvironmentContentFields } from '../environments/environment-view.
 import type { EnvironmentService } from '../environments/environment-service.ts';
 import type { HarnessService } from './harness-service.ts';
 import type { Caller } from '../runtime-api.ts';
+import type { ReadModel } from '../../projections/read-model.ts';
+import { assertQuota, isMember, type RolePolicy } from '../role-policy.ts';
 import type { Listing, PageQuery } from '../listing.ts';
 
 export interface ContentServiceDeps {
@@ -41,6 +43,9 @@ export interface ContentServiceDeps {
   artifacts: ArtifactStore;
   /** Throws storage_full when the caller may not write now (a member under the data directory's reserve). */
   storageRoom(caller: Caller): Promise<void>;
+  /** The catalog read model: which environments of a scope are building (the concurrent builds quota). */
+  catalog: ReadModel;
+  policy: RolePolicy;
   now: () => number;
 }
 
@@ -52,6 +57,8 @@ export type DescribedEnvironment = Pick<EnvironmentContext, 'id' | 'versions' | 
 export class ContentService implements ContentApi {
   /** Files and packages of the environment object, kept until this service changes the content. */
   private readonly summaries: ContentSummaries;
+  /** Members' build starts, one after another (see startBuild). */
+  private starting: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: ContentServiceDeps) {
     this.summaries = new ContentSummaries({
@@ -101,13 +108,29 @@ export class ContentService implements ContentApi {
 
   // -------------------------------------------------------------------------------------------- builds, versions
 
-  /** Starts the next version's build and answers at once; one build at a time (environment_busy). */
+  /**
+   * Starts the next version's build and answers at once; one build at a time (environment_busy), and a member's scope
+   * at most its quota of builds at once (concurrent_builds): members' starts are serialised, each counting the builds
+   * the catalog shows once it shows the one before.
+   */
   async startBuild(caller: Caller, id: string): Promise<BuildRecord> {
+    if (!isMember(caller)) return this.requestBuild(caller, id);
+    const run = this.starting.then(async () => {
+      await this.deps.environments.context(caller, id); // another scope's or no environment: not_found first
+      assertQuota(caller, 'concurrent_builds', this.deps.policy.quotas.concurrentBuilds, this.deps.catalog.query.building(caller.scope) as number);
+      return this.requestBuild(caller, id);
+    });
+    this.starting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async requestBuild(caller: Caller, id: string): Promise<BuildRecord> {
     for (let attempt = 0; ; attempt++) {
       const ctx = await this.deps.environments.context(caller, id);
       const version = ctx.latestVersion + 1;
       try {
-        await this.deps.actors.send('environment', id, { type: 'environment.build_requested', version, at: this.deps.now() });
+        const sent = await this.deps.actors.send('environment', id, { type: 'environment.build_requested', version, at: this.deps.now() });
+        await this.deps.catalog.waitFor(sent.position, 10_000);
         return this.getBuild(caller, id, version);
       } catch (e) {
         // Another build was requested between the read and the send: decide again on what it left.
