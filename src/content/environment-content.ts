@@ -36,8 +36,8 @@ export class EnvironmentContent {
     return importArchive(this.layout, body, { ...options, limits: this.limits, ...(this.room ? { room: this.room } : {}) });
   }
 
-  importGit(source: GitSource, options: Omit<GitImportOptions, 'limits'> = {}): Promise<ImportResult> {
-    return importGit(this.layout, source, { ...options, limits: this.limits });
+  importGit(source: GitSource, options: Omit<GitImportOptions, 'limits' | 'room'> = {}): Promise<ImportResult> {
+    return importGit(this.layout, source, { ...options, limits: this.limits, ...(this.room ? { room: this.room } : {}) });
   }
 
   /** Copy the source into `versions/<version>` (the build then installs into it and makes it read-only). */

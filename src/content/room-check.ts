@@ -3,7 +3,8 @@
  * member) is asked before the first byte and again after every MiB, so a write admitted while there was room stops
  * within a MiB of running out rather than filling the filesystem.
  */
-export type Room = () => Promise<void>;
+/** Throws when there is no room now, or none for `upcomingBytes` more (a write whose size is known before it starts). */
+export type Room = (upcomingBytes?: number) => Promise<void>;
 
 const LOOK_EVERY_BYTES = 1024 * 1024;
 

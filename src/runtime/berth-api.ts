@@ -106,7 +106,7 @@ export class BerthApi implements RuntimeApi {
         harnesses,
         runtime: services.content,
         artifacts: services.artifacts,
-        storageRoom: (caller) => this.assertStorageRoom(caller, 0),
+        storageRoom: (caller, upcomingBytes) => this.assertStorageRoom(caller, 0, upcomingBytes),
         catalog: this.model('catalog'),
         policy,
         now,
@@ -362,8 +362,8 @@ export class BerthApi implements RuntimeApi {
   }
 
   /** `maxAgeMs`: how old the look at the free space may be (a write under way looks each time). */
-  async assertStorageRoom(caller: Caller, maxAgeMs?: number): Promise<void> {
-    if (isMember(caller)) await this.options.diskReserve?.assertRoom(maxAgeMs);
+  async assertStorageRoom(caller: Caller, maxAgeMs?: number, upcomingBytes?: number): Promise<void> {
+    if (isMember(caller)) await this.options.diskReserve?.assertRoom(maxAgeMs, upcomingBytes);
   }
 
   activity(caller: Caller, page?: PageQuery): Promise<Listing<ActivityItem>> {

@@ -126,4 +126,30 @@ describe('git import', () => {
     }
     expect(existsSync(content.layout.source)).toBe(false);
   });
+
+  it('should stop a clone under way once its room runs out, looking while git runs', async () => {
+    const sockets: import('node:net').Socket[] = [];
+    const server: Server = createServer((socket) => sockets.push(socket)); // a clone that never ends by itself
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    // The data directory's reserve, as the content service passes it: room before the clone, none from the next look.
+    const looks: number[] = [];
+    const full = new BerthError('storage_full', 'no room left', {});
+    const room = async () => {
+      looks.push(Date.now());
+      if (looks.length > 1) throw full;
+    };
+    const roomy = new EnvironmentContent(path.join(base, 'roomy'), {}, room);
+    try {
+      const started = Date.now();
+      const error = await refused(roomy.importGit({ url: `git://127.0.0.1:${port}/project.git` }, { timeoutMs: 30_000, allowHosts: ['127.0.0.1'] }));
+      expect(error).toBe(full);
+      expect(Date.now() - started).toBeLessThan(5_000); // not the 30 s timeout: git was stopped at the look
+      expect(looks.length).toBe(2);
+    } finally {
+      for (const s of sockets) s.destroy();
+      server.close();
+    }
+    expect(existsSync(roomy.layout.source)).toBe(false);
+  });
 });

@@ -7,11 +7,16 @@
  * still go, and once the space is back her writes are taken again. Without the reserve the command filled the
  * filesystem to its last byte and every writer, the store included, met ENOSPC. Uploads admitted while there was room
  * (eight at once, twice what the filesystem holds) stop at the reserve too, each looking before every batch it writes,
- * and so do content file uploads and archive imports (room-check.ts: a look before every MiB written). A member's
+ * and so do content file uploads and archive imports (room-check.ts: a look before every MiB written), and git imports
+ * (a look before each git step, and every 100 ms while git writes). A member's
  * build is stopped too: its setup.sh writing without end once filled the filesystem to its last byte, the reserve
  * notwithstanding, until the build step's timeout.
  */
-import { statfsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, startGateway, tokens, type RunningGateway } from '../integration/gateway-fixture.ts';
 import { call, expectStatus, q, runInTurn, submitInTurn, tenant, type Answer, type Tenant } from '../integration/workspace-http.ts';
@@ -29,12 +34,25 @@ const free = () => {
   return fs.bavail * fs.bsize;
 };
 
+let repo: string;
+
 beforeAll(async () => {
+  // A repository of 36 MiB that does not compress: its clone and its checkout are each more than the room left.
+  repo = mkdtempSync(join(tmpdir(), 'berth-reserve-repo-'));
+  for (let i = 0; i < 3; i++) writeFileSync(join(repo, `blob-${i}.bin`), randomBytes(12 * MiB));
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@e', '-c', 'user.name=t', ...args], { cwd: repo });
+  git('init', '-q', '-b', 'main');
+  git('add', '.');
+  git('commit', '-qm', 'big');
+  process.env.BERTH_GIT_ALLOW_LOCAL = '1'; // this file's worker only: the in-process server reads it at start
   gw = await startGateway({ dataDirMb: 64, policy: { ...defaultRolePolicy, diskReserveMb: RESERVE_MB } });
   alice = await tenant(gw, tokens.alice, { environmentId: await createEnvironment(gw, tokens.alice) });
   bob = await tenant(gw, tokens.bob);
 }, 60_000);
-afterAll(() => gw?.close());
+afterAll(async () => {
+  await gw?.close();
+  rmSync(repo, { recursive: true, force: true });
+});
 
 describe('the data directory reserve', () => {
   it("stops a member's command filling the disk, refuses members' writes until space is back, and keeps the store's room", { timeout: 120_000 }, async () => {
@@ -132,6 +150,25 @@ describe('the data directory reserve', () => {
     // Deleting the environment removes its content: the space is back for the next writer.
     await expectStatus(call(gw, 'DELETE', `/v1/environments/${environment}`, { token: tokens.alice }), 204);
     expect(free()).toBeGreaterThan(RESERVE_MB * MiB + 16 * MiB);
+  });
+
+  it("stops a git import at the reserve: its clone's pack and its checkout are git's own writes", { timeout: 120_000 }, async () => {
+    const environment = await createEnvironment(gw, tokens.alice);
+    const before = free();
+    expect(before).toBeGreaterThan(RESERVE_MB * MiB + 16 * MiB);
+    let least = before;
+    const sampler = setInterval(() => (least = Math.min(least, free())), 2);
+    let answer: Answer;
+    try {
+      answer = await call(gw, 'POST', `/v1/environments/${environment}/import`, { token: tokens.alice, json: { git: { url: `file://${repo}` } } });
+    } finally {
+      clearInterval(sampler);
+    }
+    expect({ status: answer.status, code: answer.json.error?.code }, `${answer.text} least ${least}`).toEqual({ status: 507, code: 'storage_full' });
+    expect(least, `free went down to ${least} bytes`).toBeGreaterThan(8 * MiB);
+    // What git wrote is removed with its staging: the space is back.
+    expect(free()).toBeGreaterThan(before - 2 * MiB);
+    await expectStatus(call(gw, 'DELETE', `/v1/environments/${environment}`, { token: tokens.alice }), 204);
   });
 
   it('stops uploads under way at the reserve, however many a member starts at once', { timeout: 120_000 }, async () => {

@@ -2,7 +2,8 @@
  * Import of a git repository (seed 001 §3.1): `git clone --depth 1 --branch <ref>` with the system git into staging,
  * with no hooks (an empty template and core.hooksPath=/dev/null), only the https, http, ssh and git transports
  * (local paths and file:// only when allowed), no redirects, none of the server's credential helpers or extra
- * headers, no prompts, and a timeout that kills git's whole process group. The host must pass the host policy
+ * headers, no prompts, and a timeout that kills git's whole process group, as does running out of room (the data
+ * directory's reserve, looked at as git writes). The host must pass the host policy
  * (git-host-policy.ts) and git is pinned to the address that passed (git-remote.ts). Then `.git` is dropped, the checkout is walked with lstat and links, special
  * files, dependency directories and paths too deep for the data directory are removed and counted, the caps are
  * applied, and the tree is landed like an archive's (but never wrapper-stripped: a repository's root is the
@@ -17,6 +18,7 @@ import type { ContentLayout } from '../content-layout.ts';
 import { contentLimits } from '../content-limits.ts';
 import { withoutAbsolutePaths } from '../hide-paths.ts';
 import { removeTree } from '../remove-tree.ts';
+import type { Room } from '../room-check.ts';
 import type { ImportOptions } from './archive-import.ts';
 import { checkGitHost, gitHostAllowance } from './git-host-policy.ts';
 import { parseGitRemote, type PinnedRemote } from './git-remote.ts';
@@ -58,7 +60,7 @@ export async function importGit(layout: ContentLayout, source: GitSource, option
   try {
     await mkdir(work, { recursive: true });
     const limits = contentLimits(options.limits);
-    await clone(pinned, source.ref, work, allowLocal, deadline, timeoutMs, new ImportMeter(limits));
+    await clone(pinned, source.ref, work, allowLocal, { deadline, timeoutMs, ...(options.room ? { room: options.room } : {}) }, new ImportMeter(limits));
     await removeTree(path.join(tree, '.git'));
     const result = await sweepCheckout(tree, layout.maxPathBytes, new ImportMeter(limits));
     await landStaged(layout, tree, options.replace ?? false);
@@ -88,7 +90,7 @@ function gitOptions(remote: PinnedRemote, allowLocal: boolean): string[] {
  * of a few kilobytes can name the same blob a million times over (a git bomb), which a checkout would write out in
  * full, filling the server's disk, before anything after it could count.
  */
-async function clone(remote: PinnedRemote, ref: string | undefined, work: string, allowLocal: boolean, deadline: number, timeoutMs: number, meter: ImportMeter): Promise<void> {
+async function clone(remote: PinnedRemote, ref: string | undefined, work: string, allowLocal: boolean, bounds: Omit<GitRun, 'env'>, meter: ImportMeter): Promise<void> {
   const options = gitOptions(remote, allowLocal);
   const env = {
     ...process.env,
@@ -99,11 +101,14 @@ async function clone(remote: PinnedRemote, ref: string | undefined, work: string
     SSH_ASKPASS: '/bin/false',
     ...remote.env,
   };
+  const run: GitRun = { ...bounds, env };
   const clone = ['clone', '--depth', '1', '--single-branch', '--no-tags', '--no-checkout', '--template=', ...(ref ? ['--branch', ref] : []), '--', remote.url, 'tree'];
-  await runGit([...options, ...clone], work, env, deadline, timeoutMs, 'git clone failed.');
+  await runGit(run, [...options, ...clone], work, 'git clone failed.');
   const tree = path.join(work, 'tree');
-  await runGit([...options, 'ls-tree', '-r', '-t', '-l', '-z', '--full-tree', 'HEAD'], tree, env, deadline, timeoutMs, 'git could not list the commit.', listedEntries(meter));
-  await runGit([...options, 'reset', '--quiet', '--hard', 'HEAD'], tree, env, deadline, timeoutMs, 'git checkout failed.');
+  await runGit(run, [...options, 'ls-tree', '-r', '-t', '-l', '-z', '--full-tree', 'HEAD'], tree, 'git could not list the commit.', listedEntries(meter));
+  // The checkout writes what was listed: room for all of it is asked first (git writes faster than it is looked at).
+  await run.room?.(meter.declaredBytes);
+  await runGit(run, [...options, 'reset', '--quiet', '--hard', 'HEAD'], tree, 'git checkout failed.');
 }
 
 /** Counts each `ls-tree -l -z` record on the meter (an entry; a blob's size declared), which throws at a cap. */
@@ -125,12 +130,41 @@ function listedEntries(meter: ImportMeter): (chunk: Buffer) => void {
   };
 }
 
-/** Runs git in `cwd` within the import's deadline (its whole process group killed past it); `onStdout` may throw to stop it. */
-function runGit(args: string[], cwd: string, env: NodeJS.ProcessEnv, deadline: number, timeoutMs: number, failure: string, onStdout?: (chunk: Buffer) => void): Promise<void> {
+/** What every git command of an import runs under. */
+interface GitRun {
+  env: NodeJS.ProcessEnv;
+  /** The import's deadline (epoch ms) and its whole budget, for the message. */
+  deadline: number;
+  timeoutMs: number;
+  /** Looked at before each command and every ROOM_LOOK_MS while it runs: a clone's pack and a checkout are git's writes. */
+  room?: Room;
+}
+
+/** How often a running git command's room is looked at: git writes at disk speed, so the look overshoots by that much. */
+const ROOM_LOOK_MS = 100;
+
+/**
+ * Runs git in `cwd` within the import's deadline and room (its whole process group killed past either); `onStdout`
+ * may throw to stop it.
+ */
+async function runGit(run: GitRun, args: string[], cwd: string, failure: string, onStdout?: (chunk: Buffer) => void): Promise<void> {
+  await run.room?.();
+  const { env, deadline, timeoutMs, room } = run;
   return new Promise((resolve, reject) => {
     const child = spawn('git', args, { cwd, env, stdio: ['ignore', onStdout ? 'pipe' : 'ignore', 'pipe'], detached: true });
     let stderr = '';
     let stopped: unknown;
+    const stop = (e: unknown) => {
+      if (stopped !== undefined) return;
+      stopped = e;
+      killGroup(child.pid);
+    };
+    let looking = false;
+    const looker = room && setInterval(() => {
+      if (looking) return;
+      looking = true;
+      room().catch(stop).finally(() => (looking = false));
+    }, ROOM_LOOK_MS);
     child.stderr!.setEncoding('utf8').on('data', (text: string) => {
       stderr = (stderr + text).slice(-4096);
     });
@@ -139,8 +173,7 @@ function runGit(args: string[], cwd: string, env: NodeJS.ProcessEnv, deadline: n
       try {
         onStdout!(chunk);
       } catch (e) {
-        stopped = e;
-        killGroup(child.pid);
+        stop(e);
       }
     });
     let timedOut = false;
@@ -150,10 +183,12 @@ function runGit(args: string[], cwd: string, env: NodeJS.ProcessEnv, deadline: n
     }, Math.max(1, deadline - Date.now()));
     child.on('error', (e) => {
       clearTimeout(timer);
+      clearInterval(looker);
       reject(invalid('git_failed', `git could not be started: ${withoutAbsolutePaths(e.message)}`));
     });
     child.on('close', (code) => {
       clearTimeout(timer);
+      clearInterval(looker);
       if (stopped !== undefined) reject(stopped);
       else if (timedOut) reject(timeout(timeoutMs));
       else if (code !== 0) reject(invalid('git_failed', failure, { exitCode: code, stderr: withoutAbsolutePaths(stderr.trim()) }));

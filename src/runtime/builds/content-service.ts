@@ -41,8 +41,11 @@ export interface ContentServiceDeps {
   harnesses: HarnessService;
   runtime: ContentRuntime;
   artifacts: ArtifactStore;
-  /** Throws storage_full when the caller may not write now (a member under the data directory's reserve). */
-  storageRoom(caller: Caller): Promise<void>;
+  /**
+   * Throws storage_full when the caller may not write now (a member under the data directory's reserve), or may not
+   * write `upcomingBytes` more.
+   */
+  storageRoom(caller: Caller, upcomingBytes?: number): Promise<void>;
   /** The catalog read model: which environments of a scope are building (the concurrent builds quota). */
   catalog: ReadModel;
   policy: RolePolicy;
@@ -300,7 +303,7 @@ export class ContentService implements ContentApi {
 
   private async content(caller: Caller, id: string): Promise<EnvironmentContent> {
     await this.deps.environments.context(caller, id);
-    return EnvironmentContent.of(this.deps.runtime.dataDir, id, { maxFileBytes: this.deps.runtime.settings.maxFileBytes }, () => this.deps.storageRoom(caller));
+    return EnvironmentContent.of(this.deps.runtime.dataDir, id, { maxFileBytes: this.deps.runtime.settings.maxFileBytes }, (upcomingBytes) => this.deps.storageRoom(caller, upcomingBytes));
   }
 
   /** Runs a change to the source of `id`; its file summary is dropped once the change is done (or failed). */

@@ -48,10 +48,10 @@ export class DiskReserve {
   }
 
   /**
-   * How far below the reserve the filesystem is, or undefined when it has room (or there is no reserve), by a look at
-   * most `maxAgeMs` old.
+   * How far below the reserve the filesystem is (or would be, once `upcomingBytes` more are written), or undefined when
+   * it has room (or there is no reserve), by a look at most `maxAgeMs` old.
    */
-  async shortage(maxAgeMs = LOOK_MS): Promise<StorageShortage | undefined> {
+  async shortage(maxAgeMs = LOOK_MS, upcomingBytes = 0): Promise<StorageShortage | undefined> {
     if (this.reserveBytes === 0) return undefined;
     const now = Date.now();
     if (!this.seen || now - this.seen.at >= maxAgeMs) {
@@ -59,17 +59,19 @@ export class DiskReserve {
       this.seen = { at: now, freeBytes: fs.bavail * fs.bsize };
     }
     const { freeBytes } = this.seen;
-    return freeBytes < this.reserveBytes ? { freeBytes, reserveBytes: this.reserveBytes } : undefined;
+    return freeBytes - upcomingBytes < this.reserveBytes ? { freeBytes, reserveBytes: this.reserveBytes } : undefined;
   }
 
-  /** Throws `storage_full` when below the reserve (by a look at most `maxAgeMs` old). */
-  async assertRoom(maxAgeMs = LOOK_MS): Promise<void> {
-    const short = await this.shortage(maxAgeMs);
+  /** Throws `storage_full` when below the reserve, or when `upcomingBytes` more would take it there (by a look at most `maxAgeMs` old). */
+  async assertRoom(maxAgeMs = LOOK_MS, upcomingBytes = 0): Promise<void> {
+    const short = await this.shortage(maxAgeMs, upcomingBytes);
     if (short) {
+      const reserve = `its reserve of ${mib(short.reserveBytes)} MiB`;
+      const why = upcomingBytes > 0 ? `: the ${mib(upcomingBytes)} MiB this would write would leave less than ${reserve}` : `, under ${reserve}`;
       throw new BerthError(
         'storage_full',
-        `The server's data directory has ${mib(short.freeBytes)} MiB free, under its reserve of ${mib(short.reserveBytes)} MiB: new writes are refused until space is freed (delete files, workspaces or environments).`,
-        { ...short },
+        `The server's data directory has ${mib(short.freeBytes)} MiB free${why}. New writes are refused until space is freed (delete files, workspaces or environments).`,
+        { ...short, ...(upcomingBytes > 0 ? { upcomingBytes } : {}) },
       );
     }
   }
