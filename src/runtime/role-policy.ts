@@ -27,6 +27,8 @@ export interface ScopeQuotas {
   concurrentExecutions: number;
   /** Builds running (each runs the member's installers with the profile's memory and CPUs, as a command does). */
   concurrentBuilds: number;
+  /** Archive and git imports running (a git import is a git process on the server's host). */
+  concurrentImports: number;
   /** Bytes one execution may write (all its streams together) before it is stopped. */
   outputBytes: number;
   /** Output bytes the scope's executions keep on disk (spools and saved output), checked at admission. */
@@ -52,7 +54,7 @@ const GiB = 1024 * MiB;
 
 export const defaultRolePolicy: RolePolicy = {
   ceilings: { memoryMb: 2048, cpus: 2, pidsLimit: 512, homeMb: 2048, workspaceMb: 2048, network: 'bridge' },
-  quotas: { environments: 100, concurrentExecutions: 8, concurrentBuilds: 4, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB, workspaces: 100, leases: 1000 },
+  quotas: { environments: 100, concurrentExecutions: 8, concurrentBuilds: 4, concurrentImports: 4, outputBytes: 1 * GiB, scopeOutputBytes: 10 * GiB, workspaces: 100, leases: 1000 },
 };
 
 /** How the provider a profile names treats its commands: on a borrowed host they run as the server unless contained. */
@@ -132,7 +134,7 @@ export function assertWithinPolicy(
   }
 }
 
-export type QuotaName = 'environments' | 'concurrent_executions' | 'concurrent_builds' | 'scope_output_bytes' | 'workspaces' | 'leases';
+export type QuotaName = 'environments' | 'concurrent_executions' | 'concurrent_builds' | 'concurrent_imports' | 'scope_output_bytes' | 'workspaces' | 'leases';
 
 /** Refuses a member whose scope already uses `used` of a quota of `limit` (one more would exceed it). */
 export function assertQuota(caller: Caller, quota: QuotaName, limit: number, used: number): void {

@@ -1,17 +1,20 @@
 /**
  * Roles and quotas (issue 10, findings 4 and 9), against a real `berth serve` with member tokens: a member cannot run
  * on the host uncontained nor ask past the admin's ceilings, its scope is held to its quotas (environments,
- * concurrent executions and builds, output per execution and on disk), a command writing past its output quota is stopped and
+ * concurrent executions, builds and imports, output per execution and on disk), a command writing past its output quota is stopped and
  * its record says why, and /metrics (every scope's counts) is the admin's. Each tenant below has its own scope, so
  * one quota's test never spends another's.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, finished, running, startServer, submit, tokens, type BerthServer } from '../e2e/berth-server.ts';
 import { putFile, waitBuild } from '../e2e/content-client.ts';
 import { dockerAvailable } from '../integration/docker-env.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
+import { craftTar } from '../unit/content/crafted-tar.ts';
 
 const MiB = 1024 * 1024;
 const OUTPUT_QUOTA = 1 * MiB;
@@ -30,6 +33,7 @@ const members = {
   ivan: 'roles-ivan-token-2c6e8a0f4b1d3975',
   judy: 'roles-judy-token-6d1f3b8e0a5c7294',
   kim: 'roles-kim-token-3e8a1c5f7b0d2946',
+  lee: 'roles-lee-token-8f2d4b6a0c1e3957',
 };
 
 let server: BerthServer;
@@ -49,6 +53,8 @@ beforeAll(async () => {
     BERTH_QUOTA_ENVIRONMENTS: String(ENVIRONMENTS_QUOTA),
     BERTH_QUOTA_CONCURRENT_EXECUTIONS: '1',
     BERTH_QUOTA_CONCURRENT_BUILDS: '1',
+    BERTH_QUOTA_CONCURRENT_IMPORTS: '1',
+    BERTH_GIT_ALLOW_HOSTS: '127.0.0.1', // the git server below, which never answers
     BERTH_QUOTA_OUTPUT_BYTES: String(OUTPUT_QUOTA),
     BERTH_QUOTA_SCOPE_OUTPUT_BYTES: String(SCOPE_OUTPUT_QUOTA),
   });
@@ -172,6 +178,32 @@ describe('quotas: a member\'s scope is bounded', () => {
     const next = await server.call(`/v1/environments/${second}/build`, { method: 'POST', token: members.kim });
     expect(next.status).toBe(202);
     expect((await waitBuild(server, second, 1, members.kim)).status).toBe('ready');
+  });
+
+  it('should refuse a second concurrent import over a quota of one, and admit it once the first ended', { timeout: 60_000 }, async () => {
+    // Each git import is a git process on the server's host for as long as its remote takes (up to its timeout): a
+    // member could start any number of them at once against a remote that never answers.
+    const sockets: Socket[] = [];
+    const remote = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+    try {
+      const env = await createEnvironment(server, members.lee);
+      const url = `git://127.0.0.1:${(remote.address() as { port: number }).port}/never.git`;
+      const first = server.call(`/v1/environments/${env}/import`, { body: { git: { url } }, token: members.lee });
+      await waitFor(() => sockets.length, { until: (n) => n > 0, timeoutMs: 20_000, what: 'git to reach the remote' });
+      const tar = craftTar([{ name: 'a.txt', content: Buffer.from('a') }]);
+      const archive = () => server.call(`/v1/environments/${env}/import`, { body: tar.toString('latin1'), token: members.lee, headers: { 'content-type': 'application/x-tar' } });
+      expect(await errorOf(await archive())).toMatchObject({ status: 429, error: { code: 'quota_exceeded', detail: { quota: 'concurrent_imports', limit: 1, used: 1 } } });
+      expect(await errorOf(await server.call(`/v1/environments/${env}/import`, { body: { git: { url } }, token: members.lee }))).toMatchObject({ status: 429 });
+      // Another scope's import is not counted against it.
+      expect((await server.call(`/v1/environments/${await createEnvironment(server, members.judy)}/import`, { body: tar.toString('latin1'), token: members.judy, headers: { 'content-type': 'application/x-tar' } })).status).toBe(200);
+      for (const socket of sockets) socket.destroy(); // the remote hangs up: the first import fails and leaves its place
+      expect((await first).status).toBe(400);
+      expect((await archive()).status).toBe(200);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      remote.close();
+    }
   });
 
   it('should admit one of several submissions racing for the last place', async () => {

@@ -62,6 +62,8 @@ export class ContentService implements ContentApi {
   private readonly summaries: ContentSummaries;
   /** Members' build starts, one after another (see startBuild). */
   private starting: Promise<unknown> = Promise.resolve();
+  /** Imports running, by member scope. */
+  private readonly imports = new Map<string, number>();
 
   constructor(private readonly deps: ContentServiceDeps) {
     this.summaries = new ContentSummaries({
@@ -96,17 +98,34 @@ export class ContentService implements ContentApi {
   }
 
   async importArchive(caller: Caller, id: string, body: Body, options: { replace?: boolean }): Promise<ImportResult> {
-    return this.changing(id, async () => (await this.content(caller, id)).importArchive(body, { replace: options.replace ?? false }));
+    const content = await this.content(caller, id);
+    return this.importing(caller, () => this.changing(id, () => content.importArchive(body, { replace: options.replace ?? false })));
   }
 
   async importGit(caller: Caller, id: string, source: { url: string; ref?: string }, options: { replace?: boolean }): Promise<ImportResult> {
-    return this.changing(id, async () =>
-      (await this.content(caller, id)).importGit(source, {
-        replace: options.replace ?? false,
-        allowLocal: this.deps.runtime.settings.gitAllowLocal,
-        allowHosts: this.deps.runtime.settings.gitAllowHosts,
-      }),
+    const content = await this.content(caller, id);
+    const { gitAllowLocal, gitAllowHosts } = this.deps.runtime.settings;
+    return this.importing(caller, () =>
+      this.changing(id, () => content.importGit(source, { replace: options.replace ?? false, allowLocal: gitAllowLocal, allowHosts: gitAllowHosts })),
     );
+  }
+
+  /**
+   * Runs an import holding one of its member scope's places (concurrent_imports): each is a git process on this host
+   * for as long as its remote takes, or an upload staged as it comes. Counted in this process.
+   */
+  private async importing<T>(caller: Caller, run: () => Promise<T>): Promise<T> {
+    if (!isMember(caller)) return run();
+    const used = this.imports.get(caller.scope) ?? 0;
+    assertQuota(caller, 'concurrent_imports', this.deps.policy.quotas.concurrentImports, used);
+    this.imports.set(caller.scope, used + 1);
+    try {
+      return await run();
+    } finally {
+      const left = (this.imports.get(caller.scope) ?? 1) - 1;
+      if (left > 0) this.imports.set(caller.scope, left);
+      else this.imports.delete(caller.scope);
+    }
   }
 
   // -------------------------------------------------------------------------------------------- builds, versions

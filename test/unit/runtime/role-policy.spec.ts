@@ -109,6 +109,7 @@ describe('role policy: configuration', () => {
       BERTH_QUOTA_ENVIRONMENTS: '2',
       BERTH_QUOTA_CONCURRENT_EXECUTIONS: '1',
       BERTH_QUOTA_CONCURRENT_BUILDS: '2',
+      BERTH_QUOTA_CONCURRENT_IMPORTS: '3',
       BERTH_QUOTA_OUTPUT_BYTES: '1048576',
       BERTH_QUOTA_SCOPE_OUTPUT_BYTES: '4194304',
       BERTH_QUOTA_WORKSPACES: '3',
@@ -117,7 +118,7 @@ describe('role policy: configuration', () => {
     };
     expect(resolveRolePolicy(env)).toEqual({
       ceilings: { memoryMb: 512, cpus: 0.5, pidsLimit: 64, homeMb: 128, workspaceMb: 256, network: 'none' },
-      quotas: { environments: 2, concurrentExecutions: 1, concurrentBuilds: 2, outputBytes: 1_048_576, scopeOutputBytes: 4_194_304, workspaces: 3, leases: 5 },
+      quotas: { environments: 2, concurrentExecutions: 1, concurrentBuilds: 2, concurrentImports: 3, outputBytes: 1_048_576, scopeOutputBytes: 4_194_304, workspaces: 3, leases: 5 },
       diskReserveMb: 0,
     });
   });
