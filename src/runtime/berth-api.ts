@@ -44,6 +44,7 @@ import { replayStoredPages } from './core/stream-replay.ts';
 import { timelinePage, type TimelinePage } from './core/stream-timeline.ts';
 import { registeredMachine } from './core/machine-structure.ts';
 import type { MachineStructure } from '../../schemas/console.ts';
+import { ScanLanes } from './core/scan-lanes.ts';
 import { ScopeIndex } from './core/scope-index.ts';
 import type { Retention, RetentionReport } from './maintenance/retention.ts';
 import type { PoolService } from './pools/pool-service.ts';
@@ -79,6 +80,8 @@ export class BerthApi implements RuntimeApi {
   readonly checkpoints: CheckpointService;
   readonly leases: LeaseService;
   private readonly scopes: ScopeIndex;
+  /** The audit feeds' turns at the store, one lane per scope. */
+  private readonly scanLanes = new ScanLanes();
 
   constructor(
     private readonly runtime: BerthRuntime<Services>,
@@ -387,6 +390,7 @@ export class BerthApi implements RuntimeApi {
   events(caller: Caller, fromPosition: bigint | 'start' | 'now', options: { untilHead?: boolean } = {}): AsyncIterable<RecordedEvent> & { close(): Promise<void> } {
     const store = this.runtime.store;
     const scopes = this.scopes;
+    const lanes = this.scanLanes;
     // 'now' is the store's head when the reader starts, so the subscription opens once that is known.
     let sub: ReturnType<typeof store.subscribeToAll> | undefined;
     let closed = false;
@@ -403,7 +407,8 @@ export class BerthApi implements RuntimeApi {
         // The event at the listing's end is read even if it would be passed over (the loop ends on it), so the loop
         // asks the same test again before yielding it.
         const skip = (at: EventPlace) => (end === undefined || at.position < end) && scopes.skips(caller, at.stream, at.revision);
-        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head, filter: { skip } });
+        const pace = () => lanes.turn(caller.scope);
+        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head, filter: { skip }, pace });
         for await (const e of sub) {
           scopes.learn(e);
           if (!scopes.skips(caller, e.stream, e.revision) && (await scopes.visible(caller, e.stream))) yield e;

@@ -84,7 +84,16 @@ export interface SubscribeOptions {
   /** Exclusive: the subscription yields events strictly after this position. Default: from the beginning. */
   fromPosition?: bigint | 'start';
   filter?: SubscriptionFilter;
+  /**
+   * Awaited before each page of events the subscription reads from the store (for EventStoreDB, before each
+   * PACED_EVENTS events it pulls): how a caller shares the store's reads among its subscriptions (the audit feed
+   * takes turns per scope, so one tenant's many listings read no faster than one).
+   */
+  pace?: () => Promise<void>;
 }
+
+/** How many events an EventStoreDB subscription pulls per `pace` (the SQLite store's page size). */
+export const PACED_EVENTS = 256;
 
 /** Catch-up then live, in global order, with backpressure: the next event is read when the consumer asks. */
 export interface Subscription extends AsyncIterable<RecordedEvent> {

@@ -248,6 +248,7 @@ export class EventStoreDbEventStore implements EventStore {
       },
       fromPosition: startAfter(options.fromPosition),
       filter: options.filter,
+      ...(options.pace ? { pace: options.pace } : {}),
       resubscribe: this.resubscribe,
       onClose: () => this.subscriptions.delete(subscription),
     });

@@ -4,7 +4,7 @@
  * events and the filter part the server cannot apply removed here, and resubscription after a drop.
  */
 import { START, UnavailableError, type AllStreamResolvedEvent, type Position } from '@eventstore/db-client';
-import { matchesFilter, type RecordedEvent, type Subscription, type SubscriptionFilter } from './event-store.ts';
+import { matchesFilter, PACED_EVENTS, type RecordedEvent, type Subscription, type SubscriptionFilter } from './event-store.ts';
 import {
   isSystemEvent,
   isTransient,
@@ -28,6 +28,8 @@ export interface EventStoreDbSubscriptionOptions {
   /** Exclusive start; undefined = from the beginning. */
   fromPosition?: bigint;
   filter?: SubscriptionFilter;
+  /** Awaited before every PACED_EVENTS events pulled (SubscribeOptions.pace). */
+  pace?: () => Promise<void>;
   /** Consecutive failed (re)subscriptions allowed, and the backoff between them. */
   resubscribe: RetryPolicy;
   onClose(): void;
@@ -45,6 +47,8 @@ export class EventStoreDbSubscription implements Subscription {
   /** An event that failed to decode: offered again on the next call, never skipped. */
   private held?: AllStreamResolvedEvent;
   private failures = 0;
+  /** Events pulled so far: `pace` is awaited before every PACED_EVENTS of them. */
+  private pulled = 0;
   private closed = false;
   private wake?: () => void;
 
@@ -77,6 +81,10 @@ export class EventStoreDbSubscription implements Subscription {
       let resolved = this.held;
       this.held = undefined;
       if (!resolved) {
+        if (this.opts.pace && this.pulled++ % PACED_EVENTS === 0) {
+          await this.opts.pace();
+          if (this.closed) return DONE;
+        }
         let step: IteratorResult<AllStreamResolvedEvent>;
         try {
           this.events ??= this.subscribe();

@@ -336,6 +336,7 @@ export class SqliteEventStore implements EventStore {
     const sub = new SqliteSubscription({
       fromPosition: options.fromPosition === undefined || options.fromPosition === 'start' ? 0n : options.fromPosition,
       filter: options.filter,
+      ...(options.pace ? { pace: options.pace } : {}),
       pageSize: this.pageSize,
       readPage: (after, max) => this.readBoundedPage(after, max),
       signal: this.signal,

@@ -17,6 +17,8 @@ const PAGES_PER_TURN = 8;
 export interface SqliteSubscriptionOptions {
   fromPosition: bigint;
   filter?: SubscriptionFilter;
+  /** Awaited before each page is read (SubscribeOptions.pace). */
+  pace?: () => Promise<void>;
   pageSize: number;
   /** Rows with a position strictly after `after`, in position order. */
   readPage(after: bigint, max: number): EventRow[];
@@ -78,6 +80,10 @@ export class SqliteSubscription implements Subscription {
         this.pagesThisTurn = 0;
         await new Promise(setImmediate);
         continue;
+      }
+      if (this.opts.pace) {
+        await this.opts.pace();
+        if (this.closing.signal.aborted) continue;
       }
       if (this.readNextPage()) {
         this.pagesThisTurn++;

@@ -481,6 +481,29 @@ export function eventStoreConformance(
         ]);
       });
 
+      it('should read nothing until its pace lets it, then deliver as usual', async () => {
+        const head = await store.headPosition();
+        const stream = `paced${run}`;
+        const written = [event('t.one'), event('t.two'), event('t.three')];
+        await store.append(stream, written, { expectedRevision: 'no_stream' });
+        let release!: () => void;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        let paces = 0;
+        const sub = store.subscribeToAll({ fromPosition: head, filter: { streamPrefixes: [stream] }, pace: () => (paces++, gate) });
+        try {
+          let got: RecordedEvent[] | undefined;
+          const taking = take(sub, 3).then((events) => (got = events));
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          expect(got).toBeUndefined();
+          expect(paces).toBe(1);
+          release();
+          await taking;
+          expect(ids(got!)).toEqual(written.map((e) => e.id));
+        } finally {
+          await sub.close();
+        }
+      });
+
       it('should end a waiting iteration when the subscription is closed', async () => {
         const sub = store.subscribeToAll({ fromPosition: await store.headPosition(), filter: { streamPrefixes: [`never${run}`] } });
         const pending = sub[Symbol.asyncIterator]().next();
