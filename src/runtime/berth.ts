@@ -114,7 +114,8 @@ export async function startBerth(opts: StartBerthOptions): Promise<Berth> {
     actors: () => actors!,
     providers,
     allocation,
-    packs: new CheckpointPacks(join(dataDir, 'checkpoints')),
+    // Every capture, an admin's workspace's too: a checkpoint frees nothing, and its pack is written where the store is.
+    packs: new CheckpointPacks(join(dataDir, 'checkpoints'), (upcomingBytes) => diskReserve.assertRoom(0, upcomingBytes)),
     directories,
     limits: opts.captureLimits ?? DEFAULT_CAPTURE_LIMITS,
     now: opts.now ?? (() => Date.now()),

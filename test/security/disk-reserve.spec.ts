@@ -8,7 +8,8 @@
  * filesystem to its last byte and every writer, the store included, met ENOSPC. Uploads admitted while there was room
  * (eight at once, twice what the filesystem holds) stop at the reserve too, each looking before every batch it writes,
  * and so do content file uploads and archive imports (room-check.ts: a look before every MiB written), and git imports
- * (a look before each git step, and every 100 ms while git writes). A member's
+ * (a look before each git step, and every 100 ms while git writes), and a checkpoint's capture (a look before every
+ * 4 MiB of its pack: a checkpoint copies what changed into the data directory). A member's
  * build is stopped too: its setup.sh writing without end once filled the filesystem to its last byte, the reserve
  * notwithstanding, until the build step's timeout.
  */
@@ -119,6 +120,33 @@ describe('the data directory reserve', () => {
       again = await call(gw, 'PUT', `/v1/environments/${environment}/files/after.txt`, { token: tokens.alice, body: 'back' });
     }
     expect(again.status).toBe(200);
+  });
+
+  it("fails a checkpoint whose capture would take the filesystem under the reserve, and keeps the store's room", { timeout: 120_000 }, async () => {
+    // The command leaves a little more than the reserve free; capturing what it wrote would take twice its size.
+    const size = Math.floor((free() - RESERVE_MB * MiB) / MiB) - 6;
+    expect(size).toBeGreaterThan(10);
+    const ran = await runInTurn(gw, alice, `head -c ${size * MiB} /dev/urandom > snapshot.bin`);
+    expect(ran.status, ran.output).toBe('exited');
+    let least = free();
+    const sampler = setInterval(() => (least = Math.min(least, free())), 2);
+    let answer: Answer;
+    try {
+      answer = await call(gw, 'POST', `/v1/sessions/${alice.session}/turns/${alice.turn}/checkpoints`, { token: tokens.alice });
+    } finally {
+      clearInterval(sampler);
+      await expectStatus(call(gw, 'DELETE', `${alice.files}${q('snapshot.bin')}`, { token: tokens.alice }), 200);
+    }
+    expect({ status: answer.status, code: answer.json.error?.code }, answer.text).toEqual({ status: 507, code: 'storage_full' });
+    // At most a pack buffer (4 MiB) past the reserve.
+    expect(least, `free went down to ${least} bytes`).toBeGreaterThan(RESERVE_MB * MiB - 6 * MiB);
+    const deadline = Date.now() + 5_000;
+    let again = await call(gw, 'POST', `/v1/sessions/${alice.session}/turns/${alice.turn}/checkpoints`, { token: tokens.alice });
+    while (again.status === 507 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await call(gw, 'POST', `/v1/sessions/${alice.session}/turns/${alice.turn}/checkpoints`, { token: tokens.alice });
+    }
+    expect(again.status, again.text).toBe(201);
   });
 
   it("stops content file uploads and archive imports under way at the reserve, and the environment's delete frees it", { timeout: 120_000 }, async () => {

@@ -2,7 +2,9 @@
  * Where checkpoints are kept under the data directory: packs (one file of concatenated blobs per capture, durable
  * under packs/<name> once finished) and manifests (content-addressed JSON at manifests/<hex>.json, the checkpoint id
  * being `sha256:<hex>`; a manifest whole, or its changes from a whole one). Both are written to a temporary name,
- * fsynced, then renamed, so a crash leaves either the whole file or none.
+ * fsynced, then renamed, so a crash leaves either the whole file or none. A pack asks for room before each buffer it
+ * writes: a capture copies what changed into the data directory, and one of a workspace of gigabytes, started while
+ * there was room, would otherwise end under the event store's reserve (maintenance/disk-reserve.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fdatasync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, write, writeSync } from 'node:fs';
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { BerthError } from '../../../schemas/errors.ts';
 import type { BlobLocation, BlobSource, PackWriter, TreeManifest } from '../../providers/file-host.ts';
 import { errorCode } from '../../providers/spool-dir.ts';
+import type { Room } from '../../content/room-check.ts';
 import { applyDelta, deltaOf, isDelta, type ManifestDelta } from './manifest-delta.ts';
 
 export interface FinishablePackWriter extends PackWriter {
@@ -71,7 +74,10 @@ class PackFile implements FinishablePackWriter {
   private failure: unknown;
   private closed = false;
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    private readonly room: Room | undefined,
+  ) {
     this.fd = openSync(this.tmpPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   }
 
@@ -87,6 +93,7 @@ class PackFile implements FinishablePackWriter {
     if (this.buffered + bytes.length > this.current.length) await this.flush();
     if (bytes.length >= this.current.length) {
       await this.drained();
+      await this.room?.(bytes.length);
       writeAll(this.fd, bytes, this.flushed);
       this.flushed += bytes.length;
       return;
@@ -147,6 +154,7 @@ class PackFile implements FinishablePackWriter {
   private async flush(): Promise<void> {
     if (this.buffered === 0) return;
     await this.drained();
+    await this.room?.(this.buffered);
     const bytes = this.current.subarray(0, this.buffered);
     const position = this.flushed;
     [this.current, this.spare] = [this.spare, this.current];
@@ -173,7 +181,11 @@ export class CheckpointPacks {
    */
   private readonly recent = new Map<string, TreeManifest>();
 
-  constructor(root: string) {
+  /** `room`: asked before each buffer of a pack is written, with its size (the data directory's reserve). */
+  constructor(
+    root: string,
+    private readonly room?: Room,
+  ) {
     this.packsDir = join(root, 'packs');
     this.manifestsDir = join(root, 'manifests');
     mkdirSync(this.packsDir, { recursive: true, mode: 0o700 });
@@ -181,7 +193,7 @@ export class CheckpointPacks {
   }
 
   async writer(): Promise<FinishablePackWriter> {
-    return new PackFile(this.packsDir);
+    return new PackFile(this.packsDir, this.room);
   }
 
   /**
