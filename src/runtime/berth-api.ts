@@ -403,16 +403,13 @@ export class BerthApi implements RuntimeApi {
         const head = fromPosition === 'now' ? await store.headPosition() : fromPosition;
         // untilHead: the feed ends with the newest event at the request (a listing, not a watch).
         const end = options.untilHead ? await store.headPosition() : undefined;
-        if (closed || (end !== undefined && (end === -1n || (typeof head === 'bigint' && head >= end)))) return;
-        // The event at the listing's end is read even if it would be passed over (the loop ends on it), so the loop
-        // asks the same test again before yielding it.
-        const skip = (at: EventPlace) => (end === undefined || at.position < end) && scopes.skips(caller, at.stream, at.revision);
+        if (closed || end === -1n) return;
+        const skip = (at: EventPlace) => scopes.skips(caller, at.stream, at.revision);
         const pace = () => lanes.turn(caller.scope);
-        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head, filter: { skip }, pace });
+        sub = store.subscribeToAll({ fromPosition: head === -1n ? 'start' : head, filter: { skip }, pace, ...(end !== undefined ? { until: end } : {}) });
         for await (const e of sub) {
           scopes.learn(e);
-          if (!scopes.skips(caller, e.stream, e.revision) && (await scopes.visible(caller, e.stream))) yield e;
-          if (end !== undefined && e.position >= end) return;
+          if (await scopes.visible(caller, e.stream)) yield e;
         }
       },
     };

@@ -90,6 +90,12 @@ export interface SubscribeOptions {
    * takes turns per scope, so one tenant's many listings read no faster than one).
    */
   pace?: () => Promise<void>;
+  /**
+   * Inclusive: the subscription ends (its iteration is done) once it is past this position, the event there delivered
+   * or passed over by the filter: a listing up to the head as it was, not a watch. A position already written (the
+   * head when asked); should what is left up to it have gone (a stream summarised), it ends where nothing is left.
+   */
+  until?: bigint;
 }
 
 /** How many events an EventStoreDB subscription pulls per `pace` (the SQLite store's page size). */

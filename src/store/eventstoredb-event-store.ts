@@ -240,7 +240,9 @@ export class EventStoreDbEventStore implements EventStore {
 
   subscribeToAll(options: SubscribeOptions = {}): Subscription {
     this.assertOpen();
-    const filter = toServerFilter(options.filter);
+    // A listing up to a position reads every event up to it unfiltered by the server (the subscription filters them
+    // itself): a server-side filter would hold back the events that show the end has gone by.
+    const filter = options.until === undefined ? toServerFilter(options.filter) : undefined;
     const subscription = new EventStoreDbSubscription({
       open: (from) => {
         this.assertOpen();
@@ -249,6 +251,7 @@ export class EventStoreDbEventStore implements EventStore {
       fromPosition: startAfter(options.fromPosition),
       filter: options.filter,
       ...(options.pace ? { pace: options.pace } : {}),
+      ...(options.until !== undefined ? { until: options.until } : {}),
       resubscribe: this.resubscribe,
       onClose: () => this.subscriptions.delete(subscription),
     });

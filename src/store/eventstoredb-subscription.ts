@@ -30,6 +30,8 @@ export interface EventStoreDbSubscriptionOptions {
   filter?: SubscriptionFilter;
   /** Awaited before every PACED_EVENTS events pulled (SubscribeOptions.pace). */
   pace?: () => Promise<void>;
+  /** Inclusive: the last position delivered or passed over (SubscribeOptions.until). */
+  until?: bigint;
   /** Consecutive failed (re)subscriptions allowed, and the backoff between them. */
   resubscribe: RetryPolicy;
   onClose(): void;
@@ -78,6 +80,8 @@ export class EventStoreDbSubscription implements Subscription {
   private async next(): Promise<IteratorResult<RecordedEvent>> {
     for (;;) {
       if (this.closed) return DONE;
+      const { until } = this.opts;
+      if (until !== undefined && this.checkpoint !== undefined && this.checkpoint >= until) return this.ended();
       let resolved = this.held;
       this.held = undefined;
       if (!resolved) {
@@ -109,6 +113,7 @@ export class EventStoreDbSubscription implements Subscription {
       const position = positionOf(event);
       // The server starts after the checkpoint already; this guard keeps the promise if it ever does not.
       if (this.checkpoint !== undefined && position <= this.checkpoint) continue;
+      if (until !== undefined && position > until) return this.ended(); // what was left up to it has gone
       const { filter } = this.opts;
       if (isSystemEvent(event) || !matchesFilter({ stream: event.streamId, type: event.type }, filter) || filter?.skip?.({ stream: event.streamId, revision: event.revision, position })) {
         this.checkpoint = position;
@@ -124,6 +129,11 @@ export class EventStoreDbSubscription implements Subscription {
       this.checkpoint = position;
       return { done: false, value: recorded };
     }
+  }
+
+  private async ended(): Promise<IteratorResult<RecordedEvent>> {
+    await this.close();
+    return DONE;
   }
 
   private subscribe(): AsyncIterator<AllStreamResolvedEvent> {

@@ -337,6 +337,7 @@ export class SqliteEventStore implements EventStore {
       fromPosition: options.fromPosition === undefined || options.fromPosition === 'start' ? 0n : options.fromPosition,
       filter: options.filter,
       ...(options.pace ? { pace: options.pace } : {}),
+      ...(options.until !== undefined ? { until: options.until } : {}),
       pageSize: this.pageSize,
       readPage: (after, max) => this.readBoundedPage(after, max),
       signal: this.signal,

@@ -19,6 +19,8 @@ export interface SqliteSubscriptionOptions {
   filter?: SubscriptionFilter;
   /** Awaited before each page is read (SubscribeOptions.pace). */
   pace?: () => Promise<void>;
+  /** Inclusive: the last position read (SubscribeOptions.until). */
+  until?: bigint;
   pageSize: number;
   /** Rows with a position strictly after `after`, in position order. */
   readPage(after: bigint, max: number): EventRow[];
@@ -75,6 +77,8 @@ export class SqliteSubscription implements Subscription {
         this.buffer.shift();
         return { done: false, value: event };
       }
+      const { until } = this.opts;
+      if (until !== undefined && this.scanned >= until) return this.ended();
       // Positions commit in order (one writer at a time), so nothing can appear later behind `scanned`.
       if (this.pagesThisTurn >= PAGES_PER_TURN) {
         this.pagesThisTurn = 0;
@@ -89,15 +93,22 @@ export class SqliteSubscription implements Subscription {
         this.pagesThisTurn++;
         continue;
       }
+      if (until !== undefined) return this.ended(); // nothing is left up to it
       this.pagesThisTurn = 0; // waiting lets it turn
       await this.opts.signal.wait(this.scanned, this.closing.signal);
     }
   }
 
-  /** Reads the page after `scanned` into the buffer, the filter's events only; false when there was none. */
+  private async ended(): Promise<IteratorResult<RecordedEvent>> {
+    await this.close();
+    return { done: true, value: undefined };
+  }
+
+  /** Reads the page after `scanned` (up to `until`) into the buffer, the filter's events only; false when there was none. */
   private readNextPage(): boolean {
-    const { filter } = this.opts;
-    const page = this.opts.readPage(this.scanned, this.opts.pageSize);
+    const { filter, until } = this.opts;
+    let page = this.opts.readPage(this.scanned, this.opts.pageSize);
+    if (until !== undefined && page.length > 0 && page[page.length - 1][0] > until) page = page.filter(([position]) => position <= until);
     if (page.length === 0) return false;
     this.scanned = page[page.length - 1][0];
     this.buffer = page.filter(([position, stream, revision, , type]) => matchesFilter({ stream, type }, filter) && !filter?.skip?.({ stream, revision, position }));

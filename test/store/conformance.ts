@@ -504,6 +504,27 @@ export function eventStoreConformance(
         }
       });
 
+      it('should end by itself past `until`, whether the event there is delivered or passed over', async () => {
+        const head = await store.headPosition();
+        const stream = `until${run}`;
+        const written = [event('t.one'), event('t.two'), event('t.three')];
+        await store.append(stream, written, { expectedRevision: 'no_stream' });
+        // The listing's end is another stream's event: a filter by stream (applied by the server, where there is one)
+        // would never see it go by.
+        const { position: end } = await store.append(`past${run}`, [event('t.after')], { expectedRevision: 'no_stream' });
+        await store.append(`past${run}`, [event('t.later')], { expectedRevision: 0n });
+        const listed = async (skip?: (at: { revision: bigint }) => boolean) => {
+          const got: RecordedEvent[] = [];
+          for await (const e of store.subscribeToAll({ fromPosition: head, filter: { streamPrefixes: [stream], ...(skip ? { skip } : {}) }, until: end })) got.push(e);
+          return ids(got);
+        };
+        expect(await listed()).toEqual(written.map((e) => e.id));
+        // The last event up to `until` passed over: it ends all the same, with nothing past it.
+        expect(await listed((at) => at.revision === 2n)).toEqual(written.slice(0, 2).map((e) => e.id));
+        // Nothing of the filter's up to `until`: it ends too, rather than waiting live.
+        expect(await listed(() => true)).toEqual([]);
+      });
+
       it('should end a waiting iteration when the subscription is closed', async () => {
         const sub = store.subscribeToAll({ fromPosition: await store.headPosition(), filter: { streamPrefixes: [`never${run}`] } });
         const pending = sub[Symbol.asyncIterator]().next();
