@@ -3,8 +3,8 @@
  * with no hooks (an empty template and core.hooksPath=/dev/null), only the https, http, ssh and git transports
  * (local paths and file:// only when allowed), no redirects, none of the server's credential helpers or extra
  * headers, no prompts, and a timeout that kills git's whole process group, as does running out of room (the data
- * directory's reserve, looked at as git writes). The host must pass the host policy
- * (git-host-policy.ts) and git is pinned to the address that passed (git-remote.ts). Then `.git` is dropped, the checkout is walked with lstat and links, special
+ * directory's reserve, looked at as git writes). The host must pass the host policy (git-host-policy.ts) and git is
+ * pinned to the address that passed (git-remote.ts). Then `.git` is dropped, the checkout is walked with lstat and links, special
  * files, dependency directories and paths too deep for the data directory are removed and counted, the caps are
  * applied, and the tree is landed like an archive's (but never wrapper-stripped: a repository's root is the
  * project's). git's messages reach the caller with every absolute path taken out.

@@ -1,9 +1,10 @@
 /**
  * The build actor type (seed 001 §4): `build.run` snapshots the source into the version, installs what its manifests
  * declare in the build toolchain (build-toolchain.ts), makes the version read-only and reports the outcome with the
- * installers' log (in the artifact store). A failed build's version directory is removed, and so is a stopped one's
- * (under the data directory's reserve: `storage_full`); an interrupted one (the runtime stopped) reports nothing and is failed by the next epoch's recovery, which discards its directory (and,
- * for a Docker build, its container first).
+ * installers' log (in the artifact store). A failed build's version directory is removed, and so is a stopped
+ * one's (under the data directory's reserve: `storage_full`); an interrupted one (the runtime stopped) reports
+ * nothing and is failed by the next epoch's recovery, which discards its directory (and, for a Docker build, its
+ * container first).
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';

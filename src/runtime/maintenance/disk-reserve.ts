@@ -2,8 +2,8 @@
  * The room the event store keeps on the data directory's filesystem (kubelet's eviction threshold, for one
  * filesystem): a member's workspace, uploads and command output share that filesystem with the store, and a store
  * that cannot append stops everyone. Below the reserve, members' new writes are refused (`storage_full`, by the
- * gateway) and their running commands and every build are stopped (`watch`); deletes, releases and cancels still go, and an admin is
- * exempt. Free space is statfs(2)'s, for an unprivileged writer, read at most every LOOK_MS.
+ * gateway) and their running commands and every build are stopped (`watch`); deletes, releases and cancels still
+ * go, and an admin is exempt. Free space is statfs(2)'s, for an unprivileged writer, read at most every LOOK_MS.
  */
 import { statfs } from 'node:fs/promises';
 import { BerthError } from '../../../schemas/errors.ts';
@@ -62,7 +62,10 @@ export class DiskReserve {
     return freeBytes - upcomingBytes < this.reserveBytes ? { freeBytes, reserveBytes: this.reserveBytes } : undefined;
   }
 
-  /** Throws `storage_full` when below the reserve, or when `upcomingBytes` more would take it there (by a look at most `maxAgeMs` old). */
+  /**
+   * Throws `storage_full` when below the reserve, or when `upcomingBytes` more would take it there (by a look at most
+   * `maxAgeMs` old).
+   */
   async assertRoom(maxAgeMs = LOOK_MS, upcomingBytes = 0): Promise<void> {
     const short = await this.shortage(maxAgeMs, upcomingBytes);
     if (short) {
