@@ -33,6 +33,7 @@ import type { HarnessService } from './harness-service.ts';
 import type { Caller } from '../runtime-api.ts';
 import type { ReadModel } from '../../projections/read-model.ts';
 import { assertQuota, isMember, type RolePolicy } from '../role-policy.ts';
+import { ScopeTally } from '../scope-tally.ts';
 import type { Listing, PageQuery } from '../listing.ts';
 
 export interface ContentServiceDeps {
@@ -63,7 +64,7 @@ export class ContentService implements ContentApi {
   /** Members' build starts, one after another (see startBuild). */
   private starting: Promise<unknown> = Promise.resolve();
   /** Imports running, by member scope. */
-  private readonly imports = new Map<string, number>();
+  private readonly imports = new ScopeTally();
 
   constructor(private readonly deps: ContentServiceDeps) {
     this.summaries = new ContentSummaries({
@@ -116,15 +117,12 @@ export class ContentService implements ContentApi {
    */
   private async importing<T>(caller: Caller, run: () => Promise<T>): Promise<T> {
     if (!isMember(caller)) return run();
-    const used = this.imports.get(caller.scope) ?? 0;
-    assertQuota(caller, 'concurrent_imports', this.deps.policy.quotas.concurrentImports, used);
-    this.imports.set(caller.scope, used + 1);
+    assertQuota(caller, 'concurrent_imports', this.deps.policy.quotas.concurrentImports, this.imports.of(caller.scope));
+    this.imports.take(caller.scope);
     try {
       return await run();
     } finally {
-      const left = (this.imports.get(caller.scope) ?? 1) - 1;
-      if (left > 0) this.imports.set(caller.scope, left);
-      else this.imports.delete(caller.scope);
+      this.imports.give(caller.scope);
     }
   }
 

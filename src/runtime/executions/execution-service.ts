@@ -24,6 +24,7 @@ import { listingOf, pageRange, type Listing, type PageQuery } from '../listing.t
 import type { EnvironmentService } from '../environments/environment-service.ts';
 import { stepShown, waitForEntry, waitPastStep } from './lifecycle-wait.ts';
 import { assertQuota, isMember, outputLimitOf, type RolePolicy } from '../role-policy.ts';
+import { ScopeTally } from '../scope-tally.ts';
 import type { Caller, ExecutionQuery, ExecutionRecord, OutputRead, OutputSeen, SubmitExecutionInput, Target } from '../runtime-api.ts';
 import type { Services } from '../services.ts';
 import { versionMount } from './version-exec.ts';
@@ -99,7 +100,7 @@ export interface ExecutionServiceDeps {
 
 export class ExecutionService {
   /** Member admissions per scope that passed the quota and whose acceptance the activity model has not folded yet. */
-  private readonly admitting = new Map<string, number>();
+  private readonly admitting = new ScopeTally();
   /**
    * Where saved executions' output is (their scope and artifacts: recorded once, then never changed; retention
    * alone removes artifacts, and a read that finds one gone answers output_expired), the oldest first out, so that
@@ -165,14 +166,9 @@ export class ExecutionService {
     assertQuota(caller, 'scope_output_bytes', policy.quotas.scopeOutputBytes, await this.outputBytesOf(caller.scope));
     // From here to the count's increment nothing awaits: concurrent admissions of the scope see each other.
     const live = activity.query.live(caller.scope) as number;
-    const admitting = this.admitting.get(caller.scope) ?? 0;
-    assertQuota(caller, 'concurrent_executions', policy.quotas.concurrentExecutions, live + admitting);
-    this.admitting.set(caller.scope, admitting + 1);
-    const leave = () => {
-      const left = (this.admitting.get(caller.scope) ?? 1) - 1;
-      if (left > 0) this.admitting.set(caller.scope, left);
-      else this.admitting.delete(caller.scope);
-    };
+    assertQuota(caller, 'concurrent_executions', policy.quotas.concurrentExecutions, live + this.admitting.of(caller.scope));
+    this.admitting.take(caller.scope);
+    const leave = () => this.admitting.give(caller.scope);
     return (acceptedAt) => {
       if (acceptedAt === undefined) return leave();
       void activity.waitFor(acceptedAt, 60_000).catch(() => false).finally(leave);
