@@ -27,11 +27,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** This process's environment without the allocator tuning of the measuring processes (bench/run.ts): Berth's own
+ * child processes run as installed. */
+export function installedEnv(): NodeJS.ProcessEnv {
+  const { GLIBC_TUNABLES: _measuring, ...env } = process.env;
+  return env;
+}
+
 /** `berth serve` on `dataDir` with `token` as the admin token, the native provider only, errors alone logged. */
 export async function startBerthServe(dataDir: string, token: string): Promise<BerthServe> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BERTH_')));
+  const env = Object.fromEntries(Object.entries(installedEnv()).filter(([k]) => !k.startsWith('BERTH_')));
   const began = performance.now();
   const child = spawn(process.execPath, [berthBin, 'serve', '--data-dir', dataDir, '--port', String(port)], {
     env: { ...env, BERTH_TOKEN: token, BERTH_LOG_LEVEL: 'error', BERTH_DOCKER: '0' },

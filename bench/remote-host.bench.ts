@@ -15,6 +15,7 @@ import type { Executor } from '../src/providers/provider.ts';
 import { HostClient, type RemoteHostConfig } from '../src/providers/remote/host-client.ts';
 import { RemoteExecutor } from '../src/providers/remote/remote-executor.ts';
 import { selfSigned } from '../test/fixtures/self-signed.ts';
+import { installedEnv } from './berth-serve.ts';
 import { figure, median } from './figure.ts';
 
 const ROUNDS = 10;
@@ -29,7 +30,7 @@ const { certPath, keyPath } = selfSigned(root);
 
 /** Starts a `berth host` child and answers the URL it prints. */
 async function startHost(name: string, listen: string[]) {
-  const child = spawn(process.execPath, ['bin/berth.js', 'host', '--data-dir', join(root, name), '--credential', credentialFile, ...listen], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['bin/berth.js', 'host', '--data-dir', join(root, name), '--credential', credentialFile, ...listen], { env: installedEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const m = /^Berth host listening on (\S+)/.exec(line);
