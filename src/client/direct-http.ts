@@ -5,7 +5,7 @@
  * pieces too: for 4 MiB that is 4 to 20 ms on the machines this project is measured on, against 1 to 2 ms here.
  * Only the plain case is taken: http (not https), an answer sized by one `content-length` and nothing else framing
  * it. A request this cannot send answers undefined (the caller uses fetch); a connection that fails throws a
- * TypeError, as fetch does.
+ * TypeError, as fetch does (`fetch failed`, the socket's error as its cause).
  */
 import { connect, type Socket } from 'node:net';
 
@@ -20,9 +20,19 @@ export interface DirectAnswer {
 const HEAD_BYTES = 16 * 1024;
 /** Idle connections kept per origin. */
 const IDLE_PER_ORIGIN = 4;
+/** Methods HTTP calls idempotent: sent again on a new connection when a kept one turns out closed. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+/**
+ * The longest a kept connection may have been idle to carry a request that is not sent again (a POST): a server
+ * closes idle connections after its keep-alive timeout (5 s by node's default), and a request written as it does so
+ * is lost. Past this a new connection is opened.
+ */
+const SAFE_IDLE_MS = 1_000;
 const HEAD_END = Buffer.from('\r\n\r\n');
 
-const failed = (why: string): TypeError => new TypeError(`direct request failed: ${why}`);
+/** A request that got no answer, in fetch's shape (its message, the reason as `cause`, a socket error's code too). */
+const failed = (why: string | Error): TypeError =>
+  new TypeError('fetch failed', { cause: typeof why === 'string' ? new Error(`direct request: ${why}`) : why });
 
 /** One connection; one request at a time. */
 class Connection {
@@ -42,6 +52,8 @@ class Connection {
   /** Whether any byte of the current answer came: a kept connection closed before that is tried again. */
   answered = false;
   reusable = true;
+  /** When the connection was last kept idle (performance.now()). */
+  idleSince = 0;
 
   constructor(host: string, port: number) {
     this.socket = connect({
@@ -50,7 +62,7 @@ class Connection {
       noDelay: true,
       onread: { buffer: () => this.nextBuffer(), callback: (bytes: number) => this.onRead(bytes) },
     });
-    this.socket.on('error', (e) => this.fail(failed(e.message)));
+    this.socket.on('error', (e) => this.fail(failed(e)));
     this.socket.on('close', () => {
       this.fail(failed('the connection closed'));
       this.onClose?.();
@@ -133,7 +145,8 @@ class Connection {
     return true;
   }
 
-  /** The body's size when the head is the plain case (one content-length, no other framing), else undefined. */
+  /** The body's size when the head is the plain case (one content-length, no other framing, or a status that has no
+   * body), else undefined. */
   private parseHead(head: string): number | undefined {
     const [statusLine, ...lines] = head.split('\r\n');
     const status = /^HTTP\/1\.1 (\d{3}) /.exec(statusLine ?? '')?.[1];
@@ -148,6 +161,7 @@ class Connection {
     }
     if (this.headers.has('transfer-encoding')) return undefined;
     if ((this.headers.get('connection') ?? '').toLowerCase() === 'close') this.reusable = false;
+    if (this.status === 204 || this.status === 304) return 0; // never a body, whatever the headers say
     const length = this.headers.get('content-length') ?? '';
     return /^\d{1,15}$/.test(length) ? Number(length) : undefined;
   }
@@ -177,10 +191,11 @@ export class DirectHttp {
     }
     const head = `${lines.join('\r\n')}\r\n\r\n`;
     const origin = url.host;
+    const idempotent = IDEMPOTENT.has(method);
     // A kept connection the server closed just before (its idle timeout) never saw the request: one try on a new
-    // one then, as for any request HTTP calls idempotent (GET, PUT: all this is used for).
+    // one then, for a request HTTP calls idempotent; any other goes only on a connection idle too briefly for that.
     for (let fresh = false; ; fresh = true) {
-      const kept = fresh ? undefined : this.idle.get(origin)?.pop();
+      const kept = fresh ? undefined : this.take(origin, idempotent ? Infinity : SAFE_IDLE_MS);
       const connection = kept ?? new Connection(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80));
       try {
         const answer = await connection.request(head, body, maxBytes, signal);
@@ -188,14 +203,25 @@ export class DirectHttp {
         else connection.socket.destroy();
         return answer;
       } catch (e) {
-        if (!kept || connection.answered || signal?.aborted) throw e;
+        if (!kept || !idempotent || connection.answered || signal?.aborted) throw e;
       }
     }
+  }
+
+  /** The connection to `origin` kept last, if it has been idle less than `maxIdleMs` (older ones are closed). */
+  private take(origin: string, maxIdleMs: number): Connection | undefined {
+    const list = this.idle.get(origin) ?? [];
+    const kept = list.pop();
+    if (!kept || performance.now() - kept.idleSince < maxIdleMs) return kept;
+    // The rest were kept before it: none is young enough either.
+    for (const connection of [kept, ...list.splice(0)]) connection.socket.destroy();
+    return undefined;
   }
 
   private keep(origin: string, connection: Connection): void {
     const list = this.idle.get(origin) ?? [];
     if (list.length >= IDLE_PER_ORIGIN) return void connection.socket.destroy();
+    connection.idleSince = performance.now();
     list.push(connection);
     this.idle.set(origin, list);
     connection.onClose = () => {

@@ -68,6 +68,17 @@ describe('direct requests', () => {
     expect(JSON.parse(got!.body.toString())).toEqual({ error: { code: 'not_found' } });
   });
 
+  it('answers a 204 (no content-length: it never has a body) and keeps the connection', async () => {
+    const { url, connections } = await serve((_req, res) => res.writeHead(204).end());
+    const direct = new DirectHttp();
+    for (let i = 0; i < 2; i++) {
+      const got = await direct.request('DELETE', url, {}, undefined, 10);
+      expect(got!.status).toBe(204);
+      expect(got!.body.length).toBe(0);
+    }
+    expect(connections()).toBe(1);
+  });
+
   it('lets go of a kept connection the server closed, and opens a new one for the next request', async () => {
     const { url, connections, server } = await serve((_req, res) => res.end('ok'));
     const direct = new DirectHttp();
@@ -75,6 +86,54 @@ describe('direct requests', () => {
     server.closeIdleConnections(); // as at the server's keep-alive timeout
     expect((await direct.request('GET', url, {}, undefined, 10))!.body.toString()).toBe('ok');
     expect(connections()).toBe(2);
+  });
+
+  it('sends a POST on a kept connection only while it has been idle under a second, else on a new one', async () => {
+    const { url, connections } = await serve((_req, res) => res.end('ok'));
+    const direct = new DirectHttp();
+    await direct.request('POST', url, {}, Buffer.from('{}'), 10);
+    await direct.request('POST', url, {}, Buffer.from('{}'), 10);
+    expect(connections()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await direct.request('POST', url, {}, Buffer.from('{}'), 10);
+    expect(connections()).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await direct.request('GET', url, {}, undefined, 10); // a GET may be sent again: it takes the kept one
+    expect(connections()).toBe(2);
+  });
+
+  it('fails a request no server answers as fetch does: a TypeError "fetch failed" with the socket\'s error as its cause', async () => {
+    const { url, server } = await serve((_req, res) => res.end('ok'));
+    server.close();
+    await once(server, 'close');
+    const error = await new DirectHttp().request('POST', url, {}, Buffer.from('{}'), 10).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toBe('fetch failed');
+    expect(((error as TypeError).cause as { code?: string }).code).toBe('ECONNREFUSED');
+  });
+
+  it('the transport sends JSON requests directly: the body and its type arrive, an error answer is a BerthApiError', async () => {
+    const seen: { method: string; type: string | undefined; body: string }[] = [];
+    const { url, connections } = await serve((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
+        seen.push({ method: req.method!, type: req.headers['content-type'], body: Buffer.concat(chunks).toString() });
+        res.statusCode = req.url === '/missing' ? 404 : 201;
+        res.setHeader('content-type', 'application/json'); // node sizes what end() is given: the plain case
+        res.end(req.url === '/missing' ? '{"error":{"code":"not_found","message":"no such thing","detail":{}}}' : '{"id":"x1"}');
+      });
+    });
+    const transport = new HttpTransport(url.origin, 'token');
+    expect(await transport.json('POST', '/things', { body: { name: 'a' } })).toEqual({ id: 'x1' });
+    expect(await transport.json('GET', '/things/x1')).toEqual({ id: 'x1' });
+    const error = await transport.json('DELETE', '/missing').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'not_found', status: 404 });
+    expect(seen).toEqual([
+      { method: 'POST', type: 'application/json', body: '{"name":"a"}' },
+      { method: 'GET', type: undefined, body: '' },
+      { method: 'DELETE', type: undefined, body: '' },
+    ]);
+    expect(connections()).toBe(1); // fetch would have opened its own
   });
 
   it('sends nothing where a header would split the request, or the scheme is not http', async () => {
