@@ -359,8 +359,9 @@ export class BerthCore {
 
   readonly streams = {
     /** One stream's events up to revision `at` (default: all), each with the state before and after it. */
-    replay: (stream: string, at?: number) =>
-      this.http.json<ReplayStepJson[]>('GET', `/v1/streams/${path(stream)}`, { query: { at } }),
+    replay: async (stream: string, at?: number) =>
+      // Answered as it is read (chunked): through fetch, never asked directly first and again.
+      (await (await this.http.send('GET', `/v1/streams/${path(stream)}`, { query: { at } })).json()) as ReplayStepJson[],
   };
 
   readonly events = {

@@ -57,10 +57,8 @@ export class HttpTransport {
 
   /** A raw response; a non-2xx answer is thrown as BerthApiError. */
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
-    const headers: Record<string, string> = { authorization: this.authorization, ...options.headers };
-    const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: options.signal };
+    const init: RequestInit & { duplex?: 'half' } = { method, headers: this.headersOf(options), signal: options.signal };
     if (options.bytes) {
-      headers['content-type'] = options.bytes.contentType;
       const { stream } = options.bytes;
       if (stream instanceof Uint8Array) init.body = stream as Uint8Array<ArrayBuffer>;
       else {
@@ -69,7 +67,6 @@ export class HttpTransport {
         init.duplex = 'half';
       }
     } else if (options.body !== undefined) {
-      headers['content-type'] = 'application/json';
       init.body = JSON.stringify(options.body);
     }
     const response = await fetch(this.url(path, options.query), init);
@@ -97,9 +94,15 @@ export class HttpTransport {
 
   /** Over a kept plain-HTTP connection (direct-http.ts): undefined where that cannot send the request. */
   private directly(method: string, path: string, options: RequestOptions, body: Uint8Array | undefined, maxBytes: number): Promise<DirectAnswer | undefined> {
+    return this.direct.request(method, new URL(this.url(path, options.query)), this.headersOf(options), body, maxBytes, options.signal);
+  }
+
+  /** The request's headers: the token, the caller's, and the type of its body (bytes' own, or JSON). */
+  private headersOf(options: RequestOptions): Record<string, string> {
     const headers: Record<string, string> = { authorization: this.authorization, ...options.headers };
     if (options.bytes) headers['content-type'] = options.bytes.contentType;
-    return this.direct.request(method, new URL(this.url(path, options.query)), headers, body, maxBytes, options.signal);
+    else if (options.body !== undefined) headers['content-type'] = 'application/json';
+    return headers;
   }
 
   /**
@@ -125,10 +128,8 @@ export class HttpTransport {
   private directJson(method: string, path: string, options: RequestOptions): Promise<DirectAnswer | undefined> {
     const bytes = options.bytes?.stream;
     if (options.bytes && !(bytes instanceof Uint8Array)) return Promise.resolve(undefined); // a stream: fetch sends it
-    const asJson = !options.bytes && options.body !== undefined;
-    const body = asJson ? Buffer.from(JSON.stringify(options.body)) : (bytes as Uint8Array | undefined);
-    const headers = asJson ? { 'content-type': 'application/json', ...options.headers } : options.headers;
-    const answer = this.directly(method, path, { ...options, ...(headers ? { headers } : {}) }, body, JSON_ANSWER_BYTES);
+    const body = options.bytes ? (bytes as Uint8Array) : options.body !== undefined ? Buffer.from(JSON.stringify(options.body)) : undefined;
+    const answer = this.directly(method, path, options, body, JSON_ANSWER_BYTES);
     return method === 'GET' ? answer.catch(() => undefined) : answer;
   }
 }
