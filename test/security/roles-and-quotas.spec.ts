@@ -6,7 +6,7 @@
  * one quota's test never spends another's.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +34,8 @@ const members = {
   judy: 'roles-judy-token-6d1f3b8e0a5c7294',
   kim: 'roles-kim-token-3e8a1c5f7b0d2946',
   lee: 'roles-lee-token-8f2d4b6a0c1e3957',
+  mia: 'roles-mia-token-1a7c3e9b5d0f2864',
+  noah: 'roles-noah-token-6b0d2f8c4a1e3759',
 };
 
 let server: BerthServer;
@@ -66,6 +68,25 @@ afterAll(async () => {
   rmSync(hostDir, { recursive: true, force: true });
   rmSync(`/root/${marker}`, { force: true });
 });
+
+/** A git remote that takes connections and never answers: a git import against it runs until the sockets go. */
+async function hangingGitRemote() {
+  const sockets: Socket[] = [];
+  const remote = createServer((socket) => sockets.push(socket));
+  await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `git://127.0.0.1:${(remote.address() as { port: number }).port}/never.git`,
+    sockets,
+    reached: () => waitFor(() => sockets.length, { until: (n) => n > 0, timeoutMs: 20_000, what: 'git to reach the remote' }),
+    hangUp: () => {
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      remote.close();
+    },
+  };
+}
 
 const errorOf = async (response: Response) => ({ status: response.status, ...((await response.json()) as { error: { code: string; detail: Record<string, unknown> } }) });
 
@@ -183,27 +204,63 @@ describe('quotas: a member\'s scope is bounded', () => {
   it('should refuse a second concurrent import over a quota of one, and admit it once the first ended', { timeout: 60_000 }, async () => {
     // Each git import is a git process on the server's host for as long as its remote takes (up to its timeout): a
     // member could start any number of them at once against a remote that never answers.
-    const sockets: Socket[] = [];
-    const remote = createServer((socket) => sockets.push(socket));
-    await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+    const remote = await hangingGitRemote();
+    const { url } = remote;
     try {
       const env = await createEnvironment(server, members.lee);
-      const url = `git://127.0.0.1:${(remote.address() as { port: number }).port}/never.git`;
       const first = server.call(`/v1/environments/${env}/import`, { body: { git: { url } }, token: members.lee });
-      await waitFor(() => sockets.length, { until: (n) => n > 0, timeoutMs: 20_000, what: 'git to reach the remote' });
+      await remote.reached();
       const tar = craftTar([{ name: 'a.txt', content: Buffer.from('a') }]);
       const archive = () => server.call(`/v1/environments/${env}/import`, { body: tar.toString('latin1'), token: members.lee, headers: { 'content-type': 'application/x-tar' } });
       expect(await errorOf(await archive())).toMatchObject({ status: 429, error: { code: 'quota_exceeded', detail: { quota: 'concurrent_imports', limit: 1, used: 1 } } });
       expect(await errorOf(await server.call(`/v1/environments/${env}/import`, { body: { git: { url } }, token: members.lee }))).toMatchObject({ status: 429 });
       // Another scope's import is not counted against it.
       expect((await server.call(`/v1/environments/${await createEnvironment(server, members.judy)}/import`, { body: tar.toString('latin1'), token: members.judy, headers: { 'content-type': 'application/x-tar' } })).status).toBe(200);
-      for (const socket of sockets) socket.destroy(); // the remote hangs up: the first import fails and leaves its place
+      remote.hangUp(); // the first import fails and leaves its place
       expect((await first).status).toBe(400);
       expect((await archive()).status).toBe(200);
     } finally {
-      for (const socket of sockets) socket.destroy();
       remote.close();
     }
+  });
+
+  it('should admit one of several imports racing for the last place', { timeout: 60_000 }, async () => {
+    const remote = await hangingGitRemote();
+    const { url } = remote;
+    try {
+      const env = await createEnvironment(server, members.mia);
+      const race = Array.from({ length: 5 }, () => server.call(`/v1/environments/${env}/import`, { body: { git: { url } }, token: members.mia }));
+      await remote.reached();
+      // Four answered at once, while one git runs: never two imports of the scope at a time.
+      const settled = await Promise.all(race.map((r) => Promise.race([r.then((x) => x.status), new Promise<string>((resolve) => setTimeout(() => resolve('running'), 2_000))])));
+      expect(settled.sort()).toEqual([429, 429, 429, 429, 'running']);
+      expect(remote.sockets.length).toBe(1);
+      remote.hangUp();
+      expect((await Promise.all(race)).map((r) => r.status).sort()).toEqual([400, 429, 429, 429, 429]);
+    } finally {
+      remote.close();
+    }
+  });
+
+  it('should give the place back however an import ends: an archive refused, a body cut off mid-upload', { timeout: 60_000 }, async () => {
+    const env = await createEnvironment(server, members.noah);
+    const archive = (body: Buffer) => server.call(`/v1/environments/${env}/import`, { body: body.toString('latin1'), token: members.noah, headers: { 'content-type': 'application/x-tar' } });
+    // Escaping entries are left out and counted (archive-attacks.spec.ts); an archive that is not one fails the import.
+    expect((await archive(Buffer.alloc(1024, 'x'))).status).toBe(400);
+    // A client that declares 1 MiB, sends 64 KiB of it and goes away.
+    const { port, hostname } = new URL(server.url);
+    const cut = connect(Number(port), hostname);
+    await new Promise((resolve) => cut.once('connect', resolve));
+    cut.write(
+      `POST /v1/environments/${env}/import HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${members.noah}\r\n` +
+        `content-type: application/x-tar\r\ncontent-length: ${MiB}\r\n\r\n`,
+    );
+    cut.write(craftTar([{ name: 'big.bin', content: Buffer.alloc(MiB) }]).subarray(0, 64 * 1024));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    cut.destroy();
+    // Had either kept its place, every import of the scope would be refused from now on.
+    const status = await waitFor(async () => (await archive(craftTar([{ name: 'a.txt', content: Buffer.from('a') }]))).status, { until: (s) => s === 200, timeoutMs: 10_000, what: 'an import admitted again' });
+    expect(status).toBe(200);
   });
 
   it('should admit one of several submissions racing for the last place', async () => {
