@@ -12,6 +12,7 @@ import { LABEL } from '../../src/providers/docker/labels.ts';
 import { AllocationLimits } from '../../src/providers/native/allocation-limits.ts';
 import { cleanEnv, hasExited, spawnBerth, type Running } from '../integration/cli-process.ts';
 import { dockerAvailable, dockerEndpoint, rawDocker } from '../integration/docker-env.ts';
+import { stopLeftCommands } from '../fixtures/left-commands.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
 export const tokens = {
@@ -43,7 +44,7 @@ export interface BerthServer {
   /** `env` replaces the extra environment from this launch on (a crashed server comes back without its crash point). */
   restart(signal?: NodeJS.Signals, env?: Record<string, string>): Promise<void>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
-  /** Stops the child, removes Docker resources of its environments and the directory. */
+  /** Kills the child, stops the native commands it left, removes Docker resources of its environments and the directory. */
   close(): Promise<void>;
 }
 
@@ -104,6 +105,7 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
         .catch(() => []);
       for (const e of listed) environments.add(e.id);
       await child.stop('SIGKILL');
+      await stopLeftCommands(dataDir);
       if (dockerAvailable) {
         for (const id of environments) {
           const filters = { label: [`${LABEL.environmentId}=${id}`] };
@@ -116,7 +118,7 @@ export async function startServer(extraArgs: string[] = [], extraEnv: Record<str
       const limits = new AllocationLimits(dataDir);
       limits.sweep();
       limits.close();
-      rmSync(root, { recursive: true, force: true });
+      rmSync(root, { recursive: true, force: true, maxRetries: 5 });
     },
   };
   return server;
