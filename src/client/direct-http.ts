@@ -28,11 +28,20 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
  * is lost. Past this a new connection is opened.
  */
 const SAFE_IDLE_MS = 1_000;
+/**
+ * How long a request waits with no byte of its answer coming: fetch's own bound (undici's headers and body timeouts,
+ * 300 s each), so a server that hangs fails the call as it would through fetch. Long polls end well within it.
+ */
+export const ANSWER_IDLE_MS = 300_000;
 const HEAD_END = Buffer.from('\r\n\r\n');
 
 /** A request that got no answer, in fetch's shape (its message, the reason as `cause`, a socket error's code too). */
 const failed = (why: string | Error): TypeError =>
   new TypeError('fetch failed', { cause: typeof why === 'string' ? new Error(`direct request: ${why}`) : why });
+
+/** A timeout's cause carries undici's code for it, so a caller tells the two apart as it would through fetch. */
+const timedOut = (code: 'UND_ERR_HEADERS_TIMEOUT' | 'UND_ERR_BODY_TIMEOUT', ms: number): TypeError =>
+  failed(Object.assign(new Error(`direct request: no ${code === 'UND_ERR_HEADERS_TIMEOUT' ? 'answer' : 'more of the answer\'s body'} for ${ms} ms`), { code }));
 
 /** One connection; one request at a time. */
 class Connection {
@@ -55,7 +64,7 @@ class Connection {
   /** When the connection was last kept idle (performance.now()). */
   idleSince = 0;
 
-  constructor(host: string, port: number) {
+  constructor(host: string, port: number, idleMs: number) {
     this.socket = connect({
       host,
       port,
@@ -63,6 +72,10 @@ class Connection {
       onread: { buffer: () => this.nextBuffer(), callback: (bytes: number) => this.onRead(bytes) },
     });
     this.socket.on('error', (e) => this.fail(failed(e)));
+    // Counts only while a request waits (a kept idle connection has none to fail).
+    this.socket.setTimeout(idleMs, () => {
+      if (this.pending) this.fail(timedOut(this.body ? 'UND_ERR_BODY_TIMEOUT' : 'UND_ERR_HEADERS_TIMEOUT', idleMs));
+    });
     this.socket.on('close', () => {
       this.fail(failed('the connection closed'));
       this.onClose?.();
@@ -170,6 +183,9 @@ class Connection {
 export class DirectHttp {
   private readonly idle = new Map<string, Connection[]>();
 
+  /** `answerIdleMs`: how long a request may wait with no byte of its answer coming (fetch's 300 s by default). */
+  constructor(private readonly answerIdleMs = ANSWER_IDLE_MS) {}
+
   /**
    * `method` `url` with `body`, answered with a body of at most `maxBytes`; undefined when it is not a request this
    * sends (not http, a header that would split the request).
@@ -196,7 +212,7 @@ export class DirectHttp {
     // one then, for a request HTTP calls idempotent; any other goes only on a connection idle too briefly for that.
     for (let fresh = false; ; fresh = true) {
       const kept = fresh ? undefined : this.take(origin, idempotent ? Infinity : SAFE_IDLE_MS);
-      const connection = kept ?? new Connection(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80));
+      const connection = kept ?? new Connection(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80), this.answerIdleMs);
       try {
         const answer = await connection.request(head, body, maxBytes, signal);
         if (connection.reusable) this.keep(origin, connection);

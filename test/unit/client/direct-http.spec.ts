@@ -169,6 +169,27 @@ describe('direct requests', () => {
     await expect(pending).rejects.toThrow('enough');
   });
 
+  it('fails a request whose answer stops coming, as fetch does (undici\'s codes), and not a kept idle connection', async () => {
+    const silent = await rawServer(Buffer.alloc(0));
+    const halfBody = await rawServer(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n'), Buffer.alloc(50)]));
+    const direct = new DirectHttp(150);
+    for (const [url, code] of [[silent, 'UND_ERR_HEADERS_TIMEOUT'], [halfBody, 'UND_ERR_BODY_TIMEOUT']] as const) {
+      const error = await direct.request('GET', url, {}, undefined, 1024).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect(((error as TypeError).cause as { code?: string }).code).toBe(code);
+    }
+    // A slow answer that keeps coming within the bound is read; its kept connection then idles past it and still serves.
+    const { url, connections } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-length': '4' });
+      res.write('ab');
+      setTimeout(() => res.end('cd'), 100);
+    });
+    expect((await direct.request('GET', url, {}, undefined, 10))!.body.toString()).toBe('abcd');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await direct.request('GET', url, {}, undefined, 10))!.body.toString()).toBe('abcd');
+    expect(connections()).toBe(1);
+  });
+
   it('the transport answers what direct requests refuse through fetch, the same bytes', async () => {
     const { url } = await serve((_req, res) => {
       res.writeHead(200, { 'x-berth-version': 'v1' }); // no content-length: chunked
