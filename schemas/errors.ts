@@ -25,6 +25,7 @@ export const errorCodes = {
   body_too_large: { status: 413, retryable: false, meaning: 'The request body is over the limit given in detail.max_bytes.' },
   quota_exceeded: { status: 429, retryable: true, meaning: 'A ceiling or quota of the caller\'s scope is reached; detail names the quota, its limit and use.' },
   storage_full: { status: 507, retryable: true, meaning: 'The data directory\'s filesystem is under the room kept for the event store (detail: freeBytes, reserveBytes): members\' writes are refused, and their running commands stopped, until space is freed.' },
+  rate_limited: { status: 429, retryable: true, meaning: 'The token sent requests faster than its rate allows; nothing was done. detail.retry_after_ms (and the Retry-After header) says when the next one is admitted.' },
   too_many_streams: { status: 429, retryable: true, meaning: 'The token already holds the most concurrent output and event streams it may.' },
   provider_missing: { status: 422, retryable: false, meaning: 'The profile names a provider that is not registered.' },
   corrupt_event: { status: 500, retryable: false, meaning: 'A stored event cannot be decoded; detail names its stream and revision.' },

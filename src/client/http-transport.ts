@@ -1,4 +1,8 @@
-/** JSON over HTTP to a Berth server with a bearer token; error bodies become BerthApiError. */
+/**
+ * JSON over HTTP to a Berth server with a bearer token; error bodies become BerthApiError. A request the server
+ * refused for its pace (`rate_limited`: nothing was done) is sent again after the wait it names, when its body can be.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthApiError } from './berth-api-error.ts';
 import { DirectHttp, type DirectAnswer } from './direct-http.ts';
 
@@ -24,6 +28,17 @@ function ownerUrl(error: BerthApiError, baseUrl: string, options: RequestOptions
   const scheme = /^(https?):\/\//.exec(url)?.[1];
   if (!scheme || (baseUrl.startsWith('https:') && scheme !== 'https')) return undefined;
   return url;
+}
+
+/** How long one request waits out `rate_limited` answers before the error reaches its caller. */
+const RATE_WAIT_MS = 60_000;
+
+/** The wait a `rate_limited` answer asks for, where the request can be sent again as it was (its body is not a stream). */
+function rateWait(error: unknown, options: RequestOptions): number | undefined {
+  if (!(error instanceof BerthApiError) || error.code !== 'rate_limited') return undefined;
+  if (options.bytes && !(options.bytes.stream instanceof Uint8Array)) return undefined;
+  const ms = Number(error.detail.retry_after_ms);
+  return Number.isFinite(ms) && ms >= 0 ? ms : 1000;
 }
 
 /** The largest JSON answer read directly (a file write's answer is a few hundred bytes). */
@@ -56,7 +71,25 @@ export class HttpTransport {
   }
 
   /** A raw response; a non-2xx answer is thrown as BerthApiError. */
-  async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    return this.paced(options, () => this.sendOnce(method, path, options));
+  }
+
+  /** `attempt` again while the server answers `rate_limited` and the wait it names fits in RATE_WAIT_MS. */
+  private async paced<T>(options: RequestOptions, attempt: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + RATE_WAIT_MS;
+    for (;;) {
+      try {
+        return await attempt();
+      } catch (error) {
+        const wait = rateWait(error, options);
+        if (wait === undefined || Date.now() + wait > deadline) throw error;
+        await sleep(wait, undefined, { signal: options.signal }).catch(() => Promise.reject(error));
+      }
+    }
+  }
+
+  private async sendOnce(method: string, path: string, options: RequestOptions): Promise<Response> {
     const init: RequestInit & { duplex?: 'half' } = { method, headers: this.headersOf(options), signal: options.signal };
     if (options.bytes) {
       const { stream } = options.bytes;
@@ -111,7 +144,11 @@ export class HttpTransport {
    * fetch, 0.29 ms directly, of which the server's part is 0.15 ms). A GET whose answer the direct way refuses (not
    * sized by one content-length) is asked again through fetch; any request it cannot send at all goes through fetch.
    */
-  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return this.paced(options, () => this.jsonOnce<T>(method, path, options));
+  }
+
+  private async jsonOnce<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     const direct = await this.directJson(method, path, options);
     if (direct) {
       if (direct.status >= 200 && direct.status < 300) return (direct.status === 204 ? undefined : JSON.parse(direct.body.toString())) as T;
@@ -120,7 +157,7 @@ export class HttpTransport {
       if (owner) return new HttpTransport(owner, this.token).json(method, path, { ...options, ownerFollowed: true });
       throw error;
     }
-    const response = await this.send(method, path, options);
+    const response = await this.sendOnce(method, path, options);
     if (response.status === 204) return undefined as T;
     return (await response.json()) as T;
   }

@@ -15,6 +15,7 @@ import { installErrorHandling, sendError, toBerthError } from './errors.ts';
 import { gatewayLogger, installRequestLog } from './gateway-logger.ts';
 import { defaultLimits, type GatewayLimits } from './limits.ts';
 import { OpenStreams } from './open-streams.ts';
+import { installRequestRate } from './request-rate.ts';
 import { StreamSlots } from './stream-slots.ts';
 import type { GatewayDeps, ResourcePlugin, RouteDef } from './route.ts';
 import { activityPlugin } from './routes/activity.ts';
@@ -90,6 +91,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   refuseStrayUpgrades(app);
   installAuth(app, options.auth);
+  installRequestRate(app, limits);
   installStorageGuard(app, options.api);
   installRequestLog(app, log.redactUrl);
 

@@ -1,7 +1,7 @@
 /**
  * The gateway's bounds: body size and how much of a refused body it reads, long-poll and streaming pace, how much
- * output one streaming client may hold in server memory, how long it may stall, and how many streams a token may hold
- * open.
+ * output one streaming client may hold in server memory, how long it may stall, how many streams a token may hold
+ * open, and how many requests a member token may send.
  */
 import { BerthError } from '../../schemas/errors.ts';
 
@@ -45,6 +45,10 @@ export interface GatewayLimits {
   streamsPerToken: number;
   /** Largest client -> server WebSocket frame (stdin chunk). */
   wsMaxFrameBytes: number;
+  /** Requests per second a member token is admitted on average (0: no bound); past it `rate_limited` (429). */
+  requestsPerSecond: number;
+  /** Requests a member token may send at once above that pace (the bucket's size). */
+  requestBurst: number;
 }
 
 export const defaultLimits: GatewayLimits = {
@@ -62,13 +66,21 @@ export const defaultLimits: GatewayLimits = {
   streamStallMs: 10_000,
   streamsPerToken: 32,
   wsMaxFrameBytes: 1024 * 1024,
+  // Far above an agent's pace (a tool turn is a few requests), well below what two cores serve (several thousand).
+  requestsPerSecond: 200,
+  requestBurst: 1000,
 };
 
 const envLimits = {
   BERTH_MAX_STREAMS_PER_TOKEN: 'streamsPerToken',
   BERTH_STREAM_STALL_MS: 'streamStallMs',
   BERTH_BODY_DISCARD_MS: 'discardMs',
+  BERTH_RATE_LIMIT: 'requestsPerSecond',
+  BERTH_RATE_BURST: 'requestBurst',
 } as const satisfies Record<string, keyof GatewayLimits>;
+
+/** Limits an operator may turn off with 0. */
+const mayBeOff = new Set<keyof GatewayLimits>(['requestsPerSecond']);
 
 /**
  * The limits an operator sets through the environment (README Configuration); unset ones keep their defaults. A bad
@@ -81,8 +93,9 @@ export function gatewayLimitsFromEnv(env: NodeJS.ProcessEnv): Partial<GatewayLim
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
     const value = Number(raw);
-    if (Number.isSafeInteger(value) && value >= 1) limits[key] = value;
-    else problems.push(`${name}: must be an integer >= 1`);
+    const least = mayBeOff.has(key) ? 0 : 1;
+    if (Number.isSafeInteger(value) && value >= least) limits[key] = value;
+    else problems.push(`${name}: must be an integer >= ${least}`);
   }
   if (problems.length > 0) throw new BerthError('invalid_request', `invalid configuration: ${problems.join('; ')}`, { problems });
   return limits;

@@ -1,6 +1,6 @@
 /**
  * The error codes each route can answer, for the OpenAPI document: what every route of its shape can meet (no
- * token, malformed input, a missing resource, a body over the limit, too many streams, a fault) plus what its
+ * token or too many requests, malformed input, a missing resource, a body over the limit, too many streams, a fault) plus what its
  * resource's service refuses with, and the codes a route declares itself. Every code comes from the registry.
  */
 import { errorCodes, type ErrorCode } from '../../schemas/errors.ts';
@@ -45,7 +45,7 @@ const streaming = (route: RouteDef) =>
 export function routeErrors(route: RouteDef): ErrorCode[] {
   const { spec } = route;
   const codes = new Set<ErrorCode>(['internal', 'unavailable', 'projection_failed']);
-  if (spec.auth !== false) codes.add('unauthorized');
+  if (spec.auth !== false) codes.add('unauthorized').add('rate_limited');
   if (spec.params || spec.query || spec.body || spec.rawBody || spec.headers) codes.add('invalid_request');
   if (spec.params) codes.add('not_found');
   if (spec.body || spec.rawBody) codes.add('body_too_large');
