@@ -5,7 +5,7 @@
  * fences the next epoch).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BerthError } from '../../schemas/errors.ts';
@@ -252,24 +252,40 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   return { ...settings, token, tokenGenerated: generated, ...kept };
 }
 
-/** The trimmed content of `file`, or a fresh value written there (mode 0600, never overwriting a racing writer's). */
+/**
+ * The trimmed content of `file`, or a fresh value put there whole (mode 0600). The value is written to a file of this
+ * process first and linked into place, which fails if `file` exists: a racing starter never reads it half written.
+ * (Created empty and then written, a second starter read it empty in between and wrote its own over it, so the
+ * first served with a runtime id or token the file no longer held.)
+ */
 function keptValue(file: string, fresh: () => string): string {
-  try {
-    const kept = readFileSync(file, 'utf8').trim();
-    if (kept !== '') return kept;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
+  const kept = readKept(file);
+  if (kept) return kept;
   const value = fresh();
+  const mine = `${file}.${process.pid}.new`;
+  writeFileSync(mine, `${value}\n`, { mode: 0o600 });
+  chmodSync(mine, 0o600); // whatever the umask
   try {
-    writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
+    if (kept === '') {
+      renameSync(mine, file); // an empty file (an older Berth killed while writing it) is replaced
+      return value;
+    }
+    linkSync(mine, file);
+    return value;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    // Another process created it first (or it was empty): use whatever is there now.
-    const kept = readFileSync(file, 'utf8').trim();
-    if (kept !== '') return kept;
-    writeFileSync(file, `${value}\n`, { mode: 0o600 });
+    return readKept(file) || value; // another starter's, complete
+  } finally {
+    rmSync(mine, { force: true });
   }
-  chmodSync(file, 0o600);
-  return value;
+}
+
+/** The trimmed content of `file`; undefined when there is none. */
+function readKept(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    return undefined;
+  }
 }
