@@ -4,7 +4,7 @@
  * directly and serves the provider port to one control plane, where the gateway serves the runtime to tenants; so it
  * shares no route, auth or tenant model with the gateway, and nothing of the runtime is loaded on a host.
  */
-import { chmod, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo, type Socket } from 'node:net';
@@ -31,6 +31,7 @@ import { HostDispatch } from './host-dispatch.ts';
 import { HostFiles } from './host-files.ts';
 import { HostViews } from './host-views.ts';
 import { isLoopbackHost } from '../providers/loopback-host.ts';
+import { DataDirLock } from '../runtime/core/data-dir-lock.ts';
 
 export interface HostOptions {
   dataDir: string;
@@ -72,6 +73,18 @@ function refuseUnsafe(options: HostOptions): void {
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   refuseUnsafe(options);
   const admits = hostAuth({ ...(options.credentialFile ? { credentialFile: options.credentialFile } : {}), clientCertificates: options.tls?.clientCaPath !== undefined });
+  // One process per data directory: two hosts on one would run each other's commands' spools and allocations.
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 }); // private, as the host's own folders in it
+  const lock = await DataDirLock.acquire(options.dataDir, { name: 'Berth process', hint: 'stop it first, or give this host its own --data-dir' });
+  try {
+    return await serveHost(options, admits, lock);
+  } catch (e) {
+    await lock.release();
+    throw e;
+  }
+}
+
+async function serveHost(options: HostOptions, admits: ReturnType<typeof hostAuth>, lock: DataDirLock): Promise<RunningHost> {
   const allocations = new HostAllocations(options.dataDir);
   const log = options.log ?? (() => undefined);
   const backends = await hostBackends({ dataDir: options.dataDir, hidden: hostSecrets(options), docker: options.docker, log });
@@ -140,6 +153,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         }),
       );
       await backends.close();
+      await lock.release();
     },
   };
 }

@@ -6,13 +6,13 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DataDirLock } from '../../src/runtime/core/data-dir-lock.ts';
 import { runRacers } from '../fixtures/racers.ts';
-import { cleanEnv, root, spawnBerth } from './cli-process.ts';
+import { berth, cleanEnv, hasExited, root, spawnBerth } from './cli-process.ts';
 
 const holder = join(root, 'test/fixtures/lock-holder.ts');
 let dir: string;
@@ -91,5 +91,19 @@ describe('the data-directory lock', () => {
     expect([...results].sort()).toEqual(['refused', 'serves']);
     const loser = results[0] === 'serves' ? b : a;
     expect(loser.stderr().split('\n').filter((l) => !l.startsWith('{')).join('\n')).toMatch(/in use by another Berth runtime/);
+  });
+
+  it('refuses a second `berth host` on one data directory, naming the first, and leaves the first serving', async () => {
+    const dataDir = join(dir, 'host');
+    const credential = join(dir, 'host-credential');
+    writeFileSync(credential, 'lock-spec-host-credential-0123456789abcdef\n', { mode: 0o600 });
+    const args = (socket: string) => ['host', '--data-dir', dataDir, '--credential', credential, '--socket', join(dir, socket)];
+    const first = spawnBerth(args('first.sock'), cleanEnv());
+    onTestFinished(() => first.stop('SIGKILL').then(() => undefined));
+    await first.waitForLine(/^Berth host listening on /, 60_000);
+    const second = await berth(args('second.sock'));
+    expect(second.code).not.toBe(0);
+    expect(second.stderr).toMatch(new RegExp(`in use by another Berth process \\(pid ${first.child.pid}\\); stop it first, or give this host its own --data-dir`));
+    expect(hasExited(first.child)).toBe(false);
   });
 });

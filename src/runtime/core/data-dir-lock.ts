@@ -29,7 +29,8 @@ export class DataDirLock {
     private readonly holderFile: string,
   ) {}
 
-  static async acquire(dataDir: string): Promise<DataDirLock> {
+  /** `holder`: what a refusal calls the process holding it, and what to do about it. */
+  static async acquire(dataDir: string, holder = { name: 'Berth runtime', hint: 'talk to it with --url, or stop it first' }): Promise<DataDirLock> {
     await mkdir(dataDir, { recursive: true });
     const holderFile = join(dataDir, 'runtime.lock');
     // Each acquire opens its own connection: SQLite refuses a second exclusive lock in this process too.
@@ -47,7 +48,7 @@ export class DataDirLock {
         }
         db.close();
         if (!refused) throw e;
-        throw busy(dataDir, (await readHolder(holderFile))?.pid);
+        throw busy(dataDir, (await readHolder(holderFile))?.pid, holder);
       }
     }
     await writeFile(holderFile, `${JSON.stringify({ pid: process.pid } satisfies Holder)}\n`, { mode: 0o600 });
@@ -70,9 +71,9 @@ async function readHolder(file: string): Promise<Holder | undefined> {
   }
 }
 
-const busy = (dataDir: string, pid: number | undefined) =>
+const busy = (dataDir: string, pid: number | undefined, holder: { name: string; hint: string }) =>
   new BerthError(
     'unavailable',
-    `The data directory ${dataDir} is in use by another Berth runtime${pid ? ` (pid ${pid})` : ''}; talk to it with --url, or stop it first.`,
+    `The data directory ${dataDir} is in use by another ${holder.name}${pid ? ` (pid ${pid})` : ''}; ${holder.hint}.`,
     { dataDir, ...(pid ? { pid } : {}) },
   );
