@@ -23,9 +23,9 @@ export class BerthApiError extends Error {
     this.detail = detail;
   }
 
-  /** Worth retrying later with the same request (the server is unavailable or overloaded). */
+  /** Worth retrying later with the same request (the server is unavailable or overloaded, or paces this token). */
   get retryable(): boolean {
-    return this.status === 503 || this.status === 502 || this.status === 504;
+    return this.status === 503 || this.status === 502 || this.status === 504 || this.code === 'rate_limited';
   }
 
   /** An error received inside an SSE or WebSocket stream, without an HTTP status: the registry gives it. */

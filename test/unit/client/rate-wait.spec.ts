@@ -63,6 +63,11 @@ describe('a rate_limited answer', () => {
     expect(requests()).toBe(1);
   });
 
+  it('is retryable, so followers and retried calls back off and ask again instead of failing (a quota is not)', () => {
+    expect(BerthApiError.fromBody(429, JSON.stringify({ error: { code: 'rate_limited', message: 'slow down', detail: {} } })).retryable).toBe(true);
+    expect(BerthApiError.fromBody(429, JSON.stringify({ error: { code: 'quota_exceeded', message: 'full', detail: {} } })).retryable).toBe(false);
+  });
+
   it('stops waiting when the caller aborts, with the refusal', async () => {
     const { url } = await pacedServer(100);
     const controller = new AbortController();
