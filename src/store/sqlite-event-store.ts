@@ -107,6 +107,24 @@ class PartlyWritten extends Error {
   }
 }
 
+/**
+ * Runs `step` again while SQLite answers SQLITE_BUSY at once. Processes opening a new file together each hold the
+ * shared lock another needs to switch it to WAL, and SQLite fails that switch without waiting (its busy handler is
+ * not called where waiting could deadlock): one of two runtimes starting on a fresh shared store exited with
+ * "database is locked". Opening is synchronous, so the pause between tries is too.
+ */
+function untilNotBusy<T>(step: () => T, timeoutMs: number): T {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      return step();
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'SQLITE_BUSY' || performance.now() >= deadline) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2 + Math.random() * 10);
+    }
+  }
+}
+
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite' as const;
   /** Counters for tests and benchmarks: `commits` is the number of write transactions (one fsync each). */
@@ -223,7 +241,7 @@ export class SqliteEventStore implements EventStore {
       db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
       assertStoreSchema(db, file);
       keepStorePrivate(file);
-      db.pragma('journal_mode = WAL');
+      untilNotBusy(() => db.pragma('journal_mode = WAL'), opts.busyTimeoutMs ?? 10_000);
       // FULL: an acknowledged append survives power loss (WAL + NORMAL would only survive a process crash).
       db.pragma('synchronous = FULL');
       // The log is checkpointed by a worker thread (sqlite-checkpointer.ts), not by the commit that crosses 1000 pages.
