@@ -17,14 +17,16 @@ export interface RequestOptions {
   ownerFollowed?: boolean;
 }
 
+/** Whether the request's body can be sent again (none, JSON, or one buffer; not a stream already consumed). */
+const resendable = (options: RequestOptions): boolean => !options.bytes || options.bytes.stream instanceof Uint8Array;
+
 /**
  * Where to repeat a request another runtime sharing the store owns (`owned_elsewhere` with `detail.url`): once, with
  * a body that can be sent again, and never from https down to http (the token goes with it).
  */
 function ownerUrl(error: BerthApiError, baseUrl: string, options: RequestOptions): string | undefined {
   const url = error.code === 'owned_elsewhere' ? error.detail.url : undefined;
-  if (typeof url !== 'string' || options.ownerFollowed) return undefined;
-  if (options.bytes && !(options.bytes.stream instanceof Uint8Array)) return undefined;
+  if (typeof url !== 'string' || options.ownerFollowed || !resendable(options)) return undefined;
   const scheme = /^(https?):\/\//.exec(url)?.[1];
   if (!scheme || (baseUrl.startsWith('https:') && scheme !== 'https')) return undefined;
   return url;
@@ -35,8 +37,7 @@ const RATE_WAIT_MS = 60_000;
 
 /** The wait a `rate_limited` answer asks for, where the request can be sent again as it was (its body is not a stream). */
 function rateWait(error: unknown, options: RequestOptions): number | undefined {
-  if (!(error instanceof BerthApiError) || error.code !== 'rate_limited') return undefined;
-  if (options.bytes && !(options.bytes.stream instanceof Uint8Array)) return undefined;
+  if (!(error instanceof BerthApiError) || error.code !== 'rate_limited' || !resendable(options)) return undefined;
   const ms = Number(error.detail.retry_after_ms);
   return Number.isFinite(ms) && ms >= 0 ? ms : 1000;
 }
@@ -163,9 +164,8 @@ export class HttpTransport {
   }
 
   private directJson(method: string, path: string, options: RequestOptions): Promise<DirectAnswer | undefined> {
-    const bytes = options.bytes?.stream;
-    if (options.bytes && !(bytes instanceof Uint8Array)) return Promise.resolve(undefined); // a stream: fetch sends it
-    const body = options.bytes ? (bytes as Uint8Array) : options.body !== undefined ? Buffer.from(JSON.stringify(options.body)) : undefined;
+    if (!resendable(options)) return Promise.resolve(undefined); // a stream: fetch sends it
+    const body = options.bytes ? (options.bytes.stream as Uint8Array) : options.body !== undefined ? Buffer.from(JSON.stringify(options.body)) : undefined;
     const answer = this.directly(method, path, options, body, JSON_ANSWER_BYTES);
     return method === 'GET' ? answer.catch(() => undefined) : answer;
   }

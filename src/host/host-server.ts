@@ -31,7 +31,7 @@ import { HostDispatch } from './host-dispatch.ts';
 import { HostFiles } from './host-files.ts';
 import { HostViews } from './host-views.ts';
 import { isLoopbackHost } from '../providers/loopback-host.ts';
-import { DataDirLock } from '../runtime/core/data-dir-lock.ts';
+import { DataDirLock } from '../store/data-dir-lock.ts';
 
 export interface HostOptions {
   dataDir: string;

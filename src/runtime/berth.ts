@@ -23,7 +23,7 @@ import { resolveRemoteHosts, type Settings } from './config.ts';
 import { maintenanceTasks, settleActiveAllocations } from './maintenance/maintenance-tasks.ts';
 import { Retention, type RetentionSettings } from './maintenance/retention.ts';
 import { ArtifactArchive } from '../store/artifact-archive.ts';
-import { DataDirLock } from './core/data-dir-lock.ts';
+import { DataDirLock } from '../store/data-dir-lock.ts';
 import { ProviderRegistry } from './provider-registry.ts';
 import * as registry from './registry.ts';
 import { stopBuilds, type ContentRuntime } from './builds/content-runtime.ts';

@@ -3,6 +3,7 @@
  * semantics. Appends issued together are group-committed in one transaction; several OS processes may share the file.
  */
 import Database from 'better-sqlite3';
+import { untilNotBusy } from './sqlite-busy.ts';
 import { BerthError } from '../../schemas/errors.ts';
 import {
   WrongExpectedVersion,
@@ -104,24 +105,6 @@ const isUniqueViolation = (e: unknown): boolean =>
 class PartlyWritten extends Error {
   constructor(readonly refusal: unknown) {
     super('an append was refused after some of its events were inserted');
-  }
-}
-
-/**
- * Runs `step` again while SQLite answers SQLITE_BUSY at once. Processes opening a new file together each hold the
- * shared lock another needs to switch it to WAL, and SQLite fails that switch without waiting (its busy handler is
- * not called where waiting could deadlock): one of two runtimes starting on a fresh shared store exited with
- * "database is locked". Opening is synchronous, so the pause between tries is too.
- */
-function untilNotBusy<T>(step: () => T, timeoutMs: number): T {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      return step();
-    } catch (e) {
-      if ((e as { code?: string }).code !== 'SQLITE_BUSY' || performance.now() >= deadline) throw e;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2 + Math.random() * 10);
-    }
   }
 }
 

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { DataDirLock } from '../../src/runtime/core/data-dir-lock.ts';
+import { DataDirLock } from '../../src/store/data-dir-lock.ts';
 import { runRacers } from '../fixtures/racers.ts';
 import { berth, cleanEnv, hasExited, root, spawnBerth } from './cli-process.ts';
 

@@ -5,16 +5,15 @@
  * file to judge and remove, so two starters racing over a dead holder cannot both win. `<data-dir>/runtime.lock`
  * only names the holder (pid and start time) for the refusal's message.
  *
- * Two starters taking a free lock at the same instant can both be refused by SQLite: each holds the shared lock the
- * other needs to go exclusive, and SQLite fails both at once rather than let them wait on each other (27 of 100 tight
- * races had no winner). So a refused starter tries again for a moment: a real holder keeps its lock for its life, and
- * the moment only delays that refusal.
+ * Two starters taking a free lock at the same instant can both be refused (sqlite-busy.ts; 27 of 100 tight races had
+ * no winner), so a refused starter tries again for 250 ms: a real holder keeps its lock for its life, and that only
+ * delays the refusal. It lives beside the store so that `berth host` takes it without loading the runtime.
  */
 import Database from 'better-sqlite3';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { BerthError } from '../../../schemas/errors.ts';
+import { BerthError } from '../../schemas/errors.ts';
+import { isBusy, untilNotBusy } from './sqlite-busy.ts';
 
 interface Holder {
   pid: number;
@@ -35,21 +34,12 @@ export class DataDirLock {
     const holderFile = join(dataDir, 'runtime.lock');
     // Each acquire opens its own connection: SQLite refuses a second exclusive lock in this process too.
     const db = new Database(join(dataDir, 'runtime.lock.sqlite3'), { timeout: 0 });
-    const deadline = performance.now() + CONTEND_MS;
-    for (;;) {
-      try {
-        db.exec('BEGIN EXCLUSIVE');
-        break;
-      } catch (e) {
-        const refused = (e as { code?: string }).code === 'SQLITE_BUSY';
-        if (refused && performance.now() < deadline) {
-          await sleep(5 + Math.random() * 20); // apart from the other starter, which waits its own random time
-          continue;
-        }
-        db.close();
-        if (!refused) throw e;
-        throw busy(dataDir, (await readHolder(holderFile))?.pid, holder);
-      }
+    try {
+      untilNotBusy(() => db.exec('BEGIN EXCLUSIVE'), CONTEND_MS);
+    } catch (e) {
+      db.close();
+      if (!isBusy(e)) throw e;
+      throw busy(dataDir, (await readHolder(holderFile))?.pid, holder);
     }
     await writeFile(holderFile, `${JSON.stringify({ pid: process.pid } satisfies Holder)}\n`, { mode: 0o600 });
     return new DataDirLock(db, holderFile);
